@@ -1,0 +1,23 @@
+// Command outpost is the one binary of outpost: `outpost server` runs a
+// control-plane member, `outpost dev` a one-process cluster, and every other
+// subcommand is the CLI. main only wires flags to packages.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/outpost-edge/outpost/controlplane/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	root := cli.NewRootCommand()
+	root.AddCommand(newServerCommand(), newDevCommand())
+	addAdmCommands(root)
+	code := cli.Execute(ctx, root)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"slices"
+	"strings"
+)
+
+// Resource describes one kind the API serves: where it lives in the URL
+// space and how to make an empty one. The store, the server, the decoder and
+// the CLI all read this one table, so a new kind is added here once.
+type Resource struct {
+	Group      string   // "" for the core group, "apps" for the apps group
+	Version    string   // "v1"
+	Kind       string   // "Pod"
+	Plural     string   // "pods": the URL segment and the store's bucket
+	Singular   string   // "pod"
+	ShortNames []string // "po"
+	Namespaced bool
+	// HasStatus reports whether status is a subresource: writes to the main
+	// resource keep the stored status, writes to /status keep the spec.
+	HasStatus bool
+	New       func() Object
+}
+
+// APIVersion is "v1" for the core group and "group/version" otherwise.
+func (r *Resource) APIVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
+// Resources is every kind outpost serves, in a fixed order.
+var Resources = []*Resource{
+	{Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"}, HasStatus: true, New: func() Object { return &Namespace{} }},
+	{Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node", ShortNames: []string{"no"}, HasStatus: true, New: func() Object { return &Node{} }},
+	{Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true, HasStatus: true, New: func() Object { return &Pod{} }},
+	{Version: "v1", Kind: "Event", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true, New: func() Object { return &Event{} }},
+	{Version: "v1", Kind: "Service", Plural: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true, HasStatus: true, New: func() Object { return &Service{} }},
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet", Plural: "replicasets", Singular: "replicaset", ShortNames: []string{"rs"}, Namespaced: true, HasStatus: true, New: func() Object { return &ReplicaSet{} }},
+	{Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true, HasStatus: true, New: func() Object { return &DaemonSet{} }},
+	{Group: "outpost.io", Version: "v1", Kind: "Token", Plural: "tokens", Singular: "token", New: func() Object { return &Token{} }},
+}
+
+// ResourceForKind finds a resource by kind ("Pod").
+func ResourceForKind(kind string) *Resource {
+	for _, r := range Resources {
+		if r.Kind == kind {
+			return r
+		}
+	}
+	return nil
+}
+
+// ResourceForPlural finds a resource by its URL segment ("pods").
+func ResourceForPlural(plural string) *Resource {
+	for _, r := range Resources {
+		if r.Plural == plural {
+			return r
+		}
+	}
+	return nil
+}
+
+// ResourceForName finds a resource by any name a user might type: plural,
+// singular, short name or kind, case-insensitively, with an optional
+// ".group" suffix ("deployments.apps").
+func ResourceForName(name string) *Resource {
+	name = strings.ToLower(name)
+	group := ""
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		name, group = name[:i], name[i+1:]
+	}
+	for _, r := range Resources {
+		if group != "" && !strings.HasPrefix(r.Group, group) {
+			continue
+		}
+		if name == r.Plural || name == r.Singular || name == strings.ToLower(r.Kind) || slices.Contains(r.ShortNames, name) {
+			return r
+		}
+	}
+	return nil
+}
+
+// ResourceOf returns the resource of an object's Go type.
+func ResourceOf(obj Object) *Resource {
+	switch obj.(type) {
+	case *Namespace:
+		return Resources[0]
+	case *Node:
+		return Resources[1]
+	case *Pod:
+		return Resources[2]
+	case *Event:
+		return Resources[3]
+	case *Service:
+		return Resources[4]
+	case *ReplicaSet:
+		return Resources[5]
+	case *Deployment:
+		return Resources[6]
+	case *DaemonSet:
+		return Resources[7]
+	case *Token:
+		return Resources[8]
+	}
+	return nil
+}
+
+// List is the envelope of a list reply: kind "PodList" and so on, with the
+// items as the server encoded them.
+type List[T any] struct {
+	TypeMeta `json:",inline"`
+	ListMeta `json:"metadata"`
+	Items    []T `json:"items"`
+}

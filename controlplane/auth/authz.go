@@ -1,0 +1,245 @@
+package auth
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// Verbs, as the server derives them from the HTTP method and the query.
+const (
+	VerbGet    = "get"
+	VerbList   = "list"
+	VerbWatch  = "watch"
+	VerbCreate = "create"
+	VerbUpdate = "update"
+	VerbPatch  = "patch"
+	VerbDelete = "delete"
+)
+
+// Subresources the rules know.
+const (
+	SubresourceStatus  = "status"
+	SubresourceBinding = "binding"
+)
+
+// ResourceNodeCredentials is what a join token may create: the agent trades
+// the join token for a node's own credential.
+const ResourceNodeCredentials = "nodecredentials"
+
+// Request is what a caller asks to do. For a resource request Resource is
+// the plural ("pods") and, for create, Name is the name in the body. A
+// request with an empty Resource is a non-resource request for Path
+// ("/healthz").
+type Request struct {
+	Verb        string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+	// Group is the API group ("apps"). When set, it must be the group the
+	// resource lives in; when empty it is taken from the resource.
+	Group string
+	Path  string
+}
+
+// PodLookup tells which node a pod is bound to; ok is false when the pod
+// does not exist. The server backs it with its local store.
+type PodLookup interface {
+	PodNodeName(namespace, name string) (nodeName string, ok bool)
+}
+
+// ForbiddenError is an authorization refusal. Its message reads like
+// Kubernetes': `pods "x" is forbidden: User "token:abc" cannot create
+// resource "pods/binding" in namespace "default"`.
+type ForbiddenError struct {
+	User    string
+	Request Request
+}
+
+func (e *ForbiddenError) Error() string {
+	r := e.Request
+	var b strings.Builder
+	if r.Resource == "" {
+		b.WriteString(`forbidden: User "`)
+		b.WriteString(e.User)
+		b.WriteString(`" cannot `)
+		b.WriteString(r.Verb)
+		b.WriteString(` path "`)
+		b.WriteString(r.Path)
+		b.WriteString(`"`)
+		return b.String()
+	}
+	b.WriteString(r.Resource)
+	if r.Name != "" {
+		b.WriteString(` "`)
+		b.WriteString(r.Name)
+		b.WriteString(`"`)
+	}
+	b.WriteString(` is forbidden: User "`)
+	b.WriteString(e.User)
+	b.WriteString(`" cannot `)
+	b.WriteString(r.Verb)
+	b.WriteString(` resource "`)
+	b.WriteString(r.Resource)
+	if r.Subresource != "" {
+		b.WriteString("/")
+		b.WriteString(r.Subresource)
+	}
+	b.WriteString(`"`)
+	if r.Group != "" {
+		b.WriteString(` in API group "`)
+		b.WriteString(r.Group)
+		b.WriteString(`"`)
+	}
+	if r.Namespace != "" {
+		b.WriteString(` in namespace "`)
+		b.WriteString(r.Namespace)
+		b.WriteString(`"`)
+	} else {
+		b.WriteString(" at the cluster scope")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrForbidden) true.
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// Authorize returns nil if id may do req, else a *ForbiddenError (which
+// wraps ErrForbidden). pods may be nil when req is not about a pod's status.
+func Authorize(id *Identity, req Request, pods PodLookup) error {
+	if Can(id, req, pods) {
+		return nil
+	}
+	user := "system:anonymous"
+	if id != nil {
+		user = id.Name
+	}
+	return &ForbiddenError{User: user, Request: req}
+}
+
+// Can reports whether id may do req. Admission asks it, for instance,
+// whether a user may create pods/binding before honouring spec.nodeName.
+func Can(id *Identity, req Request, pods PodLookup) bool {
+	if id == nil {
+		return false
+	}
+	switch id.Role {
+	case api.RoleClusterAdmin, api.RoleServer:
+		return true
+	}
+	if req.Resource == "" {
+		return nonResourceAllowed(req)
+	}
+	if g, known := resourceGroup[req.Resource]; !known || (req.Group != "" && req.Group != g) {
+		return false
+	}
+	switch id.Role {
+	case api.RoleDeveloper:
+		return developerCan(id, req)
+	case api.RoleNode:
+		if id.NodeName == "" {
+			return req.Verb == VerbCreate && req.Resource == ResourceNodeCredentials && req.Subresource == ""
+		}
+		return nodeCan(id, req, pods)
+	}
+	return false
+}
+
+// resourceGroup is every resource the rules name, with its API group. A
+// request naming a resource in the wrong group matches no rule.
+var resourceGroup = map[string]string{
+	"pods":                  "",
+	"services":              "",
+	"events":                "",
+	"nodes":                 "",
+	"namespaces":            "",
+	"replicasets":           "apps",
+	"deployments":           "apps",
+	"daemonsets":            "apps",
+	"tokens":                "outpost.io",
+	ResourceNodeCredentials: "outpost.io",
+}
+
+// publicPaths are readable by every authenticated caller; other
+// non-resource paths (/metrics, debug handlers) are for admins and servers.
+var publicPaths = []string{"/version", "/healthz", "/readyz"}
+
+func nonResourceAllowed(req Request) bool {
+	return req.Verb == VerbGet && slices.Contains(publicPaths, req.Path)
+}
+
+func isRead(verb string) bool {
+	return verb == VerbGet || verb == VerbList || verb == VerbWatch
+}
+
+// readableSub reports whether a read may target sub: the object itself or
+// its status.
+func readableSub(sub string) bool {
+	return sub == "" || sub == SubresourceStatus
+}
+
+// developerWorkloads are the namespaced resources a developer manages in
+// its own namespaces.
+var developerWorkloads = []string{"pods", "services", "replicasets", "deployments", "daemonsets", "events"}
+
+func developerCan(id *Identity, req Request) bool {
+	switch {
+	case slices.Contains(developerWorkloads, req.Resource):
+		// A list or watch across all namespaces comes with an empty
+		// namespace and is refused: it would show other tenants' objects.
+		if req.Namespace == "" || !slices.Contains(id.Namespaces, req.Namespace) {
+			return false
+		}
+		switch req.Verb {
+		case VerbGet, VerbList, VerbWatch:
+			return readableSub(req.Subresource)
+		case VerbCreate, VerbUpdate, VerbPatch, VerbDelete:
+			// Not status (controllers and agents own it) and not binding
+			// (placement is the scheduler's or an admin's, ADM-1).
+			return req.Subresource == ""
+		}
+		return false
+	case req.Resource == "nodes":
+		return isRead(req.Verb) && readableSub(req.Subresource)
+	case req.Resource == "namespaces":
+		return req.Verb == VerbGet && readableSub(req.Subresource) && req.Name != "" && slices.Contains(id.Namespaces, req.Name)
+	}
+	return false
+}
+
+func nodeCan(id *Identity, req Request, pods PodLookup) bool {
+	switch req.Resource {
+	case "pods":
+		if isRead(req.Verb) {
+			// All pods: the agent watches them all and keeps those with
+			// its spec.nodeName.
+			return readableSub(req.Subresource)
+		}
+		if (req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == SubresourceStatus && pods != nil && req.Name != "" {
+			node, ok := pods.PodNodeName(req.Namespace, req.Name)
+			return ok && node == id.NodeName
+		}
+		return false
+	case "nodes":
+		if isRead(req.Verb) {
+			return readableSub(req.Subresource)
+		}
+		if req.Name != id.NodeName {
+			return false
+		}
+		switch req.Verb {
+		case VerbCreate:
+			return req.Subresource == ""
+		case VerbUpdate, VerbPatch:
+			return readableSub(req.Subresource)
+		}
+		return false
+	case "services", "namespaces":
+		return isRead(req.Verb) && readableSub(req.Subresource)
+	case "events":
+		return (req.Verb == VerbCreate || req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == ""
+	}
+	return false
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/version"
+)
+
+func newAdmCommand(o *options) *cobra.Command {
+	adm := &cobra.Command{
+		Use:   "adm",
+		Short: "Cluster administration: tokens, raft membership",
+	}
+	adm.AddCommand(newTokenCommand(o), newRaftCommand(o))
+	return adm
+}
+
+func newTokenCommand(o *options) *cobra.Command {
+	tok := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and delete bearer tokens",
+	}
+	var (
+		role        string
+		namespaces  []string
+		node        string
+		ttl         time.Duration
+		description string
+	)
+	create := &cobra.Command{
+		Use:   "create --role cluster-admin|node|developer",
+		Short: "Create a token and print it; the secret is shown only this once",
+		Long: "create makes a token here and stores only the hash of its secret in the cluster, so the\n" +
+			"secret never crosses the network. It prints the token, <id>.<secret>, on standard output.",
+		Example: `  outpost adm token create --role developer --namespace team-a --ttl 720h
+  outpost adm token create --role node --ttl 1h --description "join edge-7"
+  outpost adm token create --role node --node edge-7`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := tokenSpec(role, namespaces, node, ttl, description, o.now())
+			if err != nil {
+				return err
+			}
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			id, secret := auth.NewToken()
+			spec.SecretHash = auth.HashSecret(secret)
+			t := &api.Token{ObjectMeta: api.ObjectMeta{Name: id}, Spec: spec}
+			if _, err := cl.CreateToken(cmd.Context(), t); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s.%s\n", id, secret)
+			return nil
+		},
+	}
+	f := create.Flags()
+	f.StringVar(&role, "role", "", "cluster-admin, node or developer")
+	f.StringSliceVar(&namespaces, "namespace", nil, "for a developer token: the namespaces it may use (repeatable)")
+	f.StringVar(&node, "node", "", "for a node token: the node it is bound to (without it, a join token)")
+	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid; 0 for ever")
+	f.StringVar(&description, "description", "", "a note on what the token is for")
+
+	tokens := api.ResourceForKind("Token")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List tokens (without their secrets, which the cluster does not have)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			objs, _, err := cl.List(cmd.Context(), tokens, "", client.ListOptions{})
+			if err != nil {
+				return err
+			}
+			if len(objs) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
+				return nil
+			}
+			p := printOptions{now: o.now()}
+			return newTableFor(tokens, p).print(cmd.OutOrStdout(), rowsFor(tokens, objs, p))
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete ID...",
+		Short: "Delete tokens; their holders can no longer authenticate",
+		Args:  minArgs(1, "the ID of the token to delete"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			failed := false
+			for _, id := range args {
+				if _, err := cl.Delete(cmd.Context(), tokens, "", id, nil); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), FormatError(err))
+					failed = true
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "token %q deleted\n", id)
+			}
+			if failed {
+				return errReported
+			}
+			return nil
+		},
+	}
+	tok.AddCommand(create, list, del)
+	return tok
+}
+
+// tokenSpec checks the flags of `adm token create` and builds the spec
+// (without the secret hash).
+func tokenSpec(role string, namespaces []string, node string, ttl time.Duration, description string, now time.Time) (api.TokenSpec, error) {
+	switch role {
+	case api.RoleClusterAdmin, api.RoleNode, api.RoleDeveloper:
+	case "":
+		return api.TokenSpec{}, usagef("--role is required: cluster-admin, node or developer")
+	default:
+		return api.TokenSpec{}, usagef("--role %q is not one of cluster-admin, node, developer", role)
+	}
+	if len(namespaces) > 0 && role != api.RoleDeveloper {
+		return api.TokenSpec{}, usagef("--namespace applies to developer tokens only")
+	}
+	if role == api.RoleDeveloper && len(namespaces) == 0 {
+		return api.TokenSpec{}, usagef("a developer token needs at least one --namespace")
+	}
+	if node != "" && role != api.RoleNode {
+		return api.TokenSpec{}, usagef("--node applies to node tokens only")
+	}
+	if ttl < 0 {
+		return api.TokenSpec{}, usagef("--ttl must not be negative")
+	}
+	spec := api.TokenSpec{Role: role, Namespaces: namespaces, NodeName: node, Description: description}
+	if ttl > 0 {
+		spec.Expires = api.NewTime(now.Add(ttl))
+	}
+	return spec, nil
+}
+
+func newRaftCommand(o *options) *cobra.Command {
+	raft := &cobra.Command{
+		Use:   "raft",
+		Short: "Inspect and change the control plane's raft membership",
+	}
+	list := &cobra.Command{
+		Use:   "list-peers",
+		Short: "List the raft members, their roles and whether they are reachable",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			peers, err := cl.RaftPeers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printPeers(cmd, peers)
+		},
+	}
+	change := func(verb, done, short string, fn func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
+		return &cobra.Command{
+			Use:   verb + " ID",
+			Short: short,
+			Args:  exactArgs(1, "the ID of a raft peer (see `outpost adm raft list-peers`)"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, err := o.client(cmd)
+				if err != nil {
+					return err
+				}
+				if err := fn(cmd.Context(), cl, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "peer %q %s\n", args[0], done)
+				return nil
+			},
+		}
+	}
+	raft.AddCommand(list,
+		change("promote", "promoted", "Make a caught-up non-voter a voter", func(ctx context.Context, cl *client.Client, id string) error {
+			return cl.RaftPromote(ctx, id)
+		}),
+		change("demote", "demoted", "Make a voter a non-voter, if quorum survives it", func(ctx context.Context, cl *client.Client, id string) error {
+			return cl.RaftDemote(ctx, id)
+		}),
+		change("remove-peer", "removed", "Remove a member from raft, if quorum survives it", func(ctx context.Context, cl *client.Client, id string) error {
+			return cl.RaftRemove(ctx, id)
+		}),
+	)
+	return raft
+}
+
+// printPeers writes the raft peer table; an unreachable peer's error goes
+// in a last column when there is one.
+func printPeers(cmd *cobra.Command, peers []client.RaftPeer) error {
+	header := []string{"ID", "ADDRESS", "SUFFRAGE", "LEADER", "LAST-INDEX", "REACHABLE"}
+	withErr := false
+	for _, p := range peers {
+		withErr = withErr || p.Error != ""
+	}
+	if withErr {
+		header = append(header, "ERROR")
+	}
+	rows := make([][]string, 0, len(peers))
+	for _, p := range peers {
+		row := []string{p.ID, p.Address, p.Suffrage, strconv.FormatBool(p.Leader), strconv.FormatUint(p.LastIndex, 10), strconv.FormatBool(p.Reachable)}
+		if withErr {
+			row = append(row, p.Error)
+		}
+		rows = append(rows, row)
+	}
+	return newTable(header).print(cmd.OutOrStdout(), rows)
+}
+
+func newVersionCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the client's and the server's version",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Client Version: %s\n", version.Version)
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			v, err := cl.Version(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Server Version: %s\n", v.Version)
+			return nil
+		},
+	}
+}

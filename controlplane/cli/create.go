@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+func newCreateCommand(o *options) *cobra.Command {
+	var ff fileFlags
+	cmd := &cobra.Command{
+		Use:   "create -f FILE|DIR|-",
+		Short: "Create objects from manifests; an existing object is an error",
+		Example: `  outpost create -f pod.yaml
+  outpost create namespace edge`,
+		Args: exactArgs(0, "no arguments; name the manifests with -f, or use a subcommand such as `create namespace NAME`"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(ff.files) == 0 {
+				return usagef("must specify one of -f")
+			}
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			ms, errs := readManifests(ff, cmd.InOrStdin())
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			for _, err := range errs {
+				fmt.Fprintln(stderr, FormatError(err))
+			}
+			failed := len(errs) > 0
+			for i := range ms {
+				m := &ms[i]
+				name, err := createManifest(cmd.Context(), cl, m, o.namespace)
+				if err != nil {
+					fmt.Fprintln(stderr, FormatError(fmt.Errorf("error when creating %q: %w", m.source, err)))
+					failed = true
+					continue
+				}
+				fmt.Fprintf(stdout, "%s created\n", refName(m.r, name))
+			}
+			if failed {
+				return errReported
+			}
+			return nil
+		},
+	}
+	addFileFlags(cmd, &ff, "the manifests to create")
+	cmd.AddCommand(&cobra.Command{
+		Use:     "namespace NAME",
+		Aliases: []string{"ns"},
+		Short:   "Create a namespace",
+		Args:    exactArgs(1, "the name of the namespace"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: args[0]}}
+			if _, _, err := cl.Create(cmd.Context(), ns); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "namespace/%s created\n", args[0])
+			return nil
+		},
+	})
+	return cmd
+}
+
+// createManifest posts m as written and returns the created object's
+// name (which the server picks for metadata.generateName).
+func createManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS string) (string, error) {
+	ns, err := namespaceFor(m, flagNS, cl.Namespace())
+	if err != nil {
+		return "", err
+	}
+	body, err := json.Marshal(m.obj)
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", m.ref(), err)
+	}
+	data, _, err := cl.Do(ctx, http.MethodPost, client.PathFor(m.r, ns, "", ""), nil, body)
+	if err != nil {
+		return "", err
+	}
+	var created struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(data, &created) == nil && created.Metadata.Name != "" {
+		return created.Metadata.Name, nil
+	}
+	return m.name, nil
+}
+
+func newDeleteCommand(o *options) *cobra.Command {
+	var (
+		ff             fileFlags
+		selector       string
+		all            bool
+		ignoreNotFound bool
+	)
+	cmd := &cobra.Command{
+		Use:   "delete TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR | TYPE --all | -f FILE",
+		Short: "Delete objects by name, by label selector, or as listed in manifests",
+		Example: `  outpost delete pod web-1
+  outpost delete pods -l app=web
+  outpost delete -f web.yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var targets []target
+			switch {
+			case len(ff.files) > 0:
+				if len(args) > 0 || selector != "" || all {
+					return usagef("-f cannot be combined with resource arguments, -l or --all")
+				}
+			case len(args) == 0:
+				return usagef("you must specify the type of resource to delete, or -f")
+			default:
+				var err error
+				if targets, err = parseTargets(args); err != nil {
+					return err
+				}
+				for _, t := range targets {
+					switch {
+					case len(t.names) > 0 && (selector != "" || all):
+						return usagef("names cannot be combined with -l or --all")
+					case len(t.names) == 0 && selector == "" && !all:
+						return usagef("resource(s) were provided, but no name was specified; use -l SELECTOR or --all to delete several")
+					}
+				}
+			}
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			failed := false
+			del := func(r *api.Resource, ns, name string) {
+				_, _, err := cl.Do(ctx, http.MethodDelete, client.PathFor(r, ns, name, ""), nil, nil)
+				if err != nil {
+					if ignoreNotFound && api.IsNotFound(err) {
+						return
+					}
+					fmt.Fprintln(stderr, FormatError(err))
+					failed = true
+					return
+				}
+				fmt.Fprintf(stdout, "%s %q deleted\n", kindName(r), name)
+			}
+			if len(ff.files) > 0 {
+				ms, errs := readManifests(ff, cmd.InOrStdin())
+				for _, err := range errs {
+					fmt.Fprintln(stderr, FormatError(err))
+					failed = true
+				}
+				for i := range ms {
+					m := &ms[i]
+					ns, err := namespaceFor(m, o.namespace, cl.Namespace())
+					if err == nil && m.name == "" {
+						err = fmt.Errorf("%s in %q has no metadata.name", m.r.Kind, m.source)
+					}
+					if err != nil {
+						fmt.Fprintln(stderr, FormatError(err))
+						failed = true
+						continue
+					}
+					del(m.r, ns, m.name)
+				}
+			}
+			for _, t := range targets {
+				ns := ""
+				if t.r.Namespaced {
+					ns = cl.Namespace()
+				}
+				names := t.names
+				if len(names) == 0 {
+					q := url.Values{}
+					if selector != "" {
+						q.Set("labelSelector", selector)
+					}
+					data, _, err := cl.Do(ctx, http.MethodGet, client.PathFor(t.r, ns, "", ""), q, nil)
+					if err != nil {
+						return err
+					}
+					objs, _, err := client.DecodeList(t.r, data)
+					if err != nil {
+						return err
+					}
+					if len(objs) == 0 {
+						fmt.Fprintln(stderr, noResourcesMessage([]fetched{{r: t.r}}, false, ns))
+					}
+					for _, obj := range objs {
+						names = append(names, obj.GetObjectMeta().Name)
+					}
+				}
+				for _, name := range names {
+					del(t.r, ns, name)
+				}
+			}
+			if failed {
+				return errReported
+			}
+			return nil
+		},
+	}
+	addFileFlags(cmd, &ff, "the manifests whose objects to delete")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "delete the objects matching this label selector")
+	cmd.Flags().BoolVar(&all, "all", false, "delete every object of the type in the namespace")
+	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "treat an object that does not exist as deleted")
+	return cmd
+}

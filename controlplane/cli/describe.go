@@ -1,0 +1,706 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+func newDescribeCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe TYPE NAME... | TYPE/NAME...",
+		Short: "Show an object in detail, with its events",
+		Example: `  outpost describe pod web-1
+  outpost describe node/edge-3`,
+		Args: minArgs(1, "a resource type and a name, e.g. `outpost describe pod web-1`"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			targets, err := parseTargets(args)
+			if err != nil {
+				return err
+			}
+			for _, t := range targets {
+				if len(t.names) == 0 {
+					return usagef("describe needs the name of the %s to show", t.r.Singular)
+				}
+			}
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			out := cmd.OutOrStdout()
+			failed, first := false, true
+			for _, t := range targets {
+				for _, name := range t.names {
+					obj, err := cl.Get(ctx, t.r, "", name, client.GetOptions{Consistent: true})
+					if err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), FormatError(err))
+						failed = true
+						continue
+					}
+					if !first {
+						fmt.Fprintln(out)
+					}
+					first = false
+					d := &describer{ctx: ctx, cl: cl, now: o.now(), stderr: cmd.ErrOrStderr()}
+					if err := d.describe(out, t.r, obj); err != nil {
+						return err
+					}
+				}
+			}
+			if failed {
+				return errReported
+			}
+			return nil
+		},
+	}
+}
+
+// describer renders one object as kubectl's describe does: "Key: value"
+// lines aligned per block, nested sections indented by two spaces, the
+// object's events last.
+type describer struct {
+	ctx    context.Context
+	cl     *client.Client
+	now    time.Time
+	stderr io.Writer
+	tw     *tabwriter.Writer
+}
+
+// line writes "key:\tvalue" at an indent level.
+func (d *describer) line(level int, key string, value string) {
+	fmt.Fprintf(d.tw, "%s%s:\t%s\n", strings.Repeat("  ", level), key, value)
+}
+
+// section writes a header line with no value cell. Having no cell, it
+// ends the alignment block above it, as kubectl's sections do.
+func (d *describer) section(level int, key string) {
+	fmt.Fprintf(d.tw, "%s%s:\n", strings.Repeat("  ", level), key)
+}
+
+// row writes tab-separated cells at an indent level: a continuation of
+// the value column ("", value) or a single-cell line.
+func (d *describer) row(level int, cells ...string) {
+	fmt.Fprintf(d.tw, "%s%s\n", strings.Repeat("  ", level), strings.Join(cells, "\t"))
+}
+
+// table writes a small table aligned on its own, not with the key/value
+// lines around it: its lines carry no tabs for the outer writer.
+func (d *describer) table(level int, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	indent := strings.Repeat("  ", level)
+	for _, r := range rows {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-len(c)+2))
+			}
+		}
+		fmt.Fprintln(d.tw, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// mapLines writes a map as "k=v" lines: the first after key, the rest
+// under it, or <none>.
+func (d *describer) mapLines(level int, key string, m map[string]string, sep string) {
+	if len(m) == 0 {
+		d.line(level, key, none)
+		return
+	}
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i == 0 {
+			d.line(level, key, k+sep+m[k])
+			continue
+		}
+		d.row(level, "", k+sep+m[k])
+	}
+}
+
+func (d *describer) describe(w io.Writer, r *api.Resource, obj api.Object) error {
+	d.tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	m := obj.GetObjectMeta()
+	d.line(0, "Name", m.Name)
+	if r.Namespaced {
+		d.line(0, "Namespace", m.Namespace)
+	}
+	switch o := obj.(type) {
+	case *api.Pod:
+		d.pod(o)
+	case *api.Node:
+		d.node(o)
+	case *api.Deployment:
+		d.meta(m)
+		d.line(0, "Selector", selectorString(o.Spec.Selector))
+		st := o.Status
+		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d updated | %d total | %d available | %d unavailable",
+			replicas(o.Spec.Replicas), st.UpdatedReplicas, st.Replicas, st.AvailableReplicas, st.UnavailableReplicas))
+		strategy := o.Spec.Strategy.Type
+		if strategy == "" {
+			strategy = api.RollingUpdateDeploymentStrategyType
+		}
+		d.line(0, "StrategyType", strategy)
+		d.line(0, "MinReadySeconds", strconv.Itoa(int(o.Spec.MinReadySeconds)))
+		if ru := o.Spec.Strategy.RollingUpdate; ru != nil {
+			d.line(0, "RollingUpdateStrategy", fmt.Sprintf("%s max unavailable, %s max surge", intOrNone(ru.MaxUnavailable), intOrNone(ru.MaxSurge)))
+		}
+		d.template(&o.Spec.Template)
+		if len(o.Status.Conditions) > 0 {
+			d.section(0, "Conditions")
+			rows := [][]string{{"Type", "Status", "Reason"}, {"----", "------", "------"}}
+			for _, c := range o.Status.Conditions {
+				rows = append(rows, []string{c.Type, c.Status, orNone(c.Reason)})
+			}
+			d.table(1, rows)
+		}
+	case *api.ReplicaSet:
+		d.meta(m)
+		d.line(0, "Selector", selectorString(o.Spec.Selector))
+		d.controlledBy(m)
+		d.line(0, "Replicas", fmt.Sprintf("%d current / %d desired", o.Status.Replicas, replicas(o.Spec.Replicas)))
+		d.line(0, "Pods Status", fmt.Sprintf("%d Ready / %d Available", o.Status.ReadyReplicas, o.Status.AvailableReplicas))
+		d.template(&o.Spec.Template)
+	case *api.DaemonSet:
+		d.meta(m)
+		d.line(0, "Selector", selectorString(o.Spec.Selector))
+		d.line(0, "Node-Selector", labelsString(o.Spec.Template.Spec.NodeSelector))
+		st := o.Status
+		d.line(0, "Desired Number of Nodes Scheduled", strconv.Itoa(int(st.DesiredNumberScheduled)))
+		d.line(0, "Current Number of Nodes Scheduled", strconv.Itoa(int(st.CurrentNumberScheduled)))
+		d.line(0, "Number of Nodes Scheduled with Up-to-date Pods", strconv.Itoa(int(st.UpdatedNumberScheduled)))
+		d.line(0, "Number of Nodes Scheduled with Available Pods", strconv.Itoa(int(st.NumberAvailable)))
+		d.line(0, "Number of Nodes Misscheduled", strconv.Itoa(int(st.NumberMisscheduled)))
+		d.template(&o.Spec.Template)
+	case *api.Service:
+		d.meta(m)
+		d.line(0, "Selector", labelsString(o.Spec.Selector))
+		typ := o.Spec.Type
+		if typ == "" {
+			typ = "ClusterIP"
+		}
+		d.line(0, "Type", typ)
+		d.line(0, "IP", orNone(o.Spec.ClusterIP))
+		if len(o.Spec.Ports) == 0 {
+			d.line(0, "Port", none)
+		}
+		for _, p := range o.Spec.Ports {
+			proto := p.Protocol
+			if proto == "" {
+				proto = "TCP"
+			}
+			d.line(0, "Port", fmt.Sprintf("%s  %d/%s", orNone(p.Name), p.Port, proto))
+			if !p.TargetPort.IsZero() {
+				d.line(0, "TargetPort", p.TargetPort.String()+"/"+proto)
+			}
+			if p.NodePort != 0 {
+				d.line(0, "NodePort", fmt.Sprintf("%s  %d/%s", orNone(p.Name), p.NodePort, proto))
+			}
+		}
+	case *api.Namespace:
+		d.meta(m)
+		phase := o.Status.Phase
+		if phase == "" {
+			phase = api.NamespaceActive
+		}
+		d.line(0, "Status", phase)
+	case *api.Token:
+		d.meta(m)
+		d.line(0, "Role", o.Spec.Role)
+		d.line(0, "Node", orNone(o.Spec.NodeName))
+		d.line(0, "Namespaces", orNone(strings.Join(o.Spec.Namespaces, ",")))
+		exp := "<never>"
+		if o.Spec.Expires != nil && !o.Spec.Expires.IsZero() {
+			exp = o.Spec.Expires.UTC().Format(time.RFC3339)
+		}
+		d.line(0, "Expires", exp)
+		d.line(0, "Description", orNone(o.Spec.Description))
+	case *api.Event:
+		d.meta(m)
+		ref := o.InvolvedObject
+		d.line(0, "Involved Object", fmt.Sprintf("%s/%s", strings.ToLower(ref.Kind), ref.Name))
+		d.line(0, "Type", o.Type)
+		d.line(0, "Reason", o.Reason)
+		d.line(0, "Message", o.Message)
+		d.line(0, "Source", eventSource(o))
+		d.line(0, "Count", strconv.Itoa(int(o.Count)))
+		d.line(0, "Last Seen", age(d.now, eventTime(o)))
+	default:
+		d.meta(m)
+	}
+	if r.Kind != "Event" && r.Kind != "Token" {
+		d.events(r, m)
+	}
+	return d.tw.Flush()
+}
+
+// meta writes the metadata most kinds share.
+func (d *describer) meta(m *api.ObjectMeta) {
+	d.mapLines(0, "Labels", m.Labels, "=")
+	d.mapLines(0, "Annotations", m.Annotations, ": ")
+	d.line(0, "CreationTimestamp", timestamp(m.CreationTimestamp))
+}
+
+func (d *describer) controlledBy(m *api.ObjectMeta) {
+	for _, ref := range m.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			d.line(0, "Controlled By", ref.Kind+"/"+ref.Name)
+			return
+		}
+	}
+}
+
+func timestamp(t *api.Time) string {
+	if t == nil || t.IsZero() {
+		return "<unknown>"
+	}
+	return t.UTC().Format(time.RFC1123Z)
+}
+
+func intOrNone(v *api.IntOrString) string {
+	if v == nil {
+		return none
+	}
+	return v.String()
+}
+
+func (d *describer) pod(p *api.Pod) {
+	prio := "0"
+	if p.Spec.Priority != nil {
+		prio = strconv.Itoa(int(*p.Spec.Priority))
+	}
+	d.line(0, "Priority", prio)
+	if p.Spec.PriorityClassName != "" {
+		d.line(0, "Priority Class Name", p.Spec.PriorityClassName)
+	}
+	node := none
+	if p.Spec.NodeName != "" {
+		node = p.Spec.NodeName
+		if p.Status.HostIP != "" {
+			node += "/" + p.Status.HostIP
+		}
+	}
+	d.line(0, "Node", node)
+	if p.Status.StartTime != nil {
+		d.line(0, "Start Time", timestamp(p.Status.StartTime))
+	}
+	d.mapLines(0, "Labels", p.Labels, "=")
+	d.mapLines(0, "Annotations", p.Annotations, ": ")
+	status := p.Status.Phase
+	if p.DeletionTimestamp != nil {
+		status = "Terminating (lasts " + age(d.now, p.DeletionTimestamp) + ")"
+	}
+	d.line(0, "Status", orNone(status))
+	if p.Status.Reason != "" {
+		d.line(0, "Reason", p.Status.Reason)
+	}
+	if p.Status.Message != "" {
+		d.line(0, "Message", p.Status.Message)
+	}
+	d.line(0, "IP", orNone(p.Status.PodIP))
+	d.controlledBy(&p.ObjectMeta)
+	if len(p.Spec.InitContainers) > 0 {
+		d.section(0, "Init Containers")
+		d.containers(p.Spec.InitContainers, p.Status.InitContainerStatuses)
+	}
+	d.section(0, "Containers")
+	d.containers(p.Spec.Containers, p.Status.ContainerStatuses)
+	if len(p.Status.Conditions) > 0 {
+		d.section(0, "Conditions")
+		rows := [][]string{{"Type", "Status"}}
+		for _, c := range p.Status.Conditions {
+			rows = append(rows, []string{c.Type, c.Status})
+		}
+		d.table(1, rows)
+	}
+	if len(p.Spec.Volumes) > 0 {
+		d.section(0, "Volumes")
+		for _, v := range p.Spec.Volumes {
+			d.section(1, v.Name)
+			switch {
+			case v.HostPath != nil:
+				d.line(2, "Type", "HostPath (bare host directory volume)")
+				d.line(2, "Path", v.HostPath.Path)
+			case v.EmptyDir != nil:
+				d.line(2, "Type", "EmptyDir (a temporary directory that shares a pod's lifetime)")
+			case v.PersistentVolumeClaim != nil:
+				d.line(2, "Type", "PersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)")
+				d.line(2, "ClaimName", v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+	} else {
+		d.line(0, "Volumes", none)
+	}
+	d.line(0, "QoS Class", orNone(p.Status.QOSClass))
+	d.mapLines(0, "Node-Selectors", p.Spec.NodeSelector, "=")
+	d.tolerations(p.Spec.Tolerations)
+}
+
+// containers writes each container with its state from statuses.
+func (d *describer) containers(cs []api.Container, statuses []api.ContainerStatus) {
+	for _, c := range cs {
+		d.section(1, c.Name)
+		var st *api.ContainerStatus
+		for i := range statuses {
+			if statuses[i].Name == c.Name {
+				st = &statuses[i]
+			}
+		}
+		if st != nil && st.ContainerID != "" {
+			d.line(2, "Container ID", st.ContainerID)
+		}
+		d.line(2, "Image", c.Image)
+		if st != nil && st.ImageID != "" {
+			d.line(2, "Image ID", st.ImageID)
+		}
+		if len(c.Ports) == 0 {
+			d.line(2, "Port", none)
+			d.line(2, "Host Port", none)
+		}
+		for _, p := range c.Ports {
+			proto := p.Protocol
+			if proto == "" {
+				proto = "TCP"
+			}
+			d.line(2, "Port", fmt.Sprintf("%d/%s", p.ContainerPort, proto))
+			d.line(2, "Host Port", fmt.Sprintf("%d/%s", p.HostPort, proto))
+		}
+		if len(c.Command) > 0 {
+			d.section(2, "Command")
+			for _, a := range c.Command {
+				d.row(3, a)
+			}
+		}
+		if len(c.Args) > 0 {
+			d.section(2, "Args")
+			for _, a := range c.Args {
+				d.row(3, a)
+			}
+		}
+		if st != nil {
+			d.state(2, "State", st.State)
+			if st.LastState.Running != nil || st.LastState.Waiting != nil || st.LastState.Terminated != nil {
+				d.state(2, "Last State", st.LastState)
+			}
+			d.line(2, "Ready", strconv.FormatBool(st.Ready))
+			d.line(2, "Restart Count", strconv.Itoa(int(st.RestartCount)))
+		}
+		d.resources(2, "Limits", c.Resources.Limits)
+		d.resources(2, "Requests", c.Resources.Requests)
+		if len(c.Env) == 0 {
+			d.line(2, "Environment", none)
+		} else {
+			d.section(2, "Environment")
+			for _, e := range c.Env {
+				d.line(3, e.Name, e.Value)
+			}
+		}
+		if len(c.VolumeMounts) == 0 {
+			d.line(2, "Mounts", none)
+		} else {
+			d.section(2, "Mounts")
+			for _, vm := range c.VolumeMounts {
+				mode := "rw"
+				if vm.ReadOnly {
+					mode = "ro"
+				}
+				d.row(3, fmt.Sprintf("%s from %s (%s)", vm.MountPath, vm.Name, mode))
+			}
+		}
+	}
+}
+
+func (d *describer) state(level int, key string, s api.ContainerState) {
+	switch {
+	case s.Running != nil:
+		d.line(level, key, "Running")
+		d.line(level+1, "Started", timestamp(s.Running.StartedAt))
+	case s.Waiting != nil:
+		d.line(level, key, "Waiting")
+		if s.Waiting.Reason != "" {
+			d.line(level+1, "Reason", s.Waiting.Reason)
+		}
+		if s.Waiting.Message != "" {
+			d.line(level+1, "Message", s.Waiting.Message)
+		}
+	case s.Terminated != nil:
+		t := s.Terminated
+		d.line(level, key, "Terminated")
+		if t.Reason != "" {
+			d.line(level+1, "Reason", t.Reason)
+		}
+		if t.Message != "" {
+			d.line(level+1, "Message", t.Message)
+		}
+		d.line(level+1, "Exit Code", strconv.Itoa(int(t.ExitCode)))
+		if t.Signal != 0 {
+			d.line(level+1, "Signal", strconv.Itoa(int(t.Signal)))
+		}
+		d.line(level+1, "Started", timestamp(t.StartedAt))
+		d.line(level+1, "Finished", timestamp(t.FinishedAt))
+	default:
+		d.line(level, key, "Waiting")
+	}
+}
+
+func (d *describer) resources(level int, key string, rl api.ResourceList) {
+	if len(rl) == 0 {
+		return
+	}
+	d.section(level, key)
+	for _, k := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[k]
+		d.line(level+1, k, q.String())
+	}
+}
+
+func (d *describer) tolerations(ts []api.Toleration) {
+	if len(ts) == 0 {
+		d.line(0, "Tolerations", none)
+		return
+	}
+	for i, t := range ts {
+		s := t.Key
+		if t.Value != "" {
+			s += "=" + t.Value
+		}
+		if t.Effect != "" {
+			s += ":" + t.Effect
+		}
+		if t.Operator == api.TolerationOpExists && t.Value == "" {
+			if t.Key == "" {
+				s = "op=Exists"
+			} else {
+				s += " op=Exists"
+			}
+		}
+		if t.TolerationSeconds != nil {
+			s += fmt.Sprintf(" for %ds", *t.TolerationSeconds)
+		}
+		if i == 0 {
+			d.line(0, "Tolerations", s)
+		} else {
+			d.row(0, "", s)
+		}
+	}
+}
+
+func (d *describer) template(t *api.PodTemplateSpec) {
+	d.section(0, "Pod Template")
+	d.mapLines(1, "Labels", t.Labels, "=")
+	d.section(1, "Containers")
+	d.containers(t.Spec.Containers, nil)
+	d.mapLines(1, "Node-Selectors", t.Spec.NodeSelector, "=")
+}
+
+func (d *describer) node(n *api.Node) {
+	d.line(0, "Roles", nodeRoles(n))
+	d.mapLines(0, "Labels", n.Labels, "=")
+	d.mapLines(0, "Annotations", n.Annotations, ": ")
+	d.line(0, "CreationTimestamp", timestamp(n.CreationTimestamp))
+	if len(n.Spec.Taints) == 0 {
+		d.line(0, "Taints", none)
+	}
+	for i, t := range n.Spec.Taints {
+		s := t.Key
+		if t.Value != "" {
+			s += "=" + t.Value
+		}
+		s += ":" + t.Effect
+		if i == 0 {
+			d.line(0, "Taints", s)
+		} else {
+			d.row(0, "", s)
+		}
+	}
+	d.line(0, "Unschedulable", strconv.FormatBool(n.Spec.Unschedulable))
+	d.section(0, "Conditions")
+	rows := [][]string{
+		{"Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"},
+		{"----", "------", "-----------------", "------------------", "------", "-------"},
+	}
+	for _, c := range n.Status.Conditions {
+		rows = append(rows, []string{c.Type, c.Status, timestamp(c.LastHeartbeatTime), timestamp(c.LastTransitionTime), c.Reason, c.Message})
+	}
+	d.table(1, rows)
+	d.section(0, "Addresses")
+	for _, a := range n.Status.Addresses {
+		d.line(1, a.Type, a.Address)
+	}
+	d.resources(0, "Capacity", n.Status.Capacity)
+	d.resources(0, "Allocatable", n.Status.Allocatable)
+	info := n.Status.NodeInfo
+	d.section(0, "System Info")
+	d.line(1, "Machine ID", info.MachineID)
+	d.line(1, "System UUID", info.SystemUUID)
+	d.line(1, "Boot ID", info.BootID)
+	d.line(1, "Kernel Version", info.KernelVersion)
+	d.line(1, "OS Image", info.OSImage)
+	d.line(1, "Operating System", info.OperatingSystem)
+	d.line(1, "Architecture", info.Architecture)
+	d.line(1, "Container Runtime Version", info.ContainerRuntimeVersion)
+	d.line(1, "Kubelet Version", info.KubeletVersion)
+	if n.Spec.PodCIDR != "" {
+		d.line(0, "PodCIDR", n.Spec.PodCIDR)
+	}
+	d.nodePods(n)
+}
+
+// nodePods lists the pods bound to n that have not finished, with their
+// requests and limits and the totals against allocatable.
+func (d *describer) nodePods(n *api.Node) {
+	r := api.ResourceForKind("Pod")
+	objs, _, err := d.cl.List(d.ctx, r, "", client.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+	if err != nil {
+		d.line(0, "Non-terminated Pods", "<unable to list: "+err.Error()+">")
+		return
+	}
+	var pods []*api.Pod
+	for _, obj := range objs {
+		p := obj.(*api.Pod)
+		if p.Spec.NodeName != n.Name || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+			continue
+		}
+		pods = append(pods, p)
+	}
+	d.line(0, "Non-terminated Pods", fmt.Sprintf("(%d in total)", len(pods)))
+	rows := [][]string{
+		{"Namespace", "Name", "CPU Requests", "CPU Limits", "Memory Requests", "Memory Limits", "Age"},
+		{"---------", "----", "------------", "----------", "---------------", "-------------", "---"},
+	}
+	var reqCPU, limCPU, reqMem, limMem int64
+	for _, p := range pods {
+		rc, lc, rm, lm := podTotals(p)
+		reqCPU, limCPU, reqMem, limMem = reqCPU+rc, limCPU+lc, reqMem+rm, limMem+lm
+		alloc := n.Status.Allocatable
+		rows = append(rows, []string{p.Namespace, p.Name,
+			shareText(cpuString(rc), rc, alloc[api.ResourceCPU].MilliValue()),
+			shareText(cpuString(lc), lc, alloc[api.ResourceCPU].MilliValue()),
+			shareText(memString(rm), rm, alloc[api.ResourceMemory].MilliValue()),
+			shareText(memString(lm), lm, alloc[api.ResourceMemory].MilliValue()),
+			age(d.now, p.CreationTimestamp)})
+	}
+	d.table(1, rows)
+	alloc := n.Status.Allocatable
+	d.section(0, "Allocated resources")
+	d.table(1, [][]string{
+		{"Resource", "Requests", "Limits"},
+		{"--------", "--------", "------"},
+		{"cpu", shareText(cpuString(reqCPU), reqCPU, alloc[api.ResourceCPU].MilliValue()),
+			shareText(cpuString(limCPU), limCPU, alloc[api.ResourceCPU].MilliValue())},
+		{"memory", shareText(memString(reqMem), reqMem, alloc[api.ResourceMemory].MilliValue()),
+			shareText(memString(limMem), limMem, alloc[api.ResourceMemory].MilliValue())},
+	})
+}
+
+// podTotals sums a pod's container requests and limits in thousandths.
+func podTotals(p *api.Pod) (reqCPU, limCPU, reqMem, limMem int64) {
+	for _, c := range p.Spec.Containers {
+		reqCPU += c.Resources.Requests[api.ResourceCPU].MilliValue()
+		limCPU += c.Resources.Limits[api.ResourceCPU].MilliValue()
+		reqMem += c.Resources.Requests[api.ResourceMemory].MilliValue()
+		limMem += c.Resources.Limits[api.ResourceMemory].MilliValue()
+	}
+	return
+}
+
+// shareText is "250m (12%)": an amount and its part of what is
+// allocatable.
+func shareText(amount string, milli, allocMilli int64) string {
+	if allocMilli <= 0 {
+		return amount + " (0%)"
+	}
+	return fmt.Sprintf("%s (%d%%)", amount, milli*100/allocMilli)
+}
+
+// cpuString writes thousandths of a CPU as "250m" or "2".
+func cpuString(milli int64) string { return api.NewMilliQuantity(milli).String() }
+
+// memString writes thousandths of a byte in the largest binary unit that
+// divides it exactly: "128Mi", "1Gi", "1500".
+func memString(milli int64) string {
+	b := milli / 1000
+	if b == 0 {
+		return "0"
+	}
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+		if b%u.size == 0 {
+			return strconv.FormatInt(b/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(b, 10)
+}
+
+func eventSource(e *api.Event) string {
+	s := e.Source.Component
+	if e.Source.Host != "" {
+		if s != "" {
+			s += ", "
+		}
+		s += e.Source.Host
+	}
+	return s
+}
+
+// events lists the events about the object, oldest first. Events of
+// cluster-scoped objects may live in any namespace.
+func (d *describer) events(r *api.Resource, m *api.ObjectMeta) {
+	er := api.ResourceForKind("Event")
+	sel := "involvedObject.name=" + m.Name + ",involvedObject.kind=" + r.Kind
+	ns := ""
+	if r.Namespaced {
+		sel += ",involvedObject.namespace=" + m.Namespace
+		ns = m.Namespace
+	}
+	objs, _, err := d.cl.List(d.ctx, er, ns, client.ListOptions{FieldSelector: sel})
+	if err != nil {
+		fmt.Fprintf(d.stderr, "Warning: cannot list the events of %s/%s: %v\n", r.Singular, m.Name, err)
+	}
+	// Filter too, in case a server ignores part of the field selector.
+	evs := objs[:0]
+	for _, obj := range objs {
+		e := obj.(*api.Event)
+		if e.InvolvedObject.Name == m.Name && (e.InvolvedObject.Kind == "" || e.InvolvedObject.Kind == r.Kind) &&
+			(!r.Namespaced || e.InvolvedObject.Namespace == "" || e.InvolvedObject.Namespace == m.Namespace) {
+			evs = append(evs, obj)
+		}
+	}
+	if len(evs) == 0 {
+		d.line(0, "Events", none)
+		return
+	}
+	sortEvents(evs)
+	d.section(0, "Events")
+	rows := [][]string{{"Type", "Reason", "Age", "From", "Message"}, {"----", "------", "----", "----", "-------"}}
+	for _, obj := range evs {
+		e := obj.(*api.Event)
+		a := age(d.now, eventTime(e))
+		if e.Count > 1 && e.FirstTimestamp != nil && !e.FirstTimestamp.IsZero() {
+			a = fmt.Sprintf("%s (x%d over %s)", a, e.Count, age(d.now, e.FirstTimestamp))
+		}
+		rows = append(rows, []string{e.Type, e.Reason, a, eventSource(e), strings.TrimSpace(e.Message)})
+	}
+	d.table(1, rows)
+}

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+// Errors of this package.
+var (
+	// ErrNoServer is a command that needs the API without a server
+	// configured anywhere. Its message says how to get a configuration.
+	ErrNoServer = errors.New("no server configured: run `outpost dev` (it writes " +
+		"~/.config/outpost/config), ask your administrator for a client configuration, " +
+		"or pass --server and --token")
+	// errReported is returned by a command that has printed its errors
+	// itself (apply and delete report every failure as it happens); the
+	// process still exits 1.
+	errReported = errors.New("errors were reported")
+	// errBadJSON is a reply that is not the JSON it should be.
+	errBadJSON = errors.New("reply is not valid JSON")
+)
+
+// usageError is a mistake in the command line; it is printed with a hint
+// to the command's help.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// options are the global flags and what is built from them once per run.
+type options struct {
+	server     string
+	token      string
+	configPath string
+	namespace  string
+	insecure   bool
+	timeout    time.Duration
+
+	// now is the clock for ages and token expiry; tests fix it.
+	now func() time.Time
+
+	cl *client.Client
+}
+
+// NewRootCommand returns the `outpost` command with every CLI verb. The
+// caller adds other subcommands (server, dev) and runs it with Execute,
+// which prints errors the way users of kubectl expect.
+func NewRootCommand() *cobra.Command {
+	return newRootCommand(&options{now: time.Now})
+}
+
+func newRootCommand(o *options) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "outpost",
+		Short: "outpost runs and manages small Kubernetes-shaped edge clusters",
+		Long: "outpost runs a raft-replicated, Kubernetes-shaped control plane for small edge clusters.\n" +
+			"`outpost server` and `outpost agent` run it; the other commands are the CLI.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.server, "server", "", "API server URL (overrides the config file and $OUTPOST_SERVER)")
+	pf.StringVar(&o.token, "token", "", "bearer token (overrides the config file and $OUTPOST_TOKEN)")
+	pf.StringVar(&o.configPath, "config", "", "client configuration file (default $OUTPOST_CONFIG, else ~/.config/outpost/config)")
+	pf.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the request (default from the config file, else \"default\")")
+	pf.BoolVar(&o.insecure, "insecure", false, "allow a plain http:// server URL (credentials travel unencrypted)")
+	pf.DurationVar(&o.timeout, "request-timeout", 0, "give up on a request after this long (0: never); watches are not bounded")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &usageError{msg: err.Error()}
+	})
+	root.AddCommand(
+		newGetCommand(o),
+		newDescribeCommand(o),
+		newApplyCommand(o),
+		newCreateCommand(o),
+		newDeleteCommand(o),
+		newLabelCommand(o, labelKind),
+		newLabelCommand(o, annotationKind),
+		newEditCommand(o),
+		newAdmCommand(o),
+		newVersionCommand(o),
+	)
+	return root
+}
+
+// Execute runs root with ctx and returns the process's exit code: 0, or 1
+// after printing the error to root's stderr as one line,
+// `Error from server (NotFound): pods "x" not found` for errors the server
+// sent and `error: ...` for others, with a help hint for usage mistakes.
+func Execute(ctx context.Context, root *cobra.Command) int {
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errReported) {
+		return 1
+	}
+	w := root.ErrOrStderr()
+	fmt.Fprintln(w, FormatError(err))
+	if isUsageError(err) {
+		if cmd == nil {
+			cmd = root
+		}
+		fmt.Fprintf(w, "See '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return 1
+}
+
+// isUsageError reports whether err is a command-line mistake, ours or
+// cobra's (whose unknown-command error has no type of its own).
+func isUsageError(err error) bool {
+	if _, ok := errors.AsType[*usageError](err); ok {
+		return true
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag") || strings.Contains(msg, "arg(s)")
+}
+
+// FormatError renders err as the CLI prints it. Errors from the server
+// carry their reason, as kubectl shows them.
+func FormatError(err error) string {
+	if err == nil {
+		return ""
+	}
+	if s, ok := statusOf(err); ok {
+		if s.Status.Reason != "" {
+			return fmt.Sprintf("Error from server (%s): %s", s.Status.Reason, err.Error())
+		}
+		return "Error from server: " + err.Error()
+	}
+	return "error: " + err.Error()
+}
+
+// client builds the API client from the config file, the environment and
+// the flags, in rising precedence, once per run.
+func (o *options) client(cmd *cobra.Command) (*client.Client, error) {
+	if o.cl != nil {
+		return o.cl, nil
+	}
+	cfg, err := client.LoadConfig(o.configPath)
+	if err != nil {
+		return nil, err
+	}
+	cfg = o.applyFlags(cfg)
+	if cfg.Server == "" {
+		return nil, ErrNoServer
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	stderr := cmd.ErrOrStderr()
+	cl.SetWarningHandler(func(text string) { printWarning(stderr, text) })
+	o.cl = cl
+	return cl, nil
+}
+
+// applyFlags lays the command-line flags over a loaded configuration.
+func (o *options) applyFlags(cfg client.Config) client.Config {
+	if o.server != "" {
+		cfg.Server = o.server
+	}
+	if o.token != "" {
+		cfg.Token = o.token
+	}
+	if o.namespace != "" {
+		cfg.Namespace = o.namespace
+	}
+	if o.insecure {
+		cfg.Insecure = true
+	}
+	if o.timeout > 0 {
+		cfg.Timeout = o.timeout
+	}
+	return cfg
+}
+
+func printWarning(w io.Writer, text string) {
+	fmt.Fprintf(w, "Warning: %s\n", text)
+}
+
+// exactArgs, minArgs and rangeArgs are cobra's argument checks with
+// errors that Execute recognises as usage mistakes.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("expected %s", what)
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("expected %s", what)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,348 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/controlplane/version"
+)
+
+// Errors of this package. Errors the server sends are *api.StatusError,
+// so api.IsNotFound and friends work on them.
+var (
+	// ErrNoServer is a configuration without a server URL.
+	ErrNoServer = errors.New("no server configured")
+	// ErrNoConfig is a named configuration file that does not exist.
+	ErrNoConfig = errors.New("no client configuration")
+	// ErrBadServer is a server URL that is not http(s)://host[:port].
+	ErrBadServer = errors.New("invalid server URL")
+	// ErrPlainHTTP is an http:// server URL without Insecure: tokens
+	// would cross the network in clear text.
+	ErrPlainHTTP = errors.New("refusing to send credentials over plain http without --insecure")
+	// ErrUnreachable is a request that got no HTTP reply at all.
+	ErrUnreachable = errors.New("cannot reach the server")
+	// ErrBadReply is a reply body the client cannot read.
+	ErrBadReply = errors.New("unreadable reply from the server")
+)
+
+// Client talks to the outpost HTTP API. It is safe for concurrent use; one
+// Client should be shared, so that its connections are reused.
+type Client struct {
+	base      *url.URL
+	hc        *http.Client
+	token     string
+	namespace string
+	timeout   time.Duration
+	userAgent string
+	onWarning func(string)
+}
+
+// New checks cfg and builds a client. It does not contact the server.
+func New(cfg Config) (*Client, error) {
+	if cfg.Server == "" {
+		return nil, ErrNoServer
+	}
+	u, err := url.Parse(strings.TrimRight(cfg.Server, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrBadServer, cfg.Server, err)
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w %q: want https://host:port", ErrBadServer, cfg.Server)
+	}
+	var tlsCfg *tls.Config
+	switch u.Scheme {
+	case "https":
+		if len(cfg.CAData) > 0 {
+			tlsCfg, err = pki.ClientTLSConfig(cfg.CAData)
+			if err != nil {
+				return nil, fmt.Errorf("certificate-authority-data: %w", err)
+			}
+		} else {
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	case "http":
+		if !cfg.Insecure {
+			return nil, fmt.Errorf("%w (server %s)", ErrPlainHTTP, cfg.Server)
+		}
+	default:
+		return nil, fmt.Errorf("%w %q: scheme must be https or http", ErrBadServer, cfg.Server)
+	}
+	ns := cfg.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	// Controllers and agents keep many requests and watches in flight at
+	// once; the default of two idle connections per host would make most
+	// of them dial afresh.
+	tr := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		TLSClientConfig:       tlsCfg,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &Client{
+		base:      u,
+		hc:        &http.Client{Transport: tr},
+		token:     cfg.Token,
+		namespace: ns,
+		timeout:   cfg.Timeout,
+		userAgent: "outpost/" + version.Version,
+	}, nil
+}
+
+// Namespace is the namespace requests use when they name none.
+func (c *Client) Namespace() string { return c.namespace }
+
+// Server is the base URL the client talks to.
+func (c *Client) Server() string { return c.base.String() }
+
+// SetWarningHandler makes the client call fn with the text of every
+// warning header of every reply, raw requests and watches included. The
+// CLI prints them; without a handler they are only returned by the calls
+// that return api.Warnings. Set it before the client is shared.
+func (c *Client) SetWarningHandler(fn func(text string)) { c.onWarning = fn }
+
+// Do sends one request and returns the reply body and headers. path is an
+// absolute API path ("/api/v1/namespaces/default/pods"), body is JSON or
+// nil. A reply outside 2xx is returned as an *api.StatusError.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, http.Header, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.send(ctx, method, path, query, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, resp.Header, c.transportError(ctx, method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, resp.Header, ErrorFromReply(resp.StatusCode, data)
+	}
+	return data, resp.Header, nil
+}
+
+// send issues the request and reports warnings; the caller owns the body.
+// A non-2xx reply is returned as a response, not an error.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	// path arrives escaped (PathFor escapes names); URL wants both forms.
+	u := *c.base
+	u.RawPath = c.base.EscapedPath() + path
+	unescaped, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("request path %q: %w", path, err)
+	}
+	u.Path = unescaped
+	if len(query) > 0 {
+		u.RawQuery = query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, method, path, err)
+	}
+	if c.onWarning != nil {
+		for _, w := range ParseWarnings(resp.Header) {
+			c.onWarning(w)
+		}
+	}
+	return resp, nil
+}
+
+// transportError keeps a cancelled or timed-out context recognisable and
+// marks everything else as an unreachable server.
+func (c *Client) transportError(ctx context.Context, method, path string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s %s: %w", method, path, ctxErr)
+	}
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.base.Host, err)
+}
+
+// ErrorFromReply turns a non-2xx reply into an *api.StatusError: the
+// server's Status when the body is one, else a Status made from the HTTP
+// code and the body's text (a proxy's error page, a plain-text reply).
+func ErrorFromReply(code int, body []byte) *api.StatusError {
+	var st api.Status
+	if err := json.Unmarshal(body, &st); err == nil && (st.Kind == "Status" || st.Message != "" || st.Reason != "") {
+		if st.Code == 0 {
+			st.Code = int32(code)
+		}
+		if st.Reason == "" {
+			st.Reason = reasonForCode(int(st.Code))
+		}
+		if st.Message == "" {
+			st.Message = http.StatusText(int(st.Code))
+		}
+		if st.Status == "" {
+			st.Status = "Failure"
+		}
+		return &api.StatusError{Status: st}
+	}
+	msg := strings.TrimSpace(string(body))
+	if len(msg) > 1024 {
+		msg = msg[:1024] + "..."
+	}
+	if msg == "" {
+		msg = http.StatusText(code)
+	}
+	if msg == "" {
+		msg = "HTTP status " + strconv.Itoa(code)
+	}
+	return &api.StatusError{Status: api.Status{
+		TypeMeta: api.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   "Failure",
+		Code:     int32(code),
+		Reason:   reasonForCode(code),
+		Message:  msg,
+	}}
+}
+
+// reasonForCode guesses the Status reason of a reply that carries none,
+// so that api.IsNotFound and the like also work through proxies.
+func reasonForCode(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return api.ReasonBadRequest
+	case http.StatusUnauthorized:
+		return api.ReasonUnauthorized
+	case http.StatusForbidden:
+		return api.ReasonForbidden
+	case http.StatusNotFound:
+		return api.ReasonNotFound
+	case http.StatusMethodNotAllowed:
+		return api.ReasonMethodNotAllowed
+	case http.StatusConflict:
+		return api.ReasonConflict
+	case http.StatusGone:
+		return api.ReasonGone
+	case http.StatusRequestEntityTooLarge:
+		return api.ReasonRequestTooLarge
+	case http.StatusUnsupportedMediaType:
+		return api.ReasonUnsupportedMedia
+	case http.StatusUnprocessableEntity:
+		return api.ReasonInvalid
+	case http.StatusTooManyRequests:
+		return api.ReasonTooManyRequests
+	case http.StatusServiceUnavailable:
+		return api.ReasonServiceUnavailable
+	case http.StatusGatewayTimeout:
+		return api.ReasonTimeout
+	}
+	if code >= 500 {
+		return api.ReasonInternalError
+	}
+	return ""
+}
+
+// ParseWarnings returns the texts of the `Warning: 299 - "text"` headers of
+// a reply, in order. Values that do not follow that form are returned
+// as they are rather than dropped: a warning is for a human to read.
+func ParseWarnings(h http.Header) []string {
+	vals := h.Values("Warning")
+	if len(vals) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(vals))
+	for _, v := range vals {
+		for v = strings.TrimSpace(v); v != ""; v = strings.TrimSpace(v) {
+			text, rest, ok := parseWarning(v)
+			if !ok {
+				out = append(out, v)
+				break
+			}
+			out = append(out, text)
+			v = strings.TrimPrefix(strings.TrimSpace(rest), ",")
+		}
+	}
+	return out
+}
+
+// parseWarning reads one `code agent "text"[ "date"]` element of a Warning
+// header (RFC 7234 section 5.5) and returns its text and what follows it.
+func parseWarning(v string) (text, rest string, ok bool) {
+	code, after, found := strings.Cut(v, " ")
+	if !found || len(code) != 3 {
+		return "", "", false
+	}
+	if _, err := strconv.Atoi(code); err != nil {
+		return "", "", false
+	}
+	_, after, found = strings.Cut(strings.TrimLeft(after, " "), " ")
+	if !found {
+		return "", "", false
+	}
+	after = strings.TrimLeft(after, " ")
+	text, rest, ok = readQuoted(after)
+	if !ok {
+		return "", "", false
+	}
+	// An optional warn-date, also quoted, may follow.
+	if r := strings.TrimLeft(rest, " "); strings.HasPrefix(r, `"`) {
+		if _, r2, ok2 := readQuoted(r); ok2 {
+			rest = r2
+		}
+	}
+	return text, rest, true
+}
+
+// readQuoted reads a quoted-string with backslash escapes.
+func readQuoted(s string) (text, rest string, ok bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+		case '"':
+			return b.String(), s[i+1:], true
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,97 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// RaftPeer is one member of the control plane's raft configuration as the
+// server reports it.
+type RaftPeer struct {
+	ID        string `json:"id"`
+	Address   string `json:"address"`
+	APIAddr   string `json:"apiAddr,omitempty"`
+	Suffrage  string `json:"suffrage"`
+	Leader    bool   `json:"leader"`
+	LastIndex uint64 `json:"lastIndex"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+}
+
+// raftPeerList is the reply of GET /apis/outpost.io/v1/raft/peers.
+type raftPeerList struct {
+	Items []RaftPeer `json:"items"`
+}
+
+// VersionInfo is the reply of GET /version.
+type VersionInfo struct {
+	Version string `json:"version"`
+}
+
+const raftPeersPath = "/apis/outpost.io/v1/raft/peers"
+
+// RaftPeers lists the raft members with their state.
+func (c *Client) RaftPeers(ctx context.Context) ([]RaftPeer, error) {
+	data, _, err := c.Do(ctx, http.MethodGet, raftPeersPath, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var l raftPeerList
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, fmt.Errorf("%w: RaftPeerList: %w", ErrBadReply, err)
+	}
+	return l.Items, nil
+}
+
+// RaftPromote makes non-voter id a voter. The server refuses (with a
+// Status saying why) when the peer has not caught up.
+func (c *Client) RaftPromote(ctx context.Context, id string) error {
+	_, _, err := c.Do(ctx, http.MethodPost, raftPeersPath+"/"+url.PathEscape(id)+"/promote", nil, nil)
+	return err
+}
+
+// RaftDemote makes voter id a non-voter, if quorum survives it.
+func (c *Client) RaftDemote(ctx context.Context, id string) error {
+	_, _, err := c.Do(ctx, http.MethodPost, raftPeersPath+"/"+url.PathEscape(id)+"/demote", nil, nil)
+	return err
+}
+
+// RaftRemove removes peer id from the raft configuration, if quorum
+// survives it.
+func (c *Client) RaftRemove(ctx context.Context, id string) error {
+	_, _, err := c.Do(ctx, http.MethodDelete, raftPeersPath+"/"+url.PathEscape(id), nil, nil)
+	return err
+}
+
+// CreateToken stores a token. The caller generates it: tok carries the
+// token ID as its name and only the hash of the secret, so the secret
+// never leaves the caller.
+func (c *Client) CreateToken(ctx context.Context, tok *api.Token) (*api.Token, error) {
+	obj, _, err := c.Create(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	out, ok := obj.(*api.Token)
+	if !ok {
+		return nil, fmt.Errorf("%w: create token returned %T", ErrBadReply, obj)
+	}
+	return out, nil
+}
+
+// Version asks the server which release it runs.
+func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
+	data, _, err := c.Do(ctx, http.MethodGet, "/version", nil, nil)
+	if err != nil {
+		return VersionInfo{}, err
+	}
+	var v VersionInfo
+	if err := json.Unmarshal(data, &v); err != nil {
+		return VersionInfo{}, fmt.Errorf("%w: version: %w", ErrBadReply, err)
+	}
+	return v, nil
+}

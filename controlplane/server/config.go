@@ -1,0 +1,300 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outpost-edge/outpost/controlplane/pki"
+)
+
+// Defaults of Config.
+const (
+	DefaultAPIAddr      = ":6443"
+	DefaultRaftAddr     = ":6444"
+	DefaultEventTTL     = time.Hour
+	DefaultMaxBodyBytes = 3 << 20
+	// secretFile is the cluster secret's file in the data directory.
+	secretFile = "cluster-secret"
+	// adminConfigFile is the admin client config's default file name.
+	adminConfigFile = "admin.conf"
+	// certTTL is the life of the server certificate; it is issued anew at
+	// every start, so it only needs to outlive one run.
+	certTTL = 365 * 24 * time.Hour
+)
+
+// Config is everything one control-plane server needs. The zero value of
+// every field but DataDir has a usable default.
+type Config struct {
+	// ID is this server's stable raft ID; default: the host name.
+	ID string
+	// DataDir holds the raft log, snapshots, the cluster secret and the
+	// admin config. Required.
+	DataDir string
+	// APIAddr is the address the API listens on (default ":6443";
+	// `outpost dev` passes "127.0.0.1:6443"). Port 0 picks a free port;
+	// URL reports it.
+	APIAddr string
+	// AdvertiseAPI is the API URL other servers and clients use; default:
+	// derived from the listener (its IP, or this host's first non-loopback
+	// IP when it listens on every address).
+	AdvertiseAPI string
+	// RaftAddr is the address raft listens on (default ":6444").
+	RaftAddr string
+	// AdvertiseRaft is the raft address other servers dial; default:
+	// derived from RaftAddr as AdvertiseAPI is.
+	AdvertiseRaft string
+	// BootstrapExpect forms a new cluster once this many servers know each
+	// other; 0 joins an existing cluster or restarts from DataDir.
+	BootstrapExpect int
+	// Join lists raft addresses of other servers.
+	Join []string
+	// ClusterSecret is the root of trust shared by all servers. When empty
+	// it is read from DataDir/cluster-secret; a lone new server (no Join,
+	// BootstrapExpect <= 1) generates one and saves it there.
+	ClusterSecret string
+	// Insecure serves plain HTTP and runs raft over plain TCP. Tokens are
+	// still required. Only for tests and local experiments.
+	Insecure bool
+	// AdminConfigPath is where the admin client config is written;
+	// default DataDir/admin.conf.
+	AdminConfigPath string
+	// EventTTL is how long events are kept (default 1h).
+	EventTTL time.Duration
+	// MaxBodyBytes limits request bodies (default 3 MiB); larger ones get
+	// 413.
+	MaxBodyBytes int64
+	// WatchWindow is how many recent events per resource a watch can
+	// resume from (default: the store's); older resourceVersions get 410.
+	WatchWindow int
+	// Admission runs, in order, on every create, update and delete after
+	// validation and before the write goes to raft.
+	Admission []Admission
+	// Dial, when set, makes every connection this server opens to another
+	// server (raft, and writes forwarded to the leader). Tests use it to
+	// cut links; default: a plain net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logger receives the server's logs; default: discarded.
+	Logger *slog.Logger
+	// Registry collects this server's metrics (served on /metrics); default:
+	// a new registry, so several servers can run in one process.
+	Registry *prometheus.Registry
+
+	// Raft tuning, passed through to raftstore; zero keeps its defaults.
+	// Tests shorten the timeouts.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotInterval   time.Duration
+	SnapshotThreshold  uint64
+	TrailingLogs       uint64
+}
+
+// withDefaults fills in defaults and checks what cannot be defaulted.
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" {
+		return c, fmt.Errorf("%w: DataDir is required", ErrConfig)
+	}
+	if c.ID == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return c, fmt.Errorf("%w: ID is empty and the host name is unknown (%v)", ErrConfig, err)
+		}
+		c.ID = h
+	}
+	if c.APIAddr == "" {
+		c.APIAddr = DefaultAPIAddr
+	}
+	if c.RaftAddr == "" {
+		c.RaftAddr = DefaultRaftAddr
+	}
+	if c.AdminConfigPath == "" {
+		c.AdminConfigPath = filepath.Join(c.DataDir, adminConfigFile)
+	}
+	if c.EventTTL <= 0 {
+		c.EventTTL = DefaultEventTTL
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.AdvertiseAPI != "" {
+		u, err := url.Parse(c.AdvertiseAPI)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return c, fmt.Errorf("%w: AdvertiseAPI %q: want a URL such as https://10.0.0.1:6443", ErrConfig, c.AdvertiseAPI)
+		}
+	}
+	return c, nil
+}
+
+// loadSecret returns the cluster secret: the configured one (saved to the
+// data directory the first time, so a restart needs no flag), else the
+// saved one, else a new one for a lone new server.
+func loadSecret(c *Config) (string, error) {
+	path := filepath.Join(c.DataDir, secretFile)
+	saved, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		s := strings.TrimSpace(string(saved))
+		if c.ClusterSecret != "" && c.ClusterSecret != s {
+			return "", fmt.Errorf("%w: the cluster secret given differs from the one saved in %s; a server cannot change clusters (remove the data directory to start afresh)", ErrConfig, path)
+		}
+		return s, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("reading cluster secret: %w", err)
+	}
+	secret := c.ClusterSecret
+	if secret == "" {
+		if c.BootstrapExpect > 1 || len(c.Join) > 0 {
+			return "", fmt.Errorf("%w: --cluster-secret is required to form or join a cluster of several servers (make one with \"outpost adm secret\")", ErrConfig)
+		}
+		secret = pki.GenerateSecret()
+	}
+	if len(secret) < pki.MinSecretLen {
+		return "", fmt.Errorf("%w: cluster secret has %d characters, need at least %d", ErrConfig, len(secret), pki.MinSecretLen)
+	}
+	if err := writeFileAtomic(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("saving cluster secret: %w", err)
+	}
+	return secret, nil
+}
+
+// writeFileAtomic writes data to a temporary file and renames it into place
+// so that a crash never leaves a half-written file.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// advertiseHost picks the host others should dial for a listener bound to
+// addr: its own IP when it names one, else this machine's first
+// non-loopback address, else loopback.
+func advertiseHost(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if ok && tcp.IP != nil && !tcp.IP.IsUnspecified() {
+		return tcp.IP.String()
+	}
+	if ip := firstHostIP(); ip != "" {
+		return ip
+	}
+	return "127.0.0.1"
+}
+
+// firstHostIP returns this machine's first global unicast address.
+func firstHostIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	var v6 string
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || !n.IP.IsGlobalUnicast() {
+			continue
+		}
+		if n.IP.To4() != nil {
+			return n.IP.String()
+		}
+		if v6 == "" {
+			v6 = n.IP.String()
+		}
+	}
+	return v6
+}
+
+// certHosts lists the names and addresses the server certificate must
+// cover: the advertised ones, the listen addresses, the host name, and
+// every local address when a listener is bound to all of them.
+func certHosts(c *Config, apiURL string, apiAddr net.Addr) []string {
+	hosts := []string{c.ID}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	if u, err := url.Parse(apiURL); err == nil {
+		hosts = append(hosts, u.Hostname())
+	}
+	for _, a := range []string{c.AdvertiseRaft, c.RaftAddr, c.APIAddr} {
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	if tcp, ok := apiAddr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok {
+					hosts = append(hosts, n.IP.String())
+				}
+			}
+		}
+	}
+	// Drop what pki would refuse (an ID with odd characters, say): a
+	// certificate that misses one name beats a server that cannot start.
+	out := hosts[:0]
+	for _, h := range hosts {
+		if h != "" && (net.ParseIP(h) != nil || validHostName(h)) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// validHostName reports whether h is a DNS name pki accepts.
+func validHostName(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			ch := label[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hostPort joins host and port, bracketing IPv6.
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}

@@ -1,0 +1,216 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/pki"
+)
+
+// testSecret is a fixed cluster secret, so certificates and the admin
+// token are reproducible between runs.
+const testSecret = "test-cluster-secret-0123456789abcdefghijklmnop"
+
+// testLogger sends logs to t.Log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// testConfig is a one-server cluster on loopback ports picked by the
+// kernel, with raft timeouts short enough for tests.
+func testConfig(t testing.TB) Config {
+	dir := t.TempDir()
+	return Config{
+		ID:                 "s1",
+		DataDir:            dir,
+		APIAddr:            "127.0.0.1:0",
+		RaftAddr:           "127.0.0.1:0",
+		BootstrapExpect:    1,
+		ClusterSecret:      testSecret,
+		AdminConfigPath:    filepath.Join(dir, "admin.conf"),
+		Logger:             testLogger(t),
+		HeartbeatTimeout:   100 * time.Millisecond,
+		ElectionTimeout:    100 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond,
+		CommitTimeout:      5 * time.Millisecond,
+	}
+}
+
+// startServer starts a server and waits until it is ready.
+func startServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	return s
+}
+
+// tc is a raw HTTP client for one server, so tests see codes and headers
+// exactly as they were sent.
+type tc struct {
+	t     testing.TB
+	s     *Server
+	hc    *http.Client
+	token string
+}
+
+func newTC(t testing.TB, s *Server, token string) *tc {
+	t.Helper()
+	tr := &http.Transport{}
+	if !s.cfg.Insecure {
+		tlsCfg, err := pki.ClientTLSConfig(s.CA().CertPEM())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.TLSClientConfig = tlsCfg
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &tc{t: t, s: s, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, token: token}
+}
+
+func (c *tc) as(token string) *tc {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) status() api.Status {
+	var st api.Status
+	_ = json.Unmarshal(r.body, &st)
+	return st
+}
+
+func (r reply) String() string { return string(r.body) }
+
+// do sends one request; body may be nil, a []byte, a string or a value to
+// encode as JSON.
+func (c *tc) do(method, path string, body any, hdr ...string) reply {
+	c.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, c.s.URL()+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: reading reply: %v", method, path, err)
+	}
+	return reply{code: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// must sends a request and fails the test unless the reply has code.
+func (c *tc) must(code int, method, path string, body any) reply {
+	c.t.Helper()
+	r := c.do(method, path, body)
+	if r.code != code {
+		c.t.Fatalf("%s %s: got %d, want %d: %s", method, path, r.code, code, r.body)
+	}
+	return r
+}
+
+// admin is a client with the admin token.
+func admin(t testing.TB, s *Server) *tc {
+	return newTC(t, s, s.AdminConfig().Token)
+}
+
+// addToken stores a token with the given spec and returns its bearer
+// value.
+func addToken(t testing.TB, c *tc, spec api.TokenSpec) string {
+	t.Helper()
+	id, secret := auth.NewToken()
+	spec.SecretHash = auth.HashSecret(secret)
+	c.must(http.StatusCreated, "POST", "/apis/outpost.io/v1/tokens", &api.Token{
+		ObjectMeta: api.ObjectMeta{Name: id},
+		Spec:       spec,
+	})
+	return id + "." + secret
+}
+
+func decode[T any](t testing.TB, r reply) *T {
+	t.Helper()
+	v := new(T)
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decoding %T from %s: %v", v, r.body, err)
+	}
+	return v
+}
+
+// appliedIndex is the store's applied index, the resourceVersion of the
+// state; tests compare it before and after a refused write.
+func appliedIndex(s *Server) uint64 { return s.Store().AppliedIndex() }
+
+func podJSON(name string, labels map[string]string) map[string]any {
+	md := map[string]any{"name": name}
+	if labels != nil {
+		md["labels"] = labels
+	}
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": md,
+		"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "app", "image": "registry.local/app:1.0"}},
+		},
+	}
+}

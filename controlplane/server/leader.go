@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/store"
+)
+
+// Namespaces every cluster has; the leader creates them if absent, and
+// they cannot be deleted.
+const (
+	NamespaceDefault = "default"
+	NamespaceSystem  = "outpost-system"
+)
+
+var (
+	namespacesResource = api.ResourceForKind("Namespace")
+	tokensResource     = api.ResourceForKind("Token")
+)
+
+// runLeadership switches the leader duties on and off as this server wins
+// and loses raft leadership, until ctx ends. Subscribe holds only the
+// latest state, so a true while the duties run means leadership was lost
+// and regained in between: they restart, since what they established may
+// have been undone by another leader meanwhile. Every duty is idempotent.
+func (s *Server) runLeadership(ctx context.Context) {
+	ch, unsubscribe := s.node.Subscribe()
+	defer unsubscribe()
+	var duties *running
+	defer func() { duties.stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case leading, ok := <-ch:
+			if !ok {
+				return
+			}
+			duties.stop()
+			duties = nil
+			if leading {
+				duties = start(ctx, s.leaderDuties)
+			}
+		}
+	}
+}
+
+// running is a goroutine that can be stopped and waited for.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func start(ctx context.Context, f func(context.Context)) *running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		f(ctx)
+	}()
+	return r
+}
+
+// stop cancels the goroutine and waits for it; nil is a no-op.
+func (r *running) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// leaderDuties runs while this server leads: it bootstraps the cluster's
+// fixed objects, then expires old events periodically.
+func (s *Server) leaderDuties(ctx context.Context) {
+	s.log.Info("leading: starting leader duties")
+	defer s.log.Info("leader duties stopped")
+	backoff := 50 * time.Millisecond
+	for {
+		err := s.bootstrap(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("cluster bootstrap failed; retrying", "err", err, "retry_in", backoff)
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	t := time.NewTicker(eventSweepInterval(s.cfg.EventTTL))
+	defer t.Stop()
+	for {
+		s.expireEvents(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// eventSweepInterval is how often expired events are looked for: a tenth
+// of their life, between a second and five minutes, so that events
+// outlive their TTL by at most about 10%.
+func eventSweepInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/10, time.Second), 5*time.Minute)
+}
+
+// bootstrap makes sure the fixed namespaces and the admin token exist.
+// Creating is the check: the store answers AlreadyExists in log order,
+// so this is right even before this leader's store has caught up.
+func (s *Server) bootstrap(ctx context.Context) error {
+	now := time.Now()
+	for _, name := range []string{NamespaceDefault, NamespaceSystem} {
+		if _, _, err := s.store.Get(namespacesResource, "", name); err == nil {
+			continue
+		}
+		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name, UID: newUID(), CreationTimestamp: api.NewTime(now)}}
+		if err := s.ensure(ctx, ns); err != nil {
+			return err
+		}
+	}
+	if _, _, err := s.store.Get(tokensResource, "", s.adminTokenID); err == nil {
+		return nil
+	}
+	_, secret := auth.AdminToken(s.secret)
+	tok := &api.Token{
+		ObjectMeta: api.ObjectMeta{Name: s.adminTokenID, UID: newUID(), CreationTimestamp: api.NewTime(now)},
+		Spec: api.TokenSpec{
+			Role:        api.RoleClusterAdmin,
+			SecretHash:  auth.HashSecret(secret),
+			Description: "cluster admin, derived from the cluster secret",
+		},
+	}
+	return s.ensure(ctx, tok)
+}
+
+// ensure creates obj unless it exists.
+func (s *Server) ensure(ctx context.Context, obj api.Object) error {
+	api.SetDefaults(obj)
+	cmd, err := store.CreateCmd(obj)
+	if err != nil {
+		return err
+	}
+	_, err = s.apply(ctx, cmd)
+	if err != nil && !api.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s %s: %w", api.ResourceOf(obj).Kind, obj.GetObjectMeta().Name, err)
+	}
+	return nil
+}
+
+// expireEvents deletes events older than the TTL, when there are any.
+func (s *Server) expireEvents(ctx context.Context) {
+	before := time.Now().Add(-s.cfg.EventTTL)
+	oldest := s.store.OldestEventTime()
+	if oldest.IsZero() || !oldest.Before(before) {
+		return
+	}
+	if _, err := s.apply(ctx, store.ExpireEventsCmd(before)); err != nil && ctx.Err() == nil {
+		s.log.Warn("expiring old events failed", "err", err)
+	}
+}

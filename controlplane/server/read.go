@@ -1,0 +1,241 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/raftstore"
+)
+
+// consistentReadTimeout bounds the wait for the leader's read index when
+// the request itself has no deadline.
+const consistentReadTimeout = 10 * time.Second
+
+// consistentRead returns once the local store has applied everything the
+// leader had committed when it was called, which makes the read that
+// follows linearizable. It waits on raftstore's applied index, not the
+// store's: the read index may point at a read barrier or a configuration
+// entry, which the store never sees.
+func (s *Server) consistentRead(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, consistentReadTimeout)
+	defer cancel()
+	idx, err := s.node.ReadIndex(ctx)
+	if err != nil {
+		return raftError(err, "confirm the commit index for a consistent read")
+	}
+	if err := s.node.WaitApplied(ctx, idx); err != nil {
+		return api.NewTimeout("waiting for this server to apply index " + strconv.FormatUint(idx, 10) + ": " + err.Error())
+	}
+	return nil
+}
+
+// raftError turns a raftstore error into the Status to reply with.
+func raftError(err error, doing string) error {
+	switch {
+	case errors.Is(err, raftstore.ErrUnknownOutcome):
+		return api.NewTimeout("the write may or may not have been applied (raft leadership changed or the server stopped before it was known to be committed): read the object to find out; " + err.Error())
+	case errors.Is(err, raftstore.ErrNoLeader), errors.Is(err, raftstore.ErrNotLeader):
+		return unavailable("cannot "+doing+": the cluster has no leader right now; retry shortly ("+err.Error()+")", 1)
+	case errors.Is(err, raftstore.ErrClosed):
+		return unavailable("cannot "+doing+": the server is shutting down", 1)
+	case errors.Is(err, context.DeadlineExceeded):
+		return api.NewTimeout("cannot " + doing + " in time: " + err.Error())
+	}
+	if _, ok := errors.AsType[*api.StatusError](err); ok {
+		return err
+	}
+	return unavailable("cannot "+doing+": "+err.Error(), 1)
+}
+
+func (s *Server) serveGet(w *recorder, r *http.Request, id *auth.Identity, rt *route, q url.Values) {
+	if err := s.authorize(id, rt.request(verbGet)); err != nil {
+		writeError(w, err)
+		return
+	}
+	if boolParam(q, "consistent") {
+		if err := s.consistentRead(r.Context()); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	_, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, raw)
+}
+
+// listOptions parses the selectors of a list or watch; a bad one is 400.
+func listOptions(r *api.Resource, q url.Values) (store.ListOptions, error) {
+	var opts store.ListOptions
+	if s := q.Get("labelSelector"); s != "" {
+		sel, err := api.ParseSelector(s)
+		if err != nil {
+			return opts, api.NewBadRequest("labelSelector: " + err.Error())
+		}
+		opts.Label = sel
+	}
+	if s := q.Get("fieldSelector"); s != "" {
+		sel, err := api.ParseFieldSelector(r, s)
+		if err != nil {
+			return opts, api.NewBadRequest("fieldSelector: " + err.Error())
+		}
+		opts.Field = sel
+	}
+	return opts, nil
+}
+
+// listPrefixes are the bytes before the resourceVersion of each list
+// reply: `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"`.
+var listPrefixes = func() map[*api.Resource]string {
+	m := map[*api.Resource]string{}
+	for _, r := range api.Resources {
+		m[r] = `{"kind":"` + r.Kind + `List","apiVersion":"` + r.APIVersion() + `","metadata":{"resourceVersion":"`
+	}
+	return m
+}()
+
+func (s *Server) serveList(w *recorder, r *http.Request, id *auth.Identity, rt *route, q url.Values) {
+	if err := s.authorize(id, rt.request(verbList)); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, err := listOptions(rt.res, q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if boolParam(q, "consistent") {
+		if err := s.consistentRead(r.Context()); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	items, rv, err := s.store.List(rt.res, rt.ns, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// The items are the store's encodings, joined without decoding.
+	prefix := listPrefixes[rt.res]
+	n := len(prefix) + 40 + len(items)
+	for i := range items {
+		n += len(items[i].Raw)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, prefix...)
+	b = strconv.AppendUint(b, rv, 10)
+	b = append(b, `"},"items":[`...)
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, items[i].Raw...)
+	}
+	b = append(b, "]}"...)
+	writeRaw(w, http.StatusOK, b)
+}
+
+// watchFlushBytes is how much a watch buffers before it writes even though
+// more events are waiting; below it, events go out as soon as none is
+// waiting, so each one reaches the client without delay.
+const watchFlushBytes = 64 << 10
+
+func (s *Server) serveWatch(w *recorder, r *http.Request, id *auth.Identity, rt *route, q url.Values) {
+	if err := s.authorize(id, rt.request(verbWatch)); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, err := listOptions(rt.res, q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var fromRV uint64
+	sendInitial := true
+	if v := q.Get("resourceVersion"); v != "" && v != "0" {
+		fromRV, err = strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, api.NewBadRequest("resourceVersion: "+strconv.Quote(v)+" is not a resource version (a decimal number)"))
+			return
+		}
+		sendInitial = false
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	// Close ends watches at once: they would otherwise hold the HTTP
+	// server's graceful shutdown until its deadline.
+	stop := context.AfterFunc(s.stopCtx, cancel)
+	defer stop()
+	if v := q.Get("timeoutSeconds"); v != "" {
+		secs, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			writeError(w, api.NewBadRequest("timeoutSeconds: "+strconv.Quote(v)+" is not a whole number of seconds"))
+			return
+		}
+		if secs > 0 {
+			var cancelT context.CancelFunc
+			ctx, cancelT = context.WithTimeout(ctx, time.Duration(secs)*time.Second)
+			defer cancelT()
+		}
+	}
+	ch, err := s.store.Watch(ctx, rt.res, rt.ns, opts, fromRV, sendInitial)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	buf := make([]byte, 0, 4096)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			buf = appendWatchEvent(buf, &ev)
+			last := ev.Type == store.Error
+			if !last && len(ch) > 0 && len(buf) < watchFlushBytes {
+				continue
+			}
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			w.Flush()
+			if last {
+				return
+			}
+			if cap(buf) > 4*watchFlushBytes {
+				buf = make([]byte, 0, 4096)
+			} else {
+				buf = buf[:0]
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// appendWatchEvent appends one JSON line: {"type":"ADDED","object":{...}}.
+func appendWatchEvent(b []byte, ev *store.WatchEvent) []byte {
+	b = append(b, `{"type":"`...)
+	b = append(b, ev.Type...)
+	b = append(b, `","object":`...)
+	if len(ev.Raw) > 0 {
+		b = append(b, ev.Raw...)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, "}\n"...)
+}

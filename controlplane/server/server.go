@@ -1,0 +1,360 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/raftstore"
+)
+
+// Errors of this package.
+var (
+	// ErrConfig is wrapped by every error about a Config that cannot work.
+	ErrConfig = errors.New("invalid server configuration")
+)
+
+// shutdownTimeout bounds how long Close waits for requests in flight.
+const shutdownTimeout = 10 * time.Second
+
+// Server is one running control-plane server.
+type Server struct {
+	cfg          Config
+	log          *slog.Logger
+	secret       string
+	adminTokenID string
+	ca           *pki.CA
+
+	store *store.Store
+	node  *raftstore.Node
+	authn *auth.Authenticator
+
+	metrics        *metrics
+	metricsHandler http.Handler
+	proxy          *httputil.ReverseProxy
+	transport      *http.Transport
+
+	httpSrv *http.Server
+	url     string
+	admin   client.Config
+
+	// stopCtx ends when Close starts: watches and leader duties stop.
+	stopCtx context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	// serveErr receives the HTTP server's error if it stops on its own.
+	serveErr chan error
+	// fatal receives raftstore's OnFatal error: the server must stop.
+	fatal chan error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// fsm adapts the store to raftstore's FSM interface, whose Snapshot
+// returns raftstore's own snapshot interface type.
+type fsm struct{ *store.Store }
+
+func (f fsm) Snapshot() (raftstore.FSMSnapshot, error) {
+	snap, err := f.Store.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// lookups answers the authenticator's and authorizer's questions from the
+// local store.
+type lookups struct{ st *store.Store }
+
+// GetToken returns the stored token id, or nil when there is none.
+func (l lookups) GetToken(id string) (*api.Token, error) {
+	obj, _, err := l.st.Get(tokensResource, "", id)
+	if err != nil {
+		if api.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	tok, _ := obj.(*api.Token)
+	return tok, nil
+}
+
+// PodNodeName returns the node pod ns/name is bound to.
+func (l lookups) PodNodeName(ns, name string) (string, bool) {
+	obj, _, err := l.st.Get(podsResource, ns, name)
+	if err != nil {
+		return "", false
+	}
+	p, ok := obj.(*api.Pod)
+	if !ok {
+		return "", false
+	}
+	return p.Spec.NodeName, true
+}
+
+var podsResource = api.ResourceForKind("Pod")
+
+// Start assembles and starts a server: the cluster CA and this server's
+// certificate, the store, the raft member (which forms or joins the
+// cluster as Config says, so Start may wait for peers until ctx ends), the
+// API listener, the admin client config and the leader duties. ctx bounds
+// the start only; Close stops the server.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	secret, err := loadSecret(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := pki.DeriveCA(secret)
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA: %w", err)
+	}
+	log := cfg.Logger.With("component", "server", "server_id", cfg.ID)
+
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("API listener on %s: %w", cfg.APIAddr, err)
+	}
+	apiURL := cfg.AdvertiseAPI
+	if apiURL == "" {
+		scheme := "https"
+		if cfg.Insecure {
+			scheme = "http"
+		}
+		apiURL = scheme + "://" + hostPort(advertiseHost(ln.Addr()), ln.Addr().(*net.TCPAddr).Port)
+	}
+	cert, err := ca.IssueServerCert(cfg.ID, certHosts(&cfg, apiURL, ln.Addr()), certTTL)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+
+	st := store.New(store.Options{Logger: cfg.Logger.With("component", "store"), Registerer: cfg.Registry, WatchWindow: cfg.WatchWindow})
+	rcfg := raftstore.Config{
+		ID:                 cfg.ID,
+		DataDir:            cfg.DataDir,
+		BindAddr:           cfg.RaftAddr,
+		AdvertiseAddr:      cfg.AdvertiseRaft,
+		APIAddr:            apiURL,
+		BootstrapExpect:    cfg.BootstrapExpect,
+		Join:               cfg.Join,
+		Insecure:           cfg.Insecure,
+		Logger:             cfg.Logger.With("component", "raftstore"),
+		Registerer:         cfg.Registry,
+		HeartbeatTimeout:   cfg.HeartbeatTimeout,
+		ElectionTimeout:    cfg.ElectionTimeout,
+		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout,
+		CommitTimeout:      cfg.CommitTimeout,
+		SnapshotThreshold:  cfg.SnapshotThreshold,
+		TrailingLogs:       cfg.TrailingLogs,
+		SnapshotInterval:   cfg.SnapshotInterval,
+		Dial:               cfg.Dial,
+	}
+	// A command this version cannot apply stops the server (ARCHITECTURE:
+	// hard rules); Run returns the error so systemd shows why.
+	fatal := make(chan error, 1)
+	rcfg.OnFatal = func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	}
+	if rcfg.AdvertiseAddr == "" {
+		rcfg.AdvertiseAddr = defaultRaftAdvertise(cfg.RaftAddr)
+	}
+	var peerClientTLS *tls.Config
+	if !cfg.Insecure {
+		rcfg.ServerTLS, rcfg.ClientTLS = pki.PeerTLSConfigs(ca, cert)
+		peerClientTLS = rcfg.ClientTLS.Clone()
+	}
+	node, err := raftstore.Open(ctx, rcfg, fsm{st})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("raft: %w", err)
+	}
+
+	adminID, adminSecret := auth.AdminToken(secret)
+	s := &Server{
+		cfg:          cfg,
+		log:          log,
+		secret:       secret,
+		adminTokenID: adminID,
+		ca:           ca,
+		store:        st,
+		node:         node,
+		url:          apiURL,
+		serveErr:     make(chan error, 1),
+		fatal:        fatal,
+	}
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	fail := func(err error) (*Server, error) {
+		s.stop()
+		ln.Close()
+		_ = node.Close()
+		return nil, err
+	}
+	s.authn = auth.NewAuthenticator(lookups{st}, nil)
+	// The admin token works before the leader has written its Token
+	// object, and cannot be locked out by deleting that object.
+	if err := s.authn.AddStatic(adminID+"."+adminSecret, auth.Identity{Name: "admin", Role: api.RoleClusterAdmin}); err != nil {
+		return fail(fmt.Errorf("admin token: %w", err))
+	}
+	if s.metrics, err = newMetrics(cfg.Registry); err != nil {
+		return fail(fmt.Errorf("metrics: %w", err))
+	}
+	s.metricsHandler = newMetricsHandler(s)
+	s.proxy, s.transport = s.newProxy(peerClientTLS)
+
+	s.httpSrv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// TLS handshake failures of scanners and misconfigured clients
+		// are not worth more than debug.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	if !cfg.Insecure {
+		s.httpSrv.TLSConfig = pki.ServerTLSConfig(ca, cert)
+	}
+	s.admin = client.Config{Server: apiURL, Token: adminID + "." + adminSecret, Insecure: cfg.Insecure}
+	if !cfg.Insecure {
+		s.admin.CAData = ca.CertPEM()
+	}
+	if err := client.WriteConfig(cfg.AdminConfigPath, s.admin); err != nil {
+		return fail(fmt.Errorf("admin config: %w", err))
+	}
+
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		var err error
+		if cfg.Insecure {
+			err = s.httpSrv.Serve(ln)
+		} else {
+			err = s.httpSrv.ServeTLS(ln, "", "")
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("API server stopped", "err", err)
+			s.serveErr <- err
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.runLeadership(s.stopCtx)
+	}()
+	log.Info("server started", "api", apiURL, "raft", node.Status().RaftAddr, "insecure", cfg.Insecure, "admin_config", cfg.AdminConfigPath)
+	return s, nil
+}
+
+// defaultRaftAdvertise derives the raft address peers dial from the
+// listen address when it names no host; a port-0 or host-specific address
+// is left to raftstore, which knows the bound port.
+func defaultRaftAdvertise(bind string) string {
+	host, port, err := net.SplitHostPort(bind)
+	if err != nil || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return ""
+	}
+	h := firstHostIP()
+	if h == "" {
+		return ""
+	}
+	return net.JoinHostPort(h, port)
+}
+
+// Close stops the server gracefully: it stops accepting requests, ends
+// watches, waits for requests in flight (up to 10s), stops the leader
+// duties and closes raft (a leader hands leadership over first). Safe to
+// call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		err := s.httpSrv.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			err = errors.Join(fmt.Errorf("API shutdown: %w", err), s.httpSrv.Close())
+		}
+		s.wg.Wait()
+		s.transport.CloseIdleConnections()
+		if nerr := s.node.Close(); nerr != nil {
+			err = errors.Join(err, fmt.Errorf("raft: %w", nerr))
+		}
+		s.closeErr = err
+		s.log.Info("server stopped")
+	})
+	return s.closeErr
+}
+
+// Run starts a server, serves until ctx ends, then closes it. It is what
+// `outpost server` and `outpost dev` run.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-s.serveErr:
+	case serveErr = <-s.fatal:
+	}
+	return errors.Join(serveErr, s.Close())
+}
+
+// Node is the server's raft member.
+func (s *Server) Node() *raftstore.Node { return s.node }
+
+// Store is the server's state machine, for in-process readers (the
+// scheduler and controllers on the leader, tests).
+func (s *Server) Store() *store.Store { return s.store }
+
+// URL is the API's URL as advertised, with the real port when APIAddr
+// asked for port 0.
+func (s *Server) URL() string { return s.url }
+
+// AdminConfig is the admin client config the server wrote.
+func (s *Server) AdminConfig() client.Config { return s.admin }
+
+// CA is the cluster CA (derived from the cluster secret).
+func (s *Server) CA() *pki.CA { return s.ca }
+
+// WaitReady blocks until the server would answer /readyz with 200: raft
+// has a leader, this server has caught up with it, and the cluster's
+// bootstrap objects exist.
+func (s *Server) WaitReady(ctx context.Context) error {
+	backoff := 10 * time.Millisecond
+	for {
+		reason := s.notReady(ctx)
+		if reason == "" {
+			return nil
+		}
+		if !sleepCtx(ctx, backoff) {
+			return fmt.Errorf("server %s not ready: %s: %w", s.cfg.ID, reason, ctx.Err())
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}

@@ -1,0 +1,411 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// Errors of the package. Failures a client caused (not found, conflicts)
+// are *api.StatusError instead, so that the server replies with them as
+// they are.
+var (
+	// ErrUnknownCommand is a command type this server does not know and may
+	// not skip: it was written by a newer server. A Result carrying it is
+	// fatal (Result.Fatal); the server must stop rather than diverge.
+	ErrUnknownCommand = errors.New("unknown raft command type")
+	// ErrUnknownResource is a resource outside api.Resources. In a command or
+	// a snapshot it means a newer server wrote it, and is fatal too.
+	ErrUnknownResource = errors.New("unknown resource")
+	// ErrUnknownSubresource is an update subresource other than "" or "status".
+	ErrUnknownSubresource = errors.New("unknown subresource")
+	// ErrMalformedCommand is a command whose bytes cannot be read.
+	ErrMalformedCommand = errors.New("malformed command")
+	// ErrBadSnapshot is a snapshot stream that cannot be read: wrong magic,
+	// unsupported format version, truncation or a checksum mismatch.
+	ErrBadSnapshot = errors.New("bad snapshot")
+)
+
+// Defaults for Options.
+const (
+	DefaultWatchWindow   = 5000
+	DefaultWatcherBuffer = 1000
+)
+
+// Options configure a Store.
+type Options struct {
+	// Logger receives the store's logs; nil discards them.
+	Logger *slog.Logger
+	// WatchWindow is how many recent events are kept per resource for
+	// watches that resume from a resourceVersion (DefaultWatchWindow if 0).
+	// Each event holds a pointer to an object version, so the memory cost is
+	// that of the versions it keeps alive.
+	WatchWindow int
+	// WatcherBuffer is how many events a watcher may have pending before it
+	// is dropped with a 410 (DefaultWatcherBuffer if 0).
+	WatcherBuffer int
+	// Registerer receives the store's metrics; nil means none.
+	Registerer prometheus.Registerer
+}
+
+// Result is what Apply returns for one command (a batch returns []*Result).
+// Err is an *api.StatusError for failures a client caused; Object and Raw
+// are the object as stored after the command (for a delete that removed
+// it, its last state at the delete's resourceVersion).
+type Result struct {
+	Object api.Object
+	Raw    []byte
+	Err    error
+}
+
+// Fatal reports whether the command could not be applied because this
+// server is too old for it; the server must stop rather than go on with a
+// state that differs from its peers'.
+func (r *Result) Fatal() bool {
+	return r != nil && (errors.Is(r.Err, ErrUnknownCommand) || errors.Is(r.Err, ErrUnknownResource))
+}
+
+// FatalErr returns the error when Fatal reports true, else nil; raftstore
+// stops the node on it.
+func (r *Result) FatalErr() error {
+	if r.Fatal() {
+		return r.Err
+	}
+	return nil
+}
+
+// Item is one object of a List: the shared object and its JSON encoding.
+type Item struct {
+	Object api.Object
+	Raw    []byte
+}
+
+// ListOptions filter a List or a Watch; nil selectors match everything.
+type ListOptions struct {
+	Label api.Selector
+	Field api.FieldSelector
+}
+
+// entry is one stored object version. Entries are never changed once
+// stored; a write stores a new entry.
+type entry struct {
+	obj  api.Object
+	raw  []byte
+	node string // spec.nodeName of a pod, for the node index
+}
+
+// table holds the objects of one resource.
+type table struct {
+	res *api.Resource
+	// ns maps namespace to name to entry; cluster-scoped objects live under
+	// "". Lookups need no key string built, and a namespace's objects are
+	// one map away.
+	ns map[string]map[string]*entry
+	n  int
+	// byNode indexes pods by spec.nodeName ("" holds unscheduled pods) so
+	// that an agent's list and watch do not look at every pod.
+	byNode map[string]map[*entry]struct{}
+
+	win window
+
+	wmu          sync.Mutex
+	watchers     map[*watcher]struct{}
+	nodeWatchers map[string]map[*watcher]struct{} // pods: watchers of one node
+
+	objects prometheus.Gauge
+}
+
+func (t *table) get(ns, name string) *entry {
+	return t.ns[ns][name]
+}
+
+// Store is the control plane's state machine. Apply and Restore must be
+// called by one goroutine at a time (raft does); every other method is safe
+// for concurrent use.
+type Store struct {
+	log           *slog.Logger
+	watchWindow   int
+	watcherBuffer int
+
+	// applyMu serialises writers (Apply, Restore): they read the tables
+	// without mu, which is safe only while no other writer runs.
+	applyMu sync.Mutex
+	// mu guards the tables, their windows, and applied together, so a
+	// reader sees an entry's effects whole and labelled with its index.
+	mu       sync.RWMutex
+	tables   []*table // in api.Resources order
+	byPlural map[string]*table
+	nsTable  *table
+	evTable  *table
+	podTable *table
+	applied  atomic.Uint64
+	// failed holds the error of a fatal entry: the store applies nothing
+	// after it.
+	failed atomic.Pointer[error]
+
+	waitMu sync.Mutex
+	waitCh chan struct{} // closed when applied moves; nil if nobody waits
+
+	m *metrics
+}
+
+// New returns an empty store.
+func New(opts Options) *Store {
+	s := &Store{
+		log:           opts.Logger,
+		watchWindow:   opts.WatchWindow,
+		watcherBuffer: opts.WatcherBuffer,
+		byPlural:      make(map[string]*table, len(api.Resources)),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.watchWindow <= 0 {
+		s.watchWindow = DefaultWatchWindow
+	}
+	if s.watcherBuffer <= 0 {
+		s.watcherBuffer = DefaultWatcherBuffer
+	}
+	s.m = newMetrics(opts.Registerer, s.log)
+	for _, r := range api.Resources {
+		t := &table{
+			res:      r,
+			ns:       make(map[string]map[string]*entry),
+			watchers: make(map[*watcher]struct{}),
+			objects:  s.m.objectsGauge(r.Plural),
+		}
+		t.win.init(s.watchWindow, 0)
+		if r.Kind == "Pod" {
+			t.byNode = make(map[string]map[*entry]struct{})
+			t.nodeWatchers = make(map[string]map[*watcher]struct{})
+		}
+		s.tables = append(s.tables, t)
+		s.byPlural[r.Plural] = t
+	}
+	s.nsTable = s.byPlural["namespaces"]
+	s.evTable = s.byPlural["events"]
+	s.podTable = s.byPlural["pods"]
+	return s
+}
+
+func (s *Store) table(r *api.Resource) (*table, error) {
+	if r == nil {
+		return nil, fmt.Errorf("nil resource: %w", ErrUnknownResource)
+	}
+	t := s.byPlural[r.Plural]
+	if t == nil {
+		return nil, fmt.Errorf("%s: %w", r.Plural, ErrUnknownResource)
+	}
+	return t, nil
+}
+
+// AppliedIndex is the index of the last raft entry applied: the
+// resourceVersion of the state that reads see.
+func (s *Store) AppliedIndex() uint64 { return s.applied.Load() }
+
+// Failed returns the error of the entry this store could not apply, after
+// which it applies nothing; nil while it works. The server must stop.
+func (s *Store) Failed() error {
+	if err := s.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// WaitForIndex returns once the entry at idx has been applied, or with the
+// context's error. The store sees only command entries: to wait for a raft
+// read index, which may be a barrier or configuration entry, use
+// raftstore's Node.WaitApplied.
+func (s *Store) WaitForIndex(ctx context.Context, idx uint64) error {
+	for {
+		if s.applied.Load() >= idx {
+			return nil
+		}
+		s.waitMu.Lock()
+		if s.waitCh == nil {
+			s.waitCh = make(chan struct{})
+		}
+		ch := s.waitCh
+		s.waitMu.Unlock()
+		// Checked again after taking the channel: an Apply between the first
+		// check and here closed the previous channel, not this one.
+		if s.applied.Load() >= idx {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for index %d (applied %d): %w", idx, s.applied.Load(), ctx.Err())
+		}
+	}
+}
+
+func (s *Store) notifyApplied() {
+	s.waitMu.Lock()
+	if s.waitCh != nil {
+		close(s.waitCh)
+		s.waitCh = nil
+	}
+	s.waitMu.Unlock()
+}
+
+// Get returns the stored object namespace/name (namespace is ignored for
+// cluster-scoped resources) and its JSON. The object is shared: do not
+// change it.
+func (s *Store) Get(r *api.Resource, namespace, name string) (api.Object, []byte, error) {
+	t, err := s.table(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !t.res.Namespaced {
+		namespace = ""
+	}
+	s.mu.RLock()
+	e := t.get(namespace, name)
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, nil, api.NewNotFound(t.res, name)
+	}
+	return e.obj, e.raw, nil
+}
+
+// List returns the objects of r in namespace ("" for all) that match opts,
+// sorted by namespace and name, and the resourceVersion they were read at.
+// The objects are shared: do not change them.
+func (s *Store) List(r *api.Resource, namespace string, opts ListOptions) ([]Item, uint64, error) {
+	t, err := s.table(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !t.res.Namespaced {
+		namespace = ""
+	}
+	f := newFilter(t, namespace, opts)
+	var items []Item
+	s.mu.RLock()
+	rv := s.applied.Load()
+	add := func(e *entry) {
+		if f.matches(e.obj) {
+			items = append(items, Item{Object: e.obj, Raw: e.raw})
+		}
+	}
+	switch {
+	case f.hasNode && t.byNode != nil:
+		set := t.byNode[f.node]
+		items = make([]Item, 0, len(set))
+		for e := range set {
+			add(e)
+		}
+	case f.namespace != "":
+		m := t.ns[f.namespace]
+		items = make([]Item, 0, len(m))
+		for _, e := range m {
+			add(e)
+		}
+	default:
+		items = make([]Item, 0, t.n)
+		for _, m := range t.ns {
+			for _, e := range m {
+				add(e)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(items, func(a, b Item) int {
+		am, bm := a.Object.GetObjectMeta(), b.Object.GetObjectMeta()
+		if c := cmp.Compare(am.Namespace, bm.Namespace); c != 0 {
+			return c
+		}
+		return cmp.Compare(am.Name, bm.Name)
+	})
+	return items, rv, nil
+}
+
+// OldestEventTime is when the oldest stored Event was last seen, or the
+// zero time if there are none. The leader compares it with its retention to
+// decide when to issue ExpireEventsCmd. It looks at every Event.
+func (s *Store) OldestEventTime() time.Time {
+	var oldest time.Time
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, m := range s.evTable.ns {
+		for _, e := range m {
+			ev, ok := e.obj.(*api.Event)
+			if !ok {
+				continue
+			}
+			t := eventTime(ev).Time
+			if oldest.IsZero() || t.Before(oldest) {
+				oldest = t
+			}
+		}
+	}
+	return oldest
+}
+
+// Len is the number of stored objects of r.
+func (s *Store) Len(r *api.Resource) int {
+	t, err := s.table(r)
+	if err != nil {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return t.n
+}
+
+// filter is a watcher's or a list's selection, prepared once.
+type filter struct {
+	namespace string // "" = every namespace
+	label     api.Selector
+	field     api.FieldSelector
+	node      string // the spec.nodeName a field selector requires
+	hasNode   bool
+}
+
+func newFilter(t *table, namespace string, opts ListOptions) filter {
+	f := filter{namespace: namespace, label: opts.Label, field: opts.Field}
+	if f.label != nil && f.label.Empty() {
+		f.label = nil
+	}
+	if f.field != nil && f.field.Empty() {
+		f.field = nil
+	}
+	if f.field == nil {
+		return f
+	}
+	if t.byNode != nil {
+		f.node, f.hasNode = exactField(f.field, "spec.nodeName")
+	}
+	if ns, ok := exactField(f.field, "metadata.namespace"); ok && t.res.Namespaced && f.namespace == "" {
+		f.namespace = ns
+	}
+	return f
+}
+
+// matches reports whether obj is in the selection.
+func (f *filter) matches(obj api.Object) bool {
+	m := obj.GetObjectMeta()
+	if f.namespace != "" && m.Namespace != f.namespace {
+		return false
+	}
+	if f.hasNode {
+		if p, ok := obj.(*api.Pod); ok && p.Spec.NodeName != f.node {
+			return false
+		}
+	}
+	if f.label != nil && !f.label.Matches(m.Labels) {
+		return false
+	}
+	return f.field == nil || f.field.Matches(obj)
+}

@@ -1,0 +1,322 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Peer describes one server of the configuration. LastIndex, APIAddr and
+// Reachable come from the peer's own status RPC; Error says why it failed.
+type Peer struct {
+	ID        string `json:"id"`
+	Address   string `json:"address"`
+	APIAddr   string `json:"apiAddr,omitempty"`
+	Suffrage  string `json:"suffrage"` // "Voter" or "Nonvoter"
+	Leader    bool   `json:"leader"`
+	LastIndex uint64 `json:"lastIndex"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+}
+
+// caughtUpMargin is how many entries behind the leader's commit index a
+// server may be and still count as caught up.
+const caughtUpMargin = 64
+
+func (n *Node) configuration() (raft.Configuration, uint64, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raft.Configuration{}, 0, n.raftError("get configuration", err)
+	}
+	return f.Configuration(), f.Index(), nil
+}
+
+func findServer(c raft.Configuration, id string) (raft.Server, bool) {
+	for _, s := range c.Servers {
+		if string(s.ID) == id {
+			return s, true
+		}
+	}
+	return raft.Server{}, false
+}
+
+type probeResult struct {
+	status Status
+	err    error
+}
+
+// probe asks every server for its status, in parallel.
+func (n *Node) probe(ctx context.Context, servers []raft.Server) []probeResult {
+	out := make([]probeResult, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			st, err := n.status(ctx, string(s.ID), string(s.Address))
+			out[i] = probeResult{status: st, err: err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Peers lists the configuration with each server's own view of itself.
+func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
+	if n.closed.Load() {
+		return nil, ErrClosed
+	}
+	c, _, err := n.configuration()
+	if err != nil {
+		return nil, err
+	}
+	_, leaderID := n.raft.LeaderWithID()
+	res := n.probe(ctx, c.Servers)
+	peers := make([]Peer, len(c.Servers))
+	for i, s := range c.Servers {
+		p := Peer{
+			ID:       string(s.ID),
+			Address:  string(s.Address),
+			Suffrage: s.Suffrage.String(),
+			Leader:   s.ID == leaderID,
+		}
+		if res[i].err != nil {
+			p.Error = res[i].err.Error()
+		} else {
+			p.Reachable = true
+			p.APIAddr = res[i].status.APIAddr
+			p.LastIndex = res[i].status.LastIndex
+		}
+		peers[i] = p
+	}
+	slices.SortFunc(peers, func(a, b Peer) int { return cmpString(a.ID, b.ID) })
+	return peers, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// members returns the configuration as the quorum rule sees it: voters and
+// the change's target are probed, other non-voters do not matter.
+func (n *Node) members(ctx context.Context, target string) ([]Member, raft.Configuration, uint64, error) {
+	c, index, err := n.configuration()
+	if err != nil {
+		return nil, c, 0, err
+	}
+	var probed []raft.Server
+	for _, s := range c.Servers {
+		if s.Suffrage == raft.Voter || string(s.ID) == target {
+			probed = append(probed, s)
+		}
+	}
+	res := n.probe(ctx, probed)
+	healthy := make(map[raft.ServerID]bool, len(probed))
+	for i, s := range probed {
+		healthy[s.ID] = res[i].err == nil
+	}
+	ms := make([]Member, len(c.Servers))
+	for i, s := range c.Servers {
+		ms[i] = Member{ID: string(s.ID), Voter: s.Suffrage == raft.Voter, Healthy: healthy[s.ID]}
+	}
+	return ms, c, index, nil
+}
+
+// CheckChange is THE quorum check (SPEC CPL-1): it probes the voters and
+// applies DecideChange to the current configuration. Every membership
+// change of this package calls it; callers planning a change (a controller,
+// a CLI command) call it to learn early whether it would be refused.
+func (n *Node) CheckChange(ch Change) error {
+	ctx, cancel := context.WithTimeout(n.ctx, 2*n.probeTimeout())
+	defer cancel()
+	ms, _, _, err := n.members(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	return DecideChange(ms, ch)
+}
+
+// change runs one membership change on the leader: check, then apply it
+// against exactly the configuration that was checked (prevIndex).
+func (n *Node) change(ctx context.Context, ch Change, do func(s raft.Server, found bool, prevIndex uint64, timeout time.Duration) raft.IndexFuture) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	if ch.ID == "" {
+		return fmt.Errorf("%s: id: required", ch.Op)
+	}
+	n.changeMu.Lock()
+	defer n.changeMu.Unlock()
+	if !n.IsLeader() {
+		return fmt.Errorf("%s %q: %w", ch.Op, ch.ID, n.notLeaderErr())
+	}
+	ms, c, index, err := n.members(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	if err := DecideChange(ms, ch); err != nil {
+		return err
+	}
+	s, found := findServer(c, ch.ID)
+	timeout, err := enqueueTimeout(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", ch.Op, ch.ID, err)
+	}
+	f := do(s, found, index, timeout)
+	if f == nil {
+		return nil // nothing to change
+	}
+	if err := waitFuture(ctx, f); err != nil {
+		return n.raftError(fmt.Sprintf("%s %q", ch.Op, ch.ID), err)
+	}
+	n.log.Info("raft membership changed", "change", string(ch.Op), "server", ch.ID, "index", f.Index())
+	return nil
+}
+
+// AddNonVoter adds a server that receives the log but does not vote (the
+// first step of the safe join path). An existing voter keeps its vote and
+// only has its address updated.
+func (n *Node) AddNonVoter(ctx context.Context, id, addr string) error {
+	if addr == "" {
+		return fmt.Errorf("%s %q: addr: required", ChangeAddNonVoter, id)
+	}
+	return n.change(ctx, Change{Op: ChangeAddNonVoter, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
+		if found && string(s.Address) == addr {
+			return nil
+		}
+		return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), prev, timeout)
+	})
+}
+
+// Promote makes a non-voter a voter; it should be caught up (WaitCaughtUp).
+func (n *Node) Promote(ctx context.Context, id string) error {
+	return n.change(ctx, Change{Op: ChangePromote, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
+		if s.Suffrage == raft.Voter {
+			return nil
+		}
+		return n.raft.AddVoter(s.ID, s.Address, prev, timeout)
+	})
+}
+
+// Demote turns a voter into a non-voter.
+func (n *Node) Demote(ctx context.Context, id string) error {
+	err := n.change(ctx, Change{Op: ChangeDemote, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
+		if !found || s.Suffrage != raft.Voter {
+			return nil
+		}
+		return n.raft.DemoteVoter(s.ID, prev, timeout)
+	})
+	if err != nil {
+		return err
+	}
+	return n.requireKnown(id)
+}
+
+// Remove takes a server out of the configuration; removing a server that is
+// not there succeeds, so a retried removal is harmless.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	return n.change(ctx, Change{Op: ChangeRemove, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
+		if !found {
+			return nil
+		}
+		return n.raft.RemoveServer(s.ID, prev, timeout)
+	})
+}
+
+func (n *Node) requireKnown(id string) error {
+	c, _, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	if _, ok := findServer(c, id); !ok {
+		return fmt.Errorf("%q: %w", id, ErrUnknownServer)
+	}
+	return nil
+}
+
+// WaitCaughtUp blocks until the server has every entry that was committed
+// when the call began and is within a small margin of the commit index now
+// (which keeps moving under load). Call it on the leader.
+func (n *Node) WaitCaughtUp(ctx context.Context, id string) error {
+	target := n.raft.CommitIndex()
+	backoff := 10 * time.Millisecond
+	for {
+		if n.closed.Load() {
+			return ErrClosed
+		}
+		c, _, err := n.configuration()
+		if err != nil {
+			return err
+		}
+		s, ok := findServer(c, id)
+		if !ok {
+			return fmt.Errorf("wait for %q to catch up: %w", id, ErrUnknownServer)
+		}
+		st, err := n.status(ctx, id, string(s.Address))
+		commit := n.raft.CommitIndex()
+		if err == nil && st.LastIndex >= target && st.LastIndex+caughtUpMargin >= commit {
+			return nil
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if err != nil {
+				return fmt.Errorf("wait for %q to catch up: %w (last error: %w)", id, ctx.Err(), err)
+			}
+			return fmt.Errorf("wait for %q to catch up: %w (at %d, commit index %d)", id, ctx.Err(), st.LastIndex, commit)
+		case <-n.ctx.Done():
+			t.Stop()
+			return ErrClosed
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// handleJoin serves a Join RPC: on the leader, add the server as a
+// non-voter, wait until it has caught up, then promote it; a follower
+// passes the request to the leader once.
+func (n *Node) handleJoin(ctx context.Context, req joinRequest) error {
+	if req.ID == "" || req.RaftAddr == "" {
+		return fmt.Errorf("join: id and raftAddr: required")
+	}
+	if !n.IsLeader() {
+		if req.Forwarded {
+			return n.notLeaderErr()
+		}
+		li := n.Leader()
+		if li.ID == "" {
+			return fmt.Errorf("join %q: %w", req.ID, ErrNoLeader)
+		}
+		req.Forwarded = true
+		return n.rpc.call(ctx, li.RaftAddr, rpcJoin, &req, nil)
+	}
+	c, _, err := n.configuration()
+	if err != nil {
+		return err
+	}
+	if s, ok := findServer(c, req.ID); ok && string(s.Address) == req.RaftAddr &&
+		(s.Suffrage == raft.Voter || req.NonVoter) {
+		return nil
+	}
+	n.log.Info("server asks to join", "server", req.ID, "addr", req.RaftAddr)
+	if err := n.AddNonVoter(ctx, req.ID, req.RaftAddr); err != nil {
+		return err
+	}
+	if req.NonVoter {
+		return nil
+	}
+	if err := n.WaitCaughtUp(ctx, req.ID); err != nil {
+		return err
+	}
+	return n.Promote(ctx, req.ID)
+}

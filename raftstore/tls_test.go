@@ -1,0 +1,185 @@
+package raftstore
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+type testCA struct {
+	cert *x509.Certificate
+	key  ed25519.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}
+}
+
+// issue makes a certificate for a server, valid for both ends of a
+// connection on 127.0.0.1.
+func (ca *testCA) issue(t *testing.T, name string) tls.Certificate {
+	t.Helper()
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func (ca *testCA) configs(t *testing.T, name string) (server, client *tls.Config) {
+	c := ca.issue(t, name)
+	return &tls.Config{Certificates: []tls.Certificate{c}, ClientCAs: ca.pool},
+		&tls.Config{Certificates: []tls.Certificate{c}, RootCAs: ca.pool}
+}
+
+func TestMutualTLSCluster(t *testing.T) {
+	ca := newTestCA(t, "outpost test CA")
+	nodes := startCluster(t, 3, func(c *Config) {
+		c.Insecure = false
+		c.ServerTLS, c.ClientTLS = ca.configs(t, c.ID)
+	})
+	leader := waitLeader(t, nodes)
+	idx := set(t, leader.node, "secure", "yes")
+	for _, tn := range nodes {
+		if err := tn.node.WaitApplied(ctxT(t, 5*time.Second), idx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := tn.fsm.get("secure"); v != "yes" {
+			t.Fatalf("%s: secure = %q", tn.cfg.ID, v)
+		}
+	}
+	f := followers(nodes, leader)[0]
+	if _, err := f.node.ReadIndex(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatalf("ReadIndex over TLS: %v", err)
+	}
+
+	// Clients that cannot prove membership are turned away.
+	rogue := newTestCA(t, "rogue CA")
+	rs, rc := rogue.configs(t, "intruder")
+	rc.RootCAs = ca.pool // trusts the cluster, but its own cert is foreign
+	for name, cfg := range map[string]Config{
+		"foreign client certificate": {BindAddr: "127.0.0.1:0", ServerTLS: rs, ClientTLS: rc},
+		"plain TCP":                  {BindAddr: "127.0.0.1:0", Insecure: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, err := newMux(cfg, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = m.Close() }()
+			c := newRPCClient(m)
+			defer c.Close()
+			var st Status
+			err = c.call(ctxT(t, 2*time.Second), leader.cfg.BindAddr, rpcStatus, nil, &st)
+			if err == nil {
+				t.Fatalf("status RPC succeeded without a cluster certificate: %+v", st)
+			}
+		})
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srv, cli := ca.configs(t, "x")
+	base := func() Config {
+		return Config{ID: "a", DataDir: t.TempDir(), BindAddr: "127.0.0.1:0", Insecure: true}
+	}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"ok", func(*Config) {}, ""},
+		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir: required"},
+		{"no bind", func(c *Config) { c.BindAddr = "" }, "BindAddr: required"},
+		{"bad bind", func(c *Config) { c.BindAddr = "nope" }, "BindAddr:"},
+		{"bad join", func(c *Config) { c.Join = []string{"127.0.0.1:1", "x"} }, "Join[1]:"},
+		{"expect without join", func(c *Config) { c.BootstrapExpect = 3 }, "Join: required"},
+		{"negative expect", func(c *Config) { c.BootstrapExpect = -1 }, "BootstrapExpect: must be >= 0"},
+		{"tls required", func(c *Config) { c.Insecure = false }, "ServerTLS: required"},
+		{"client CA required", func(c *Config) {
+			c.Insecure = false
+			c.ServerTLS, c.ClientTLS = srv, cli.Clone()
+			c.ClientTLS.RootCAs = nil
+		}, "ClientTLS.RootCAs: required"},
+		{"server CA required", func(c *Config) {
+			c.Insecure = false
+			c.ServerTLS, c.ClientTLS = srv.Clone(), cli
+			c.ServerTLS.ClientCAs = nil
+		}, "ServerTLS.ClientCAs: required"},
+		{"lease above heartbeat", func(c *Config) {
+			c.HeartbeatTimeout = 50 * time.Millisecond
+			c.LeaderLeaseTimeout = 100 * time.Millisecond
+		}, "LeaderLeaseTimeout:"},
+		{"election below heartbeat", func(c *Config) {
+			c.HeartbeatTimeout = 100 * time.Millisecond
+			c.ElectionTimeout = 50 * time.Millisecond
+		}, "ElectionTimeout:"},
+		{"tiny heartbeat", func(c *Config) { c.HeartbeatTimeout = time.Millisecond }, "HeartbeatTimeout: must be at least 5ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base()
+			tt.mod(&c)
+			got, err := c.withDefaults()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.HeartbeatTimeout != defaultHeartbeatTimeout || got.LeaderLeaseTimeout > got.HeartbeatTimeout || got.Logger == nil {
+					t.Errorf("defaults not applied: %+v", got)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/testing/proc"
+)
+
+// writeStream creates pods from several clients until ctx ends, and records
+// every name whose create was acknowledged.
+func writeStream(ctx context.Context, cl *client.Client, clients int, prefix string, acked *sync.Map, count *atomic.Int64) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	var seq atomic.Int64
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				name := fmt.Sprintf("%s-%d", prefix, seq.Add(1))
+				p := &api.Pod{
+					ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
+					Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "img:1"}}},
+				}
+				if _, _, err := cl.Create(ctx, p); err == nil {
+					acked.Store(name, true)
+					count.Add(1)
+				}
+			}
+		}()
+	}
+	return &wg
+}
+
+func waitCount(t *testing.T, n *atomic.Int64, want int64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for n.Load() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d writes acknowledged after %v", n.Load(), want, timeout)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter, with a deadline
+	}
+}
+
+func assertAllPresent(t *testing.T, ctx context.Context, cl *client.Client, acked *sync.Map) {
+	t.Helper()
+	items, _, err := cl.List(ctx, api.ResourceForKind("Pod"), "default", client.ListOptions{Consistent: true})
+	if err != nil {
+		t.Fatalf("list after restart: %v", err)
+	}
+	have := make(map[string]bool, len(items))
+	for _, it := range items {
+		have[it.GetObjectMeta().Name] = true
+	}
+	var lost []string
+	total := 0
+	acked.Range(func(k, _ any) bool {
+		total++
+		if !have[k.(string)] {
+			lost = append(lost, k.(string))
+		}
+		return true
+	})
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d acknowledged writes lost after SIGKILL, e.g. %v", len(lost), total, lost[:min(5, len(lost))])
+	}
+	t.Logf("all %d acknowledged writes survived (%d objects stored)", total, len(items))
+}
+
+// A real server process killed with SIGKILL in the middle of a write stream
+// loses no acknowledged write (ARCHITECTURE hard rule; issue 2).
+func TestCrashSingleServerKill9(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := proc.StartCluster(ctx, outpostBin, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	s := c.Servers[0]
+	cfg, err := s.AdminConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked sync.Map
+	var n atomic.Int64
+	wctx, stop := context.WithCancel(ctx)
+	wg := writeStream(wctx, cl, 8, "k", &acked, &n)
+	waitCount(t, &n, 300, time.Minute)
+	c.Kill(s) // SIGKILL while the writers are still writing
+	stop()
+	wg.Wait()
+
+	if err := c.Start(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertAllPresent(t, ctx, cl, &acked)
+}
+
+// Three servers killed with SIGKILL at once (a site losing power) keep every
+// write that was acknowledged before.
+func TestCrashWholeClusterKill9(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := proc.StartCluster(ctx, outpostBin, t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	cfg, err := c.Servers[0].AdminConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked sync.Map
+	var n atomic.Int64
+	wctx, stop := context.WithCancel(ctx)
+	wg := writeStream(wctx, cl, 8, "w", &acked, &n)
+	waitCount(t, &n, 300, time.Minute)
+	for _, s := range c.Servers {
+		c.Kill(s)
+	}
+	stop()
+	wg.Wait()
+	for _, s := range c.Servers {
+		if err := c.Start(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range c.Servers {
+		if err := s.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	assertAllPresent(t, ctx, cl, &acked)
+}

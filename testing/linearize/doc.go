@@ -1,0 +1,9 @@
+// Package linearize records concurrent client histories against an outpost
+// cluster and checks them for linearizability with porcupine.
+//
+// The model is a set of independent registers (one per object name) whose
+// versions the server assigns: create-if-absent, conditional update on the
+// resourceVersion the client read, and consistent reads. Operations whose
+// outcome the client could not learn (a timeout, a lost leader) may or may
+// not have happened; the model allows both.
+package linearize

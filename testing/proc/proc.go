@@ -1,0 +1,195 @@
+package proc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+// Server is one `outpost server` process.
+type Server struct {
+	ID       string
+	Dir      string
+	APIAddr  string
+	RaftAddr string
+	cmd      *exec.Cmd
+	log      *os.File
+}
+
+// Cluster is a cluster of real server processes on loopback.
+type Cluster struct {
+	Bin     string
+	Secret  string
+	Servers []*Server
+	// Args are extra flags for every server.
+	Args []string
+}
+
+// FreePort returns a loopback address with a port that was free a moment ago.
+func FreePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// StartCluster starts n servers that form one cluster with
+// --bootstrap-expect n, and waits until every one is ready.
+func StartCluster(ctx context.Context, bin, root string, n int, args ...string) (*Cluster, error) {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	c := &Cluster{Bin: bin, Secret: hex.EncodeToString(b), Args: args}
+	for i := range n {
+		api, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		raft, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		c.Servers = append(c.Servers, &Server{
+			ID: fmt.Sprintf("s%d", i+1), Dir: filepath.Join(root, fmt.Sprintf("s%d", i+1)),
+			APIAddr: api, RaftAddr: raft,
+		})
+	}
+	for _, s := range c.Servers {
+		if err := c.Start(s); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	for _, s := range c.Servers {
+		if err := s.WaitReady(ctx); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Start starts (or restarts) s with its data dir.
+func (c *Cluster) Start(s *Server) error {
+	var join []string
+	for _, o := range c.Servers {
+		if o != s {
+			join = append(join, o.RaftAddr)
+		}
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	args := append([]string{"server",
+		"--id", s.ID, "--data-dir", s.Dir,
+		"--api-addr", s.APIAddr, "--raft-addr", s.RaftAddr,
+		"--bootstrap-expect", fmt.Sprint(len(c.Servers)),
+		"--join", strings.Join(join, ","),
+		"--cluster-secret", c.Secret,
+		"--log-level", "warn",
+	}, c.Args...)
+	cmd := exec.Command(c.Bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", s.ID, err)
+	}
+	s.cmd, s.log = cmd, logf
+	return nil
+}
+
+// Kill stops s with SIGKILL: no shutdown code runs.
+func (c *Cluster) Kill(s *Server) {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+	if s.log != nil {
+		s.log.Close()
+		s.log = nil
+	}
+}
+
+// Stop ends every server with SIGTERM (SIGKILL after 10 s).
+func (c *Cluster) Stop() {
+	for _, s := range c.Servers {
+		if s.cmd != nil && s.cmd.Process != nil {
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, s := range c.Servers {
+		if s.cmd != nil {
+			done := make(chan struct{})
+			go func() { _ = s.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = s.cmd.Process.Kill()
+				<-done
+			}
+			s.cmd = nil
+		}
+		if s.log != nil {
+			s.log.Close()
+		}
+	}
+}
+
+// AdminConfig is the client config the server wrote for its admin.
+func (s *Server) AdminConfig() (client.Config, error) {
+	return client.LoadConfig(filepath.Join(s.Dir, "admin.conf"))
+}
+
+// PID is the server's process ID, 0 when it is not running.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// WaitReady waits until the server answers /readyz, up to a minute.
+func (s *Server) WaitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var last error
+	for {
+		cfg, err := s.AdminConfig()
+		if err == nil {
+			var cl *client.Client
+			if cl, err = client.New(cfg); err == nil {
+				_, _, err = cl.Do(ctx, "GET", "/readyz", nil, nil)
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server %s not ready: %w (last error: %v)", s.ID, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if s.cmd != nil && s.cmd.ProcessState != nil {
+			return errors.New("server " + s.ID + " exited")
+		}
+	}
+}
