@@ -4,13 +4,17 @@
 SHELL := /bin/bash
 GO ?= go
 export GOFLAGS ?= -mod=mod
+# encoding/json on its v2 engine: decoding and encoding API objects (every
+# write, on every server) cost a third to a half less. The code builds and
+# its tests pass without it too.
+export GOEXPERIMENT ?= jsonv2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/outpost-edge/outpost/controlplane/version.Version=$(VERSION)
 BIN := bin/outpost
 DATA ?= $(HOME)/.local/share/outpost
 # Packages whose tests exercise concurrency run under the race detector.
 RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/server/... ./controlplane/client/... ./testing/...
-OTHER_PKGS := ./controlplane/api/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/...
+OTHER_PKGS := ./controlplane/api/... ./controlplane/scheduler/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/...
 
 .PHONY: all build run test test-deps deps vet unit race fuzz bench soak clean
 
@@ -19,9 +23,11 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/outpost
 
-# deps installs what building needs: Go itself must be present.
+# deps installs what building needs. Go 1.26 itself must be present
+# (Debian's golang package is too old); everything else comes from the Go
+# module proxy.
 deps:
-	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required (https://go.dev/dl)"; exit 1; }
+	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required: install it from https://go.dev/dl and put it on PATH"; exit 1; }
 	$(GO) mod download
 
 test-deps: deps
@@ -30,15 +36,15 @@ test-deps: deps
 		if [ -n "$$need" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; fi; \
 	fi
 
-# run builds outpost and starts a one-process dev cluster (control plane on
-# 127.0.0.1:6443, data under $(DATA)); the admin config goes to
-# ~/.config/outpost/config so `bin/outpost get nodes` works in another shell.
+# run builds outpost, starts a one-process dev cluster (control plane on
+# 127.0.0.1:6443, data under $(DATA)) and loads examples/; the admin config
+# goes to ~/.config/outpost/config so `bin/outpost get pods` works in another
+# shell.
 run: deps build
-	@echo "outpost dev: data in $(DATA); in another shell try: $(BIN) get namespaces"
-	$(BIN) dev --data-dir $(DATA)
+	BIN=$(BIN) DATA=$(DATA) packaging/run-dev.sh
 
 vet:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 unit:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -64,6 +65,7 @@ func (n *Node) bootstrap(servers []raft.Server) error {
 func (n *Node) bootstrapExpect(ctx context.Context) error {
 	known := map[string]string{n.cfg.ID: n.advertise}
 	b := backoff{cur: 50 * time.Millisecond, max: 2 * time.Second}
+	var foreign foreignCAWarner
 	for {
 		statuses := make([]Status, len(n.cfg.Join))
 		errs := make([]error, len(n.cfg.Join))
@@ -76,6 +78,9 @@ func (n *Node) bootstrapExpect(ctx context.Context) error {
 			wg.Go(func() { statuses[i], errs[i] = n.status(ctx, "", addr) })
 		}
 		wg.Wait()
+		for _, err := range errs {
+			foreign.check(n.log, err)
+		}
 		for i, st := range statuses {
 			if errs[i] != nil || st.ID == n.cfg.ID {
 				continue
@@ -95,6 +100,9 @@ func (n *Node) bootstrapExpect(ctx context.Context) error {
 		}
 		n.log.Debug("waiting for servers to bootstrap", "known", len(known), "expect", n.cfg.BootstrapExpect)
 		if err := b.wait(ctx); err != nil {
+			if foreign.last != nil {
+				return fmt.Errorf("bootstrap: %d of %d expected servers found: %w (%w)", len(known), n.cfg.BootstrapExpect, err, foreign.last)
+			}
 			return fmt.Errorf("bootstrap: %d of %d expected servers found: %w", len(known), n.cfg.BootstrapExpect, err)
 		}
 	}
@@ -109,6 +117,7 @@ func (n *Node) join(ctx context.Context) error {
 	req := joinRequest{ID: n.cfg.ID, RaftAddr: n.advertise}
 	b := backoff{cur: 100 * time.Millisecond, max: 2 * time.Second}
 	lastErr := errors.New("no other server to ask")
+	var foreign foreignCAWarner
 	for {
 		for _, addr := range n.cfg.Join {
 			if addr == n.advertise {
@@ -128,10 +137,32 @@ func (n *Node) join(ctx context.Context) error {
 				return nil
 			}
 			lastErr = err
+			foreign.check(n.log, err)
 			n.log.Debug("join attempt failed", "via", addr, "error", err)
 		}
 		if err := b.wait(ctx); err != nil {
+			if foreign.last != nil && !errors.Is(lastErr, ErrForeignCA) {
+				return fmt.Errorf("join: %w (last error: %w; earlier: %w)", err, lastErr, foreign.last)
+			}
 			return fmt.Errorf("join: %w (last error: %w)", err, lastErr)
 		}
 	}
+}
+
+// foreignCAWarner remembers the last ErrForeignCA of a retry loop and logs
+// the first at warn: the loop goes on (the other server may be fixed), but
+// a secret that differs between servers is a mistake to show at once, not
+// after the loop gives up.
+type foreignCAWarner struct {
+	last error
+}
+
+func (w *foreignCAWarner) check(log *slog.Logger, err error) {
+	if !errors.Is(err, ErrForeignCA) {
+		return
+	}
+	if w.last == nil {
+		log.Warn("cannot talk to another server: it belongs to another cluster CA; retrying", "error", err)
+	}
+	w.last = err
 }

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -337,8 +338,16 @@ func TestMembershipAddPromoteDemoteRemoveAndJoin(t *testing.T) {
 	if _, ok := peer("s4"); ok {
 		t.Fatal("s4 still listed after Remove")
 	}
-	if err := leader.node.Promote(ctx, "s4"); !errors.Is(err, ErrUnknownServer) {
-		t.Errorf("Promote of a removed server: %v, want ErrUnknownServer", err)
+	// A change naming a server that is not in the configuration must not
+	// look done: `remove-peer nosuch` once printed "removed".
+	for name, change := range map[string]func(context.Context, string) error{
+		"Promote": leader.node.Promote, "Demote": leader.node.Demote, "Remove": leader.node.Remove,
+	} {
+		for _, id := range []string{"s4", "nosuch"} {
+			if err := change(ctx, id); !errors.Is(err, ErrUnknownServer) {
+				t.Errorf("%s(%q) of a server not in the configuration: %v, want ErrUnknownServer", name, id, err)
+			}
+		}
 	}
 
 	// The join path: a new server names a follower; the request is

@@ -30,7 +30,43 @@ var (
 	ErrCorrupt = errors.New("raftstore: corrupt data")
 	// ErrInvalidConfig is wrapped by every Config validation error.
 	ErrInvalidConfig = errors.New("raftstore: invalid config")
+	// ErrDataDirInUse means another process (a second `outpost dev` on the
+	// same directory, say) holds the lock on the data directory's raft.db.
+	ErrDataDirInUse = errors.New("raftstore: data directory in use")
+	// ErrForeignCA means a server presented a certificate that the cluster
+	// CA did not sign: it belongs to another cluster, or was started with
+	// another cluster secret.
+	ErrForeignCA = errors.New("raftstore: certificate from another cluster CA")
 )
+
+// foreignCAError is ErrForeignCA for one address. The TLS error alone
+// ("x509: certificate signed by unknown authority") does not point at the
+// usual cause, a --cluster-secret that differs between servers.
+type foreignCAError struct {
+	addr string
+	err  error
+}
+
+func (e *foreignCAError) Error() string {
+	return "the server at " + e.addr + " has a certificate from a different cluster CA: is --cluster-secret the same on every server? (" + e.err.Error() + ")"
+}
+
+// Is makes errors.Is(err, ErrForeignCA) true.
+func (e *foreignCAError) Is(target error) bool { return target == ErrForeignCA }
+
+func (e *foreignCAError) Unwrap() error { return e.err }
+
+// dataDirInUseError is ErrDataDirInUse with the directory, worded for the
+// person who started the second process: bbolt's own error is a bare
+// "timeout".
+type dataDirInUseError struct{ dir string }
+
+func (e *dataDirInUseError) Error() string {
+	return "data directory " + e.dir + " is in use by another outpost process (raft.db is locked)"
+}
+
+// Is makes errors.Is(err, ErrDataDirInUse) true.
+func (e *dataDirInUseError) Is(target error) bool { return target == ErrDataDirInUse }
 
 // NotLeaderError is the error returned by leader-only operations on a
 // follower; it unwraps to ErrNotLeader and carries the leader it knows of,

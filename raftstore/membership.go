@@ -162,10 +162,15 @@ func (n *Node) change(ctx context.Context, ch Change, do func(s raft.Server, fou
 	if err != nil {
 		return err
 	}
+	s, found := findServer(c, ch.ID)
+	// Only an add names a server that may be new; any other change of an
+	// unknown ID is most likely a typo, and "done" would hide it.
+	if !found && ch.Op != ChangeAddNonVoter {
+		return fmt.Errorf("%s %q: %w", ch.Op, ch.ID, ErrUnknownServer)
+	}
 	if err := DecideChange(ms, ch); err != nil {
 		return err
 	}
-	s, found := findServer(c, ch.ID)
 	timeout, err := enqueueTimeout(ctx)
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", ch.Op, ch.ID, err)
@@ -197,6 +202,7 @@ func (n *Node) AddNonVoter(ctx context.Context, id, addr string) error {
 }
 
 // Promote makes a non-voter a voter; it should be caught up (WaitCaughtUp).
+// An ID that is not in the configuration is ErrUnknownServer.
 func (n *Node) Promote(ctx context.Context, id string) error {
 	return n.change(ctx, Change{Op: ChangePromote, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
 		if s.Suffrage == raft.Voter {
@@ -206,40 +212,24 @@ func (n *Node) Promote(ctx context.Context, id string) error {
 	})
 }
 
-// Demote turns a voter into a non-voter.
+// Demote turns a voter into a non-voter. An ID that is not in the
+// configuration is ErrUnknownServer.
 func (n *Node) Demote(ctx context.Context, id string) error {
-	err := n.change(ctx, Change{Op: ChangeDemote, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
-		if !found || s.Suffrage != raft.Voter {
+	return n.change(ctx, Change{Op: ChangeDemote, ID: id}, func(s raft.Server, _ bool, prev uint64, timeout time.Duration) raft.IndexFuture {
+		if s.Suffrage != raft.Voter {
 			return nil
 		}
 		return n.raft.DemoteVoter(s.ID, prev, timeout)
 	})
-	if err != nil {
-		return err
-	}
-	return n.requireKnown(id)
 }
 
-// Remove takes a server out of the configuration; removing a server that is
-// not there succeeds, so a retried removal is harmless.
+// Remove takes a server out of the configuration. An ID that is not in the
+// configuration is ErrUnknownServer: a caller retrying a removal that may
+// have happened treats that error as done.
 func (n *Node) Remove(ctx context.Context, id string) error {
-	return n.change(ctx, Change{Op: ChangeRemove, ID: id}, func(s raft.Server, found bool, prev uint64, timeout time.Duration) raft.IndexFuture {
-		if !found {
-			return nil
-		}
+	return n.change(ctx, Change{Op: ChangeRemove, ID: id}, func(s raft.Server, _ bool, prev uint64, timeout time.Duration) raft.IndexFuture {
 		return n.raft.RemoveServer(s.ID, prev, timeout)
 	})
-}
-
-func (n *Node) requireKnown(id string) error {
-	c, _, err := n.configuration()
-	if err != nil {
-		return err
-	}
-	if _, ok := findServer(c, id); !ok {
-		return fmt.Errorf("%q: %w", id, ErrUnknownServer)
-	}
-	return nil
 }
 
 // WaitCaughtUp blocks until the server has every entry that was committed

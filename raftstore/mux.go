@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -225,6 +226,9 @@ func (m *mux) dial(addr string, header byte, timeout time.Duration) (net.Conn, e
 		_ = tc.SetDeadline(time.Now().Add(timeout))
 		if err := tc.Handshake(); err != nil {
 			_ = c.Close()
+			if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+				return nil, &foreignCAError{addr: addr, err: err}
+			}
 			return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
 		}
 		_ = tc.SetDeadline(time.Time{})

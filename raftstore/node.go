@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // LeaderInfo names the current leader; the zero value means none is known.
@@ -146,6 +147,9 @@ func (n *Node) start(fsm FSM) error {
 	}
 	var err error
 	if n.store, err = openBoltStore(filepath.Join(raftDir, "raft.db")); err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return &dataDirInUseError{dir: cfg.DataDir}
+		}
 		return err
 	}
 	hl := newHCLog(n.log.With("component", "raft"))
@@ -198,7 +202,7 @@ func (n *Node) start(fsm FSM) error {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	// NewRaft restores the latest snapshot into the FSM before it returns.
-	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.store, n.snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.store, n.snaps, unpipelined{n.trans}); err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	if n.metrics, err = newNodeMetrics(cfg.Registerer, n); err != nil {
@@ -320,6 +324,20 @@ func (n *Node) Close() error {
 		n.closeErr = n.shutdown()
 	})
 	return n.closeErr
+}
+
+// unpipelined is the network transport without AppendEntries pipelining.
+// hashicorp/raft's pipelined replication can deadlock when a follower's
+// response ends its decoder while the sender waits for room in the
+// pipeline: the replication goroutine never returns and Shutdown waits for
+// it for ever (seen in the leader-loss test). Plain replication sends one
+// batch (up to MaxAppendEntries entries) per round trip per follower, which
+// batching keeps cheap.
+type unpipelined struct{ *raft.NetworkTransport }
+
+// AppendEntriesPipeline tells raft to replicate without a pipeline.
+func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // shutdown releases whatever start managed to build.

@@ -159,3 +159,44 @@ func waitTrue(t *testing.T, sub <-chan bool) {
 		}
 	}
 }
+
+// A second process on a data directory in use gets told so, not bbolt's
+// bare "timeout". Two opens in one process conflict like two processes:
+// bbolt's flock belongs to the open file, not to the process.
+func TestOpenOnADataDirInUse(t *testing.T) {
+	first := &testNode{cfg: testConfig(t, "first")}
+	first.cfg.BootstrapExpect = 1
+	if err := first.open(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.close(t) })
+	second := testConfig(t, "second")
+	second.DataDir = first.cfg.DataDir
+	n, err := Open(ctxT(t, 10*time.Second), second, newKV())
+	if err == nil {
+		n.Close()
+		t.Fatal("a second Open on a data directory in use succeeded")
+	}
+	want := "data directory " + first.cfg.DataDir + " is in use by another outpost process (raft.db is locked)"
+	if !errors.Is(err, ErrDataDirInUse) || err.Error() != want {
+		t.Fatalf("second Open: %v\nwant ErrDataDirInUse saying %q", err, want)
+	}
+}
+
+func TestCheckDataDir(t *testing.T) {
+	tn := &testNode{cfg: testConfig(t, "solo")}
+	tn.cfg.BootstrapExpect = 1
+	if err := CheckDataDir(tn.cfg.DataDir); err != nil {
+		t.Fatalf("CheckDataDir of a new directory: %v", err)
+	}
+	if err := tn.open(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDataDir(tn.cfg.DataDir); !errors.Is(err, ErrDataDirInUse) {
+		t.Fatalf("CheckDataDir while a node has it open: %v, want ErrDataDirInUse", err)
+	}
+	tn.close(t)
+	if err := CheckDataDir(tn.cfg.DataDir); err != nil {
+		t.Fatalf("CheckDataDir after Close: %v", err)
+	}
+}

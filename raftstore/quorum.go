@@ -105,22 +105,41 @@ func DecideChange(members []Member, ch Change) error {
 	}
 	slices.Sort(down)
 	what := fmt.Sprintf("refusing to %s %q", verb(ch.Op), ch.ID)
-	now := fmt.Sprintf("%d voters, all reachable", before)
-	if len(down) > 0 {
-		now = fmt.Sprintf("%d voters, %d unreachable (%s)", before, len(down), strings.Join(down, ", "))
+	now := voters(before) + ", all reachable"
+	switch {
+	case before == 1 && len(down) == 0:
+		now = "1 voter, reachable"
+	case len(down) > 0:
+		now = fmt.Sprintf("%s, %d unreachable (%s)", voters(before), len(down), strings.Join(down, ", "))
 	}
 	if len(after) == 0 {
 		return fmt.Errorf("%w: %s: %s; it would leave no voters", ErrQuorum, what, now)
 	}
 	if need := quorumOf(len(after)); healthyAfter < need {
-		return fmt.Errorf("%w: %s: %s; afterwards %d of %d voters would be healthy, a quorum needs %d",
-			ErrQuorum, what, now, healthyAfter, len(after), need)
+		return fmt.Errorf("%w: %s: %s; afterwards %d of %s would be healthy, a quorum needs %d",
+			ErrQuorum, what, now, healthyAfter, voters(len(after)), need)
 	}
 	if need := quorumOf(before); healthyAfter < need {
-		return fmt.Errorf("%w: %s: %s; afterwards %d healthy voters would remain, fewer than the %d the current configuration needs for a quorum",
-			ErrQuorum, what, now, healthyAfter, need)
+		return fmt.Errorf("%w: %s: %s; afterwards %s would remain, fewer than the %d the current configuration needs for a quorum",
+			ErrQuorum, what, now, healthyVoters(healthyAfter), need)
 	}
 	return nil
+}
+
+// voters says "1 voter" or "n voters".
+func voters(n int) string {
+	if n == 1 {
+		return "1 voter"
+	}
+	return fmt.Sprintf("%d voters", n)
+}
+
+// healthyVoters says "1 healthy voter" or "n healthy voters".
+func healthyVoters(n int) string {
+	if n == 1 {
+		return "1 healthy voter"
+	}
+	return fmt.Sprintf("%d healthy voters", n)
 }
 
 func verb(op ChangeOp) string {

@@ -1,15 +1,18 @@
 package raftstore
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"log/slog"
 	"math/big"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -179,6 +182,75 @@ func TestConfigValidation(t *testing.T) {
 			}
 			if err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// warnCounter counts warn records whose message contains want.
+type warnCounter struct {
+	slog.Handler
+	want string
+	n    *atomic.Int32
+}
+
+func (h warnCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && strings.Contains(r.Message, h.want) {
+		h.n.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h warnCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnCounter{h.Handler.WithAttrs(as), h.want, h.n}
+}
+
+func (h warnCounter) WithGroup(g string) slog.Handler {
+	return warnCounter{h.Handler.WithGroup(g), h.want, h.n}
+}
+
+// A server started with another cluster secret has certificates of
+// another CA. Joining or bootstrapping with it must say so, once at warn
+// while it retries and in the error it ends with, not only "x509:
+// certificate signed by unknown authority".
+func TestForeignClusterCA(t *testing.T) {
+	ours, theirs := newTestCA(t, "our CA"), newTestCA(t, "their CA")
+	other := &testNode{cfg: testConfig(t, "other")}
+	other.cfg.BootstrapExpect = 1
+	other.cfg.Insecure = false
+	other.cfg.ServerTLS, other.cfg.ClientTLS = theirs.configs(t, "other")
+	if err := other.open(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.close(t) })
+	addr := other.node.advertise
+
+	for _, tt := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"join", func(c *Config) {}},
+		{"bootstrap-expect", func(c *Config) { c.BootstrapExpect = 2 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, "new")
+			cfg.Insecure = false
+			cfg.ServerTLS, cfg.ClientTLS = ours.configs(t, "new")
+			cfg.Join = []string{addr}
+			tt.mod(&cfg)
+			var warns atomic.Int32
+			cfg.Logger = slog.New(warnCounter{cfg.Logger.Handler(), "another cluster CA", &warns})
+			n, err := Open(ctxT(t, time.Second), cfg, newKV())
+			if err == nil {
+				n.Close()
+				t.Fatal("a server with a foreign CA was joined")
+			}
+			want := "the server at " + addr + " has a certificate from a different cluster CA: is --cluster-secret the same on every server?"
+			if !errors.Is(err, ErrForeignCA) || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q\nwant ErrForeignCA saying %q", err, want)
+			}
+			if got := warns.Load(); got != 1 {
+				t.Errorf("%d warnings about the foreign CA, want exactly 1 (the first failure)", got)
 			}
 		})
 	}

@@ -38,6 +38,15 @@ func DecodeInto(data []byte, obj Object) (Warnings, error) {
 
 	// Fast path: nearly every object a client writes uses only fields the Go
 	// type has, and one strict pass of encoding/json decides it.
+	if strictUnmarshal(data, obj) {
+		if r != nil {
+			if err := checkTypeMeta(obj.GetTypeMeta(), r); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	rv.SetZero()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(obj)
@@ -230,6 +239,9 @@ func decodeSlow(data []byte, obj Object, r *Resource) (Warnings, error) {
 	if len(w.unknown) > 0 {
 		return nil, NewInvalid(kind, obj.GetObjectMeta().Name, w.unknown)
 	}
+	if w.volumeSources != nil {
+		setUnsupportedSources(obj, w.volumeSources)
+	}
 	return w.warnings, nil
 }
 
@@ -240,6 +252,9 @@ type walker struct {
 	unknown  ErrorList
 	warnings Warnings
 	bad      []string // values of the wrong type, "path: why"
+	// volumeSources: Kubernetes-only volume sources, by the volume's path
+	// (see volume_sources.go).
+	volumeSources map[string][]string
 }
 
 func (w *walker) pushField(name string) int {
@@ -352,6 +367,9 @@ func (w *walker) object(t reflect.Type, sf *structFields) error {
 				err = w.walk(f.typ)
 			} else if _, ok := sf.known[key]; ok {
 				w.warnings = append(w.warnings, string(w.path)+acceptedSuffix)
+				if t == volumeType {
+					w.noteVolumeSource(n, key)
+				}
 				err = w.skip()
 			} else {
 				w.unknown = append(w.unknown, &FieldError{Type: FieldValueUnknown, Field: string(w.path), Detail: sf.suggest(key)})

@@ -93,6 +93,11 @@ type Volume struct {
 	HostPath              *HostPathVolumeSource              `json:"hostPath,omitempty"`
 	EmptyDir              *EmptyDirVolumeSource              `json:"emptyDir,omitempty"`
 	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	// UnsupportedSources names the Kubernetes volume sources the body gave
+	// ("configMap", "nfs"...) that the decoder dropped with a warning;
+	// validation refuses a volume left with no source of its own, naming
+	// them. Never stored or sent.
+	UnsupportedSources []string `json:"-"`
 }
 
 // HostPathVolumeSource mounts a path of the host.

@@ -108,7 +108,13 @@ func validateVolumes(vols []Volume, p *Path) (map[string]bool, ErrorList) {
 				errs = append(errs, Required(vp.Child("persistentVolumeClaim", "claimName"), ""))
 			}
 		}
-		if n == 0 {
+		switch {
+		case n == 0 && len(v.UnsupportedSources) > 0:
+			// The body gave a source, one outpost dropped with a warning:
+			// "Required" would read as if it gave none.
+			errs = append(errs, &FieldError{Type: FieldValueNotSupported, Field: vp.String(), BadValue: v.UnsupportedSources[0],
+				Detail: "outpost supports hostPath, emptyDir and persistentVolumeClaim volumes"})
+		case n == 0:
 			errs = append(errs, Required(vp, "must specify a volume type: outpost supports hostPath, emptyDir and persistentVolumeClaim"))
 		}
 	}

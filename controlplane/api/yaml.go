@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -11,6 +12,9 @@ import (
 // YAMLDocuments splits a multi-document YAML stream at its "---" lines and
 // converts each document to JSON, leaving out empty ones (only comments or
 // white space). JSON input is YAML too and comes back as one document.
+// A key given twice in one mapping is an error, as in kubectl: the YAML
+// spec forbids it, and silently keeping the last value hides typos. Errors
+// are BadRequest *StatusErrors naming the document and the line in data.
 func YAMLDocuments(data []byte) ([][]byte, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	var docs [][]byte
@@ -20,9 +24,9 @@ func YAMLDocuments(data []byte) ([][]byte, error) {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			return nil
 		}
-		j, err := yaml.YAMLToJSON(doc)
+		j, err := yaml.YAMLToJSONStrict(doc)
 		if err != nil {
-			return NewBadRequest(fmt.Sprintf("YAML document %d (from line %d): %v", len(docs)+1, startLine, err))
+			return NewBadRequest(fmt.Sprintf("YAML document %d (from line %d): %s", len(docs)+1, startLine, yamlError(doc, startLine, err)))
 		}
 		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
 			return nil
@@ -49,6 +53,22 @@ func YAMLDocuments(data []byte) ([][]byte, error) {
 		return nil, err
 	}
 	return docs, nil
+}
+
+// yamlError rewrites a conversion error of doc, which starts at line
+// startLine of its stream, so that its line numbers count from the start
+// of the stream and it fits on one line. Only failures pay for this: doc
+// is parsed again behind startLine-1 empty lines.
+func yamlError(doc []byte, startLine int, err error) string {
+	if startLine > 1 {
+		padded := make([]byte, 0, startLine-1+len(doc))
+		padded = append(padded, bytes.Repeat([]byte{'\n'}, startLine-1)...)
+		padded = append(padded, doc...)
+		if _, perr := yaml.YAMLToJSONStrict(padded); perr != nil {
+			err = perr
+		}
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), ":\n", ": ")), " ")
 }
 
 // isDocumentSeparator reports whether line is "---", alone or followed by

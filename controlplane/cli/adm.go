@@ -3,7 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,13 +42,17 @@ func newTokenCommand(o *options) *cobra.Command {
 		Use:   "create --role cluster-admin|node|developer",
 		Short: "Create a token and print it; the secret is shown only this once",
 		Long: "create makes a token here and stores only the hash of its secret in the cluster, so the\n" +
-			"secret never crosses the network. It prints the token, <id>.<secret>, on standard output.",
-		Example: `  outpost adm token create --role developer --namespace team-a --ttl 720h
+			"secret never crosses the network. It prints the token, <id>.<secret>, on standard output.\n" +
+			"A developer token is limited to the namespaces of -n/--namespace (repeatable) and\n" +
+			"--namespaces; they need not exist yet.",
+		Example: `  outpost adm token create --role developer -n team-a --ttl 720h
+  outpost adm token create --role developer --namespaces team-a,team-b
   outpost adm token create --role node --ttl 1h --description "join edge-7"
   outpost adm token create --role node --node edge-7`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := tokenSpec(role, namespaces, node, ttl, description, o.now())
+			all := tokenNamespaces(o.namespaces, namespaces)
+			spec, err := tokenSpec(role, all, node, ttl, description, o.now())
 			if err != nil {
 				return err
 			}
@@ -60,12 +67,13 @@ func newTokenCommand(o *options) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s.%s\n", id, secret)
+			warnMissingNamespaces(cmd.Context(), cl, all, cmd.ErrOrStderr())
 			return nil
 		},
 	}
 	f := create.Flags()
 	f.StringVar(&role, "role", "", "cluster-admin, node or developer")
-	f.StringSliceVar(&namespaces, "namespace", nil, "for a developer token: the namespaces it may use (repeatable)")
+	f.StringSliceVar(&namespaces, "namespaces", nil, "for a developer token: the namespaces it may use, comma-separated (with those of -n)")
 	f.StringVar(&node, "node", "", "for a node token: the node it is bound to (without it, a join token)")
 	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid; 0 for ever")
 	f.StringVar(&description, "description", "", "a note on what the token is for")
@@ -120,6 +128,31 @@ func newTokenCommand(o *options) *cobra.Command {
 	return tok
 }
 
+// tokenNamespaces merges the namespaces of -n (every time it was given)
+// and --namespaces, without repeats, in the order given.
+func tokenNamespaces(flagNS, listed []string) []string {
+	var out []string
+	for _, ns := range slices.Concat(flagNS, listed) {
+		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// warnMissingNamespaces warns about the namespaces of a new token that do
+// not exist. The token is valid for them anyway (they may be created
+// later), but a typo would otherwise only show when the token is refused.
+// Failing to check is not worth a word: the token was created.
+func warnMissingNamespaces(ctx context.Context, cl *client.Client, namespaces []string, stderr io.Writer) {
+	nsR := api.ResourceForKind("Namespace")
+	for _, ns := range namespaces {
+		if _, err := cl.Get(ctx, nsR, "", ns, client.GetOptions{}); api.IsNotFound(err) {
+			printWarning(stderr, fmt.Sprintf("namespace %q does not exist; the token will be valid in it once it is created", ns))
+		}
+	}
+}
+
 // tokenSpec checks the flags of `adm token create` and builds the spec
 // (without the secret hash).
 func tokenSpec(role string, namespaces []string, node string, ttl time.Duration, description string, now time.Time) (api.TokenSpec, error) {
@@ -134,7 +167,7 @@ func tokenSpec(role string, namespaces []string, node string, ttl time.Duration,
 		return api.TokenSpec{}, usagef("--namespace applies to developer tokens only")
 	}
 	if role == api.RoleDeveloper && len(namespaces) == 0 {
-		return api.TokenSpec{}, usagef("a developer token needs at least one --namespace")
+		return api.TokenSpec{}, usagef("a developer token needs at least one --namespace (-n NAMESPACE, repeatable, or --namespaces A,B)")
 	}
 	if node != "" && role != api.RoleNode {
 		return api.TokenSpec{}, usagef("--node applies to node tokens only")

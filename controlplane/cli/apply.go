@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -47,16 +48,22 @@ func newApplyCommand(o *options) *cobra.Command {
 			if len(ff.files) == 0 {
 				return usagef("must specify one of -f")
 			}
-			cl, err := o.client(cmd)
+			ms, errs, err := readObjects(ff, cmd.InOrStdin(), "apply")
 			if err != nil {
 				return err
 			}
-			ms, errs := readManifests(ff, cmd.InOrStdin())
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			for _, err := range errs {
 				fmt.Fprintln(stderr, FormatError(err))
 			}
 			failed := len(errs) > 0
+			if len(ms) == 0 {
+				return errReported
+			}
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
 			for i := range ms {
 				m := &ms[i]
 				res, err := applyManifest(cmd.Context(), cl, m, o.namespace)
@@ -195,23 +202,30 @@ func forCreate(obj map[string]any, ns, last string) map[string]any {
 	return out
 }
 
-// mergeApply computes the object apply writes: the stored object with the
-// manifest's fields laid over it. The server's fields (status, uid,
-// resourceVersion, ...) are kept, and so is anything the manifest does
-// not set and did not set last time, such as values the server defaulted
-// or an admission plugin added. lastJSON is the manifest of this apply as
-// recorded in the annotation; the previous one is read from stored.
-func mergeApply(stored, manifest map[string]any, lastJSON string) map[string]any {
-	prev, hasPrev := previousApplied(stored)
-	out := deepCopy(stored).(map[string]any)
+// mergeApply computes the object apply writes, a three-way merge of the
+// live object, the manifest and the manifest of the previous apply (read
+// from live's annotation):
+//   - every field the manifest sets gets the manifest's value, whatever
+//     the live object holds, so that apply undoes changes made on the
+//     server since (edit, label, a controller's write);
+//   - a field the previous apply set that the manifest no longer has is
+//     removed;
+//   - a field neither sets (status, uid, resourceVersion, values the
+//     server defaulted, fields admission or controllers added) is kept.
+//
+// lastJSON is this apply's manifest as recorded in the annotation. The
+// result equals live exactly when there is nothing to write.
+func mergeApply(live, manifest map[string]any, lastJSON string) map[string]any {
+	prev, hasPrev := previousApplied(live)
+	out := deepCopy(live).(map[string]any)
 	for k, want := range manifest {
 		switch k {
 		case "apiVersion", "kind", "metadata", "status":
 			continue
 		}
 		pv, pok := lookup(prev, hasPrev, k)
-		sv, sok := out[k]
-		setOrDelete(out, k)(mergeValue(sv, sok, want, pv, pok))
+		lv, lok := out[k]
+		setOrDelete(out, k)(mergeValue(lv, lok, want, pv, pok, true))
 	}
 	if hasPrev {
 		for k := range prev {
@@ -234,21 +248,26 @@ func mergeApply(stored, manifest map[string]any, lastJSON string) map[string]any
 	for _, k := range []string{"labels", "annotations"} {
 		want, wok := wantMD[k]
 		pv, pok := lookup(prevMD, hasPrev && prevMD != nil, k)
-		sv, sok := md[k]
+		lv, lok := md[k]
 		switch {
 		case wok:
-			setOrDelete(md, k)(mergeValue(sv, sok, want, pv, pok))
+			// The server never drops a label or an annotation, so one
+			// missing from the live object was removed by someone and
+			// comes back.
+			setOrDelete(md, k)(mergeValue(lv, lok, want, pv, pok, false))
 		case pok:
 			// Removed from the manifest: drop the keys apply had set.
-			if sm, ok := sv.(map[string]any); ok {
+			if lm, ok := lv.(map[string]any); ok {
 				pm, _ := pv.(map[string]any)
 				for pk := range pm {
-					delete(sm, pk)
+					delete(lm, pk)
 				}
 			}
 		}
 	}
+	// A copy: the map may be the manifest's own, merged in as it was.
 	ann, _ := md["annotations"].(map[string]any)
+	ann = maps.Clone(ann)
 	if ann == nil {
 		ann = map[string]any{}
 	}
@@ -260,9 +279,9 @@ func mergeApply(stored, manifest map[string]any, lastJSON string) map[string]any
 	return out
 }
 
-// previousApplied reads the last-applied annotation of a stored object.
-func previousApplied(stored map[string]any) (map[string]any, bool) {
-	md, _ := stored["metadata"].(map[string]any)
+// previousApplied reads the last-applied annotation of a live object.
+func previousApplied(live map[string]any) (map[string]any, bool) {
+	md, _ := live["metadata"].(map[string]any)
 	ann, _ := md["annotations"].(map[string]any)
 	s, ok := ann[LastAppliedAnnotation].(string)
 	if !ok {
@@ -293,31 +312,35 @@ func setOrDelete(m map[string]any, k string) func(any, bool) {
 	}
 }
 
-// mergeValue merges one value of the manifest (want) into the stored one,
-// knowing what the previous apply set there (prev, when pok):
-//   - want unchanged since the previous apply: keep what is stored, which
-//     may hold defaults, or nothing if the server drops the field;
-//   - both objects: merge key by key, deleting the keys the previous apply
-//     set and the manifest no longer has;
-//   - both lists of the same length: merge element by element, so that
-//     defaults inside list elements (containers, ports) survive;
-//   - otherwise the manifest's value wins; null removes the field.
-func mergeValue(stored any, sok bool, want any, prev any, pok bool) (any, bool) {
+// mergeValue merges one value of the manifest (want) into the live one
+// (live, when lok), knowing what the previous apply set there (prev, when
+// pok). It returns the value to write and whether the field is to be
+// there at all:
+//   - null in the manifest removes the field;
+//   - a field missing from the live object is set, unless (with
+//     dropTolerated) the previous apply set the same value and the server
+//     dropped it, as it drops false, 0 and "" of fields it leaves out when
+//     empty: writing it again would change nothing but make every apply a
+//     write. The cost is that such a field, deleted on the server, is not
+//     restored until its value in the manifest changes;
+//   - two objects merge key by key, deleting the keys the previous apply
+//     set and the manifest no longer has, keeping the others;
+//   - lists: see mergeList;
+//   - a scalar gets the manifest's value; one that only differs in how
+//     it is spelled (1 and "1", as quantities are stored) is left alone.
+func mergeValue(live any, lok bool, want, prev any, pok, dropTolerated bool) (any, bool) {
 	if want == nil {
 		return nil, false
 	}
-	if pok && reflect.DeepEqual(want, prev) {
-		if !sok {
+	if !lok {
+		if dropTolerated && pok && reflect.DeepEqual(want, prev) {
 			return nil, false
 		}
-		return stored, true
-	}
-	if !sok {
 		return want, true
 	}
 	switch w := want.(type) {
 	case map[string]any:
-		s, ok := stored.(map[string]any)
+		l, ok := live.(map[string]any)
 		if !ok {
 			return want, true
 		}
@@ -325,12 +348,12 @@ func mergeValue(stored any, sok bool, want any, prev any, pok bool) (any, bool) 
 		if !pok {
 			p = nil
 		}
-		out := make(map[string]any, len(s)+len(w))
-		maps.Copy(out, s)
+		out := make(map[string]any, len(l)+len(w))
+		maps.Copy(out, l)
 		for k, wv := range w {
 			pv, pk := lookup(p, p != nil, k)
-			sv, sk := s[k]
-			setOrDelete(out, k)(mergeValue(sv, sk, wv, pv, pk))
+			lv, lk := l[k]
+			setOrDelete(out, k)(mergeValue(lv, lk, wv, pv, pk, dropTolerated))
 		}
 		for k := range p {
 			if _, ok := w[k]; !ok {
@@ -339,27 +362,136 @@ func mergeValue(stored any, sok bool, want any, prev any, pok bool) (any, bool) 
 		}
 		return out, true
 	case []any:
-		s, ok := stored.([]any)
-		if !ok || len(s) != len(w) {
+		l, ok := live.([]any)
+		if !ok {
 			return want, true
 		}
 		p, _ := prev.([]any)
-		usePrev := pok && len(p) == len(w)
-		out := make([]any, len(w))
-		for i := range w {
-			var pv any
-			if usePrev {
-				pv = p[i]
-			}
-			v, ok := mergeValue(s[i], true, w[i], pv, usePrev)
-			if !ok {
-				return want, true // a null element: nothing to merge into
-			}
-			out[i] = v
+		if !pok {
+			p = nil
 		}
-		return out, true
+		return mergeList(l, w, p, dropTolerated), true
+	}
+	if sameScalar(live, want) {
+		return live, true
 	}
 	return want, true
+}
+
+// mergeList merges a list of the manifest into the live one. The
+// manifest's list replaces the live list, with its length and order, but
+// elements are merged with their live counterparts so that what the
+// server defaulted inside them (a container's imagePullPolicy, a port's
+// protocol) survives and does not make every apply a write:
+//   - when every element of the manifest's list is an object with a
+//     distinct "name" (containers, env, volumes), elements pair by name;
+//   - otherwise, when both lists have the same length, by position.
+//
+// A live element the manifest's list does not have is dropped.
+func mergeList(live, want, prev []any, dropTolerated bool) []any {
+	if names, ok := elementNames(want); ok {
+		liveByName := elementsByName(live)
+		prevByName := elementsByName(prev)
+		out := make([]any, len(want))
+		for i, we := range want {
+			le, lok := liveByName[names[i]]
+			if !lok {
+				out[i] = we
+				continue
+			}
+			pe, pok := prevByName[names[i]]
+			v, _ := mergeValue(le, true, we, pe, pok, dropTolerated)
+			out[i] = v
+		}
+		return out
+	}
+	if len(live) != len(want) {
+		return want
+	}
+	usePrev := len(prev) == len(want)
+	out := make([]any, len(want))
+	for i, we := range want {
+		var pe any
+		if usePrev {
+			pe = prev[i]
+		}
+		v, ok := mergeValue(live[i], true, we, pe, usePrev, dropTolerated)
+		if !ok {
+			return want // a null element: nothing to merge into
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// elementNames returns the "name" of every element of list when all are
+// objects with distinct string names, and reports whether they are.
+func elementNames(list []any) ([]string, bool) {
+	if len(list) == 0 {
+		return nil, false
+	}
+	names := make([]string, len(list))
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		n, ok := m["name"].(string)
+		if !ok || n == "" || slices.Contains(names[:i], n) {
+			return nil, false
+		}
+		names[i] = n
+	}
+	return names, true
+}
+
+// elementsByName indexes the named objects of a list; the first of a
+// name wins.
+func elementsByName(list []any) map[string]any {
+	out := make(map[string]any, len(list))
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		if n, ok := m["name"].(string); ok {
+			if _, dup := out[n]; !dup {
+				out[n] = m
+			}
+		}
+	}
+	return out
+}
+
+// sameScalar reports whether two decoded JSON scalars are the same value,
+// allowing for spelling: a number and a string of the same text (the
+// server stores the quantity 1 as "1"), or two spellings of one number.
+func sameScalar(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		switch y := b.(type) {
+		case string:
+			return x == y
+		case json.Number:
+			return x == y.String()
+		}
+	case json.Number:
+		switch y := b.(type) {
+		case string:
+			return x.String() == y
+		case json.Number:
+			if x == y {
+				return true
+			}
+			fx, errx := x.Float64()
+			fy, erry := y.Float64()
+			return errx == nil && erry == nil && fx == fy
+		}
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return false
 }
 
 // deepCopy copies decoded JSON so that merging never changes the stored

@@ -68,8 +68,11 @@ func TestParseMetaArgs(t *testing.T) {
 		names   []string
 		set     map[string]string
 		remove  []string
+		bySel   bool // -l or --all
 		wantErr string
 	}{
+		{args: []string{"pod", "a=b", "c-"}, bySel: true, set: map[string]string{"a": "b"}, remove: []string{"c"}},
+		{args: []string{"pod", "x", "a=b"}, bySel: true, wantErr: "names cannot be combined with -l or --all"},
 		{args: []string{"pod", "x", "a=b", "c-"}, names: []string{"x"}, set: map[string]string{"a": "b"}, remove: []string{"c"}},
 		{args: []string{"pod/x", "a="}, names: []string{"x"}, set: map[string]string{"a": ""}},
 		{args: []string{"node", "n1", "n2", "example.com/zone=a=b"}, names: []string{"n1", "n2"}, set: map[string]string{"example.com/zone": "a=b"}},
@@ -81,7 +84,7 @@ func TestParseMetaArgs(t *testing.T) {
 		{args: []string{"pod", "x", "-"}, wantErr: "the key is empty"},
 	}
 	for _, tt := range tests {
-		targets, ch, err := parseMetaArgs(tt.args, labelKind)
+		targets, ch, err := parseMetaArgs(tt.args, labelKind, tt.bySel)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("parseMetaArgs(%q) error = %v, want %q", tt.args, err, tt.wantErr)
@@ -246,6 +249,80 @@ func TestMergeApply(t *testing.T) {
 				`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","resourceVersion":"3"},"spec":{"ports":[{"port":80}]}}`,
 				`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}],"sessionAffinity":"None"}}`),
 			manifest:  `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}],"sessionAffinity":"None"}}`,
+			unchanged: true,
+		},
+		{
+			// kubectl's three-way merge: the manifest's values win over
+			// changes made on the server since the last apply.
+			name:     "server-side changes to fields the manifest sets are undone",
+			stored:   withLast(t, strings.Replace(strings.Replace(storedV1, "nginx:1", "nginx:9", 1), `"zone":"a"`, `"zone":"b"`, 1), v1),
+			manifest: v1,
+			check: func(t *testing.T, out map[string]any) {
+				spec := out["spec"].(map[string]any)
+				c := spec["containers"].([]any)[0].(map[string]any)
+				if c["image"] != "nginx:1" || c["imagePullPolicy"] != "IfNotPresent" {
+					t.Errorf("container %v: want the manifest's image back and the default kept", c)
+				}
+				if spec["nodeSelector"].(map[string]any)["zone"] != "a" {
+					t.Errorf("nodeSelector %v: want the manifest's zone=a back", spec["nodeSelector"])
+				}
+			},
+		},
+		{
+			name:     "label removed on the server comes back",
+			stored:   withLast(t, strings.Replace(storedV1, `"app":"web",`, "", 1), v1),
+			manifest: v1,
+			check: func(t *testing.T, out map[string]any) {
+				labels := out["metadata"].(map[string]any)["labels"].(map[string]any)
+				if labels["app"] != "web" || labels["pod-template-hash"] != "abc" {
+					t.Errorf("labels %v: want app=web back and the controller's label kept", labels)
+				}
+			},
+		},
+		{
+			name: "lists of named objects pair by name, in the manifest's order",
+			stored: withLast(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","resourceVersion":"2"},"spec":{"containers":[
+				{"name":"side","image":"s:1","imagePullPolicy":"Always"},
+				{"name":"injected","image":"i:1"},
+				{"name":"web","image":"w:2","imagePullPolicy":"IfNotPresent","terminationMessagePath":"/dev/termination-log"}]}}`,
+				`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"web","image":"w:1"},{"name":"side","image":"s:1"}]}}`),
+			manifest: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"web","image":"w:1"},{"name":"side","image":"s:1"}]}}`,
+			check: func(t *testing.T, out map[string]any) {
+				got, _ := json.Marshal(out["spec"].(map[string]any)["containers"])
+				want := `[{"image":"w:1","imagePullPolicy":"IfNotPresent","name":"web","terminationMessagePath":"/dev/termination-log"},{"image":"s:1","imagePullPolicy":"Always","name":"side"}]`
+				if string(got) != want {
+					t.Errorf("containers\n%s\nwant\n%s", got, want)
+				}
+			},
+		},
+		{
+			name: "list of maps of equal length merges by position, keeping defaults",
+			stored: withLast(t, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","resourceVersion":"3"},"spec":{"ports":[{"port":81,"protocol":"TCP"}]}}`,
+				`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}]}}`),
+			manifest: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}]}}`,
+			check: func(t *testing.T, out map[string]any) {
+				got, _ := json.Marshal(out["spec"].(map[string]any)["ports"])
+				if string(got) != `[{"port":80,"protocol":"TCP"}]` {
+					t.Errorf("ports %s, want port 80 back with the defaulted protocol", got)
+				}
+			},
+		},
+		{
+			name: "a list of another length replaces the live one",
+			stored: withLast(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","resourceVersion":"3"},"spec":{"args":["a","b","c"]}}`,
+				`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"args":["a","b"]}}`),
+			manifest: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"args":["a","b"]}}`,
+			check: func(t *testing.T, out map[string]any) {
+				if got, _ := json.Marshal(out["spec"].(map[string]any)["args"]); string(got) != `["a","b"]` {
+					t.Errorf("args %s", got)
+				}
+			},
+		},
+		{
+			name: "a number stored as a string is the same value",
+			stored: withLast(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","resourceVersion":"3"},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1"}}}]}}`,
+				`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":1}}}]}}`),
+			manifest:  `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":1}}}]}}`,
 			unchanged: true,
 		},
 	}

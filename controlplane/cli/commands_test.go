@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -368,7 +369,7 @@ func TestLabelAndAnnotate(t *testing.T) {
 	if n["spec"].(map[string]any)["futureSpec"] != true || n["status"] == nil {
 		t.Errorf("label lost fields of the object: %v", n)
 	}
-	expect(t, "remove last", f.run("label", "node", "n1", "zone-"), 0, "node/n1 labeled\n", "")
+	expect(t, "remove last", f.run("label", "node", "n1", "zone-"), 0, "node/n1 unlabeled\n", "")
 	if _, ok := f.get(nodeR, "", "n1")["metadata"].(map[string]any)["labels"]; ok {
 		t.Error("an empty labels map was left behind")
 	}
@@ -449,7 +450,10 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 	expect(t, "describe missing", f.run("describe", "pod", "nope"), 1, "", "Error from server (NotFound): pods \"nope\" not found\n")
-	expect(t, "describe without name", f.run("describe", "pods"), 1, "", "error: describe needs the name of the pod to show\nSee 'outpost describe --help' for usage.\n")
+	// Without a name, describe shows every pod of the namespace.
+	if res := f.run("describe", "pods"); res.code != 0 || !strings.HasPrefix(res.stdout, "Name:         web-1\n") {
+		t.Errorf("describe without name: %+v", res)
+	}
 }
 
 func TestEdit(t *testing.T) {
@@ -600,6 +604,12 @@ func TestNoServerConfigured(t *testing.T) {
 	if res.code != 1 || !strings.Contains(res.stderr, "no client configuration") {
 		t.Errorf("with a missing --config: %+v", res)
 	}
+	// $OUTPOST_CONFIG names the file as --config does: say it is missing.
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	res = runCLIEnv(t, map[string]string{client.EnvConfig: missing}, "get", "pods")
+	if want := "error: no client configuration: " + missing + " (named by $OUTPOST_CONFIG) does not exist\n"; res.code != 1 || res.stderr != want {
+		t.Errorf("with $OUTPOST_CONFIG naming a missing file: %+v, want stderr %q", res, want)
+	}
 	res = runCLI(t, context.Background(), "", "--server", "http://127.0.0.1:1", "get", "pods")
 	if res.code != 1 || !strings.Contains(res.stderr, "without --insecure") {
 		t.Errorf("plain http without --insecure: %+v", res)
@@ -607,5 +617,224 @@ func TestNoServerConfigured(t *testing.T) {
 	res = runCLI(t, context.Background(), "", "frobnicate")
 	if res.code != 1 || !strings.HasPrefix(res.stderr, "error: unknown command \"frobnicate\" for \"outpost\"") || !strings.HasSuffix(res.stderr, "See 'outpost --help' for usage.\n") {
 		t.Errorf("unknown command: %+v", res)
+	}
+}
+
+// TestApplyUndoesServerSideChanges is kubectl's three-way merge seen from
+// the command line: after an edit on the server, applying the same file
+// again brings back the manifest's values and keeps what the server and
+// controllers set.
+func TestApplyUndoesServerSideChanges(t *testing.T) {
+	f := newFakeAPI(t)
+	file := writeFile(t, t.TempDir(), "d.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+`)
+	expect(t, "create", f.run("apply", "-f", file), 0, "deployment.apps/web created\n", "")
+
+	// Someone edits the live object; the server defaults a field inside
+	// the container and a controller writes status.
+	f.mu.Lock()
+	live := f.objs[key(deployR, "default", "web")]
+	spec := live["spec"].(map[string]any)
+	spec["replicas"] = json.Number("5")
+	c := spec["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	c["image"] = "nginx:edited"
+	c["imagePullPolicy"] = "IfNotPresent"
+	delete(live["metadata"].(map[string]any)["labels"].(map[string]any), "app")
+	live["status"] = map[string]any{"readyReplicas": json.Number("5")}
+	f.mu.Unlock()
+
+	expect(t, "apply after an edit", f.run("apply", "-f", file), 0, "deployment.apps/web configured\n", "")
+	live = f.get(deployR, "default", "web")
+	spec = live["spec"].(map[string]any)
+	c = spec["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	if spec["replicas"] != json.Number("3") || c["image"] != "nginx:1.27" {
+		t.Errorf("after apply: replicas %v image %v, want the manifest's 3 and nginx:1.27", spec["replicas"], c["image"])
+	}
+	if c["imagePullPolicy"] != "IfNotPresent" || live["status"] == nil {
+		t.Errorf("apply dropped a server default or the status: %v %v", c, live["status"])
+	}
+	if live["metadata"].(map[string]any)["labels"].(map[string]any)["app"] != "web" {
+		t.Error("a label of the manifest removed on the server was not put back")
+	}
+	writes := f.writeCount()
+	expect(t, "apply again", f.run("apply", "-f", file), 0, "deployment.apps/web unchanged\n", "")
+	if f.writeCount() != writes {
+		t.Error("an unchanged apply wrote")
+	}
+}
+
+func TestDeleteFileNamespacesLast(t *testing.T) {
+	f := newFakeAPI(t)
+	file := writeFile(t, t.TempDir(), "multi.yaml", webManifest+`---
+apiVersion: v1
+kind: Pod
+metadata: {name: ghost, namespace: shop}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: stray, namespace: elsewhere}
+`)
+	f.put(api.ResourceForKind("Namespace"), `{"metadata":{"name":"shop"}}`)
+	f.put(podR, `{"metadata":{"name":"web","namespace":"shop"},"spec":{}}`)
+	f.put(deployR, `{"metadata":{"name":"api","namespace":"shop"},"spec":{"selector":{}}}`)
+	// The namespace is deleted after the objects in it (the fake server,
+	// like the namespace controller, deletes a namespace's objects with
+	// it); "ghost", already gone from a namespace being deleted, counts
+	// as deleted; "stray", missing elsewhere, is still an error.
+	expect(t, "delete -f", f.run("delete", "-f", file), 1,
+		"pod \"web\" deleted\ndeployment.apps \"api\" deleted\npod \"ghost\" deleted\nnamespace \"shop\" deleted\n",
+		"Error from server (NotFound): pods \"stray\" not found\n")
+}
+
+func TestManifestErrorsAreClientSide(t *testing.T) {
+	dir := t.TempDir()
+	garbage := writeFile(t, dir, "garbage.yaml", "apiVersion: v1\nkind: [Pod\n")
+	text := writeFile(t, dir, "text.yaml", "hello world\n")
+	dup := writeFile(t, dir, "dup.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: dup\n  name: dup2\n")
+	empty := writeFile(t, dir, "empty.yaml", "# nothing here yet\n---\n\n")
+	// No server is reachable at port 1: a file's error must not be
+	// reported as coming from the server, nor need one.
+	run := func(args ...string) result {
+		return runCLI(t, context.Background(), "", append([]string{"--server", "https://127.0.0.1:1"}, args...)...)
+	}
+	tests := []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"apply", "-f", garbage}, "error: error parsing " + garbage + ": YAML document 1 (from line 1): "},
+		{[]string{"apply", "-f", text}, "error: error parsing " + text + `: YAML document 1 is the text "hello world", not a Kubernetes object (it has no apiVersion or kind)` + "\n"},
+		{[]string{"create", "-f", dup}, "error: error parsing " + dup + `: YAML document 2 (from line 5): yaml: unmarshal errors: line 9: key "name" already set in map` + "\n"},
+		{[]string{"apply", "-f", empty}, "error: no objects passed to apply\n"},
+		{[]string{"create", "-f", empty}, "error: no objects passed to create\n"},
+		{[]string{"delete", "-f", empty}, "error: no objects passed to delete\n"},
+	}
+	for _, tt := range tests {
+		res := run(tt.args...)
+		if res.code != 1 || res.stdout != "" || !strings.HasPrefix(res.stderr, tt.stderr) || strings.Contains(res.stderr, "from server") {
+			t.Errorf("%v: code %d stdout %q\nstderr %q\n  want %q", tt.args, res.code, res.stdout, res.stderr, tt.stderr)
+		}
+	}
+}
+
+func TestAdmTokenNamespaces(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(api.ResourceForKind("Namespace"), `{"metadata":{"name":"team-a"}}`)
+	tokenRE := regexp.MustCompile(`^([a-z0-9]{6})\.[a-z0-9]{16}\n$`)
+	tests := []struct {
+		args   []string
+		want   []any
+		stderr string
+	}{
+		{[]string{"--role", "developer", "-n", "team-a"}, []any{"team-a"}, ""},
+		{[]string{"-n", "team-a", "--role", "developer", "--namespaces", "team-b,team-a"}, []any{"team-a", "team-b"},
+			"Warning: namespace \"team-b\" does not exist; the token will be valid in it once it is created\n"},
+	}
+	for _, tt := range tests {
+		res := f.run(append([]string{"adm", "token", "create"}, tt.args...)...)
+		m := tokenRE.FindStringSubmatch(res.stdout)
+		if res.code != 0 || m == nil || res.stderr != tt.stderr {
+			t.Errorf("%v: %+v; want a token and stderr %q", tt.args, res, tt.stderr)
+			continue
+		}
+		if got := f.get(tokenR, "", m[1])["spec"].(map[string]any)["namespaces"]; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%v: token namespaces %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
+
+// runCLIEnv is runCLI with environment variables set after its own.
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	t.Setenv(client.EnvConfig, "")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv(client.EnvServer, "")
+	t.Setenv(client.EnvToken, "")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	root := newRootCommand(&options{now: func() time.Time { return testNow }})
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	code := Execute(context.Background(), root)
+	return result{out.String(), errb.String(), code}
+}
+
+func TestLabelUnlabeledAndSelectors(t *testing.T) {
+	f := newFakeAPI(t)
+	seedPods(f)
+	expect(t, "only removals", f.run("label", "pod", "web-1", "app-"), 0, "pod/web-1 unlabeled\n", "")
+	expect(t, "nothing to remove", f.run("label", "pod", "web-1", "app-"), 0, "pod/web-1 not labeled\n", "label \"app\" not found.\n")
+	expect(t, "annotate", f.run("annotate", "pod", "web-1", "a=1", "b=2"), 0, "pod/web-1 annotated\n", "")
+	expect(t, "unannotate", f.run("annotate", "pod", "web-1", "a-"), 0, "pod/web-1 unannotated\n", "")
+	expect(t, "mixed", f.run("annotate", "pod", "web-1", "b-", "c=3"), 0, "pod/web-1 annotated\n", "")
+
+	expect(t, "label -l", f.run("label", "pods", "-l", "app=db", "tier=data"), 0, "pod/db-0 labeled\n", "")
+	if got := f.get(podR, "default", "db-0")["metadata"].(map[string]any)["labels"]; !reflect.DeepEqual(got, map[string]any{"app": "db", "tier": "data"}) {
+		t.Errorf("labels after label -l: %v", got)
+	}
+	if !f.sawRequest("GET /api/v1/namespaces/default/pods?labelSelector=app%3Ddb") {
+		t.Error("label -l did not list with the selector")
+	}
+	expect(t, "annotate --all", f.run("annotate", "pods", "--all", "owner=me"), 0, "pod/db-0 annotated\npod/web-1 annotated\n", "")
+	if f.get(podR, "team", "other")["metadata"].(map[string]any)["annotations"] != nil {
+		t.Error("annotate --all reached another namespace")
+	}
+	expect(t, "label -l no match", f.run("label", "pods", "-l", "app=none", "x=y"), 0, "", "No resources found in default namespace.\n")
+	expect(t, "names and -l", f.run("label", "pods", "web-1", "-l", "app=web", "x=y"), 1, "",
+		"error: names cannot be combined with -l or --all\nSee 'outpost label --help' for usage.\n")
+}
+
+func TestDescribeAllAndLastApplied(t *testing.T) {
+	f := newFakeAPI(t)
+	seedPods(f)
+	f.put(podR, `{"metadata":{"name":"second","namespace":"team","annotations":{"note":"hi","`+LastAppliedAnnotation+`":"{\"apiVersion\":\"v1\"}"}},"spec":{"containers":[{"name":"c"}]}}`)
+	res := f.run("describe", "pods", "-n", "team")
+	if res.code != 0 || strings.Count(res.stdout, "Name:         ") != 2 ||
+		!strings.Contains(res.stdout, "Name:         other\n") || !strings.Contains(res.stdout, "Name:         second\n") {
+		t.Errorf("describe pods -n team should show both pods of team:\n%+v", res)
+	}
+	if !strings.Contains(res.stdout, "Annotations:  note: hi\n") || strings.Contains(res.stdout, LastAppliedAnnotation) {
+		t.Errorf("describe should show the annotations but the last-applied one:\n%s", res.stdout)
+	}
+	res = f.run("describe", "pods", "-l", "app=db")
+	if res.code != 0 || strings.Count(res.stdout, "Name:         ") != 1 || !strings.Contains(res.stdout, "Name:         db-0\n") {
+		t.Errorf("describe pods -l app=db:\n%+v", res)
+	}
+	expect(t, "describe none", f.run("describe", "pods", "-n", "void"), 0, "", "No resources found in void namespace.\n")
+}
+
+func TestEditRefusesDuplicateKeys(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"replicas":1,"selector":{}}}`)
+	editor := writeFile(t, t.TempDir(), "editor.sh", "#!/bin/sh\necho 'kind: Deployment' >> \"$1\"\n")
+	os.Chmod(editor, 0o755)
+	t.Setenv("OUTPOST_EDITOR", editor)
+	writes := f.writeCount()
+	res := f.run("edit", "deploy", "web")
+	if res.code != 1 || !strings.Contains(res.stderr, `key "kind" already set in map`) || !strings.Contains(res.stderr, "A copy of your changes has been stored to") {
+		t.Errorf("edit with a key given twice: %+v", res)
+	}
+	if f.writeCount() != writes {
+		t.Error("an edit with a key given twice was saved")
+	}
+	if m := regexp.MustCompile(`stored to "([^"]+)"`).FindStringSubmatch(res.stderr); m != nil {
+		os.Remove(m[1])
 	}
 }

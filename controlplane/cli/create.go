@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -25,16 +26,22 @@ func newCreateCommand(o *options) *cobra.Command {
 			if len(ff.files) == 0 {
 				return usagef("must specify one of -f")
 			}
-			cl, err := o.client(cmd)
+			ms, errs, err := readObjects(ff, cmd.InOrStdin(), "create")
 			if err != nil {
 				return err
 			}
-			ms, errs := readManifests(ff, cmd.InOrStdin())
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			for _, err := range errs {
 				fmt.Fprintln(stderr, FormatError(err))
 			}
 			failed := len(errs) > 0
+			if len(ms) == 0 {
+				return errReported
+			}
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
 			for i := range ms {
 				m := &ms[i]
 				name, err := createManifest(cmd.Context(), cl, m, o.namespace)
@@ -135,16 +142,33 @@ func newDeleteCommand(o *options) *cobra.Command {
 					}
 				}
 			}
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			failed := false
+			var ms []manifest
+			if len(ff.files) > 0 {
+				var errs []error
+				var err error
+				if ms, errs, err = readObjects(ff, cmd.InOrStdin(), "delete"); err != nil {
+					return err
+				}
+				for _, err := range errs {
+					fmt.Fprintln(stderr, FormatError(err))
+					failed = true
+				}
+				if len(ms) == 0 {
+					return errReported
+				}
+			}
 			cl, err := o.client(cmd)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			failed := false
-			del := func(r *api.Resource, ns, name string) {
+			// gone is whether NotFound means deleted: the object's
+			// namespace is deleted by the same command.
+			del := func(r *api.Resource, ns, name string, gone bool) {
 				_, _, err := cl.Do(ctx, http.MethodDelete, client.PathFor(r, ns, name, ""), nil, nil)
-				if err != nil {
+				if err != nil && !(gone && api.IsNotFound(err)) {
 					if ignoreNotFound && api.IsNotFound(err) {
 						return
 					}
@@ -154,25 +178,8 @@ func newDeleteCommand(o *options) *cobra.Command {
 				}
 				fmt.Fprintf(stdout, "%s %q deleted\n", kindName(r), name)
 			}
-			if len(ff.files) > 0 {
-				ms, errs := readManifests(ff, cmd.InOrStdin())
-				for _, err := range errs {
-					fmt.Fprintln(stderr, FormatError(err))
-					failed = true
-				}
-				for i := range ms {
-					m := &ms[i]
-					ns, err := namespaceFor(m, o.namespace, cl.Namespace())
-					if err == nil && m.name == "" {
-						err = fmt.Errorf("%s in %q has no metadata.name", m.r.Kind, m.source)
-					}
-					if err != nil {
-						fmt.Fprintln(stderr, FormatError(err))
-						failed = true
-						continue
-					}
-					del(m.r, ns, m.name)
-				}
+			if !deleteManifests(ms, o.namespace, cl.Namespace(), stderr, del) {
+				failed = true
 			}
 			for _, t := range targets {
 				ns := ""
@@ -201,7 +208,7 @@ func newDeleteCommand(o *options) *cobra.Command {
 					}
 				}
 				for _, name := range names {
-					del(t.r, ns, name)
+					del(t.r, ns, name, false)
 				}
 			}
 			if failed {
@@ -215,4 +222,45 @@ func newDeleteCommand(o *options) *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "delete every object of the type in the namespace")
 	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "treat an object that does not exist as deleted")
 	return cmd
+}
+
+// deleteManifests deletes the objects of delete -f, namespaces last: a
+// namespace deleted first would take the objects after it in the file
+// along, and their own deletes would fail NotFound. An object whose
+// namespace the same command deletes counts as deleted when it is already
+// gone, as in kubectl. It reports whether every manifest named an object
+// to delete; del reports the failures of the deletes themselves.
+func deleteManifests(ms []manifest, flagNS, defaultNS string, stderr io.Writer, del func(r *api.Resource, ns, name string, gone bool)) bool {
+	isNS := func(m *manifest) bool { return m.r.Kind == "Namespace" }
+	deleting := map[string]bool{}
+	for i := range ms {
+		if isNS(&ms[i]) {
+			deleting[ms[i].name] = true
+		}
+	}
+	ordered := make([]*manifest, 0, len(ms))
+	for i := range ms {
+		if !isNS(&ms[i]) {
+			ordered = append(ordered, &ms[i])
+		}
+	}
+	for i := range ms {
+		if isNS(&ms[i]) {
+			ordered = append(ordered, &ms[i])
+		}
+	}
+	ok := true
+	for _, m := range ordered {
+		ns, err := namespaceFor(m, flagNS, defaultNS)
+		if err == nil && m.name == "" {
+			err = fmt.Errorf("%s in %q has no metadata.name", m.r.Kind, m.source)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, FormatError(err))
+			ok = false
+			continue
+		}
+		del(m.r, ns, m.name, ns != "" && deleting[ns])
+	}
+	return ok
 }

@@ -18,20 +18,28 @@ import (
 )
 
 func newDescribeCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "describe TYPE NAME... | TYPE/NAME...",
-		Short: "Show an object in detail, with its events",
+	var (
+		selector      string
+		allNamespaces bool
+	)
+	cmd := &cobra.Command{
+		Use:   "describe TYPE [NAME...] | TYPE/NAME...",
+		Short: "Show objects in detail, with their events",
+		Long: "describe shows the named objects, or without names every object of the type in the\n" +
+			"namespace (matching -l SELECTOR if given; across namespaces with -A).",
 		Example: `  outpost describe pod web-1
-  outpost describe node/edge-3`,
-		Args: minArgs(1, "a resource type and a name, e.g. `outpost describe pod web-1`"),
+  outpost describe node/edge-3
+  outpost describe pods -n shop
+  outpost describe pods -l app=web`,
+		Args: minArgs(1, "a resource type, e.g. `outpost describe pods` or `outpost describe pod web-1`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			targets, err := parseTargets(args)
 			if err != nil {
 				return err
 			}
 			for _, t := range targets {
-				if len(t.names) == 0 {
-					return usagef("describe needs the name of the %s to show", t.r.Singular)
+				if len(t.names) > 0 && (selector != "" || allNamespaces) {
+					return usagef("names cannot be combined with -l or -A")
 				}
 			}
 			cl, err := o.client(cmd)
@@ -39,22 +47,44 @@ func newDescribeCommand(o *options) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			out := cmd.OutOrStdout()
+			out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			failed, first := false, true
+			show := func(r *api.Resource, obj api.Object) error {
+				if !first {
+					fmt.Fprintln(out)
+				}
+				first = false
+				d := &describer{ctx: ctx, cl: cl, now: o.now(), stderr: stderr}
+				return d.describe(out, r, obj)
+			}
 			for _, t := range targets {
+				if len(t.names) == 0 {
+					ns := ""
+					if t.r.Namespaced && !allNamespaces {
+						ns = cl.Namespace()
+					}
+					objs, _, err := cl.List(ctx, t.r, ns, client.ListOptions{LabelSelector: selector})
+					if err != nil {
+						return err
+					}
+					if len(objs) == 0 {
+						fmt.Fprintln(stderr, noResourcesMessage([]fetched{{r: t.r}}, allNamespaces, ns))
+					}
+					for _, obj := range objs {
+						if err := show(t.r, obj); err != nil {
+							return err
+						}
+					}
+					continue
+				}
 				for _, name := range t.names {
 					obj, err := cl.Get(ctx, t.r, "", name, client.GetOptions{Consistent: true})
 					if err != nil {
-						fmt.Fprintln(cmd.ErrOrStderr(), FormatError(err))
+						fmt.Fprintln(stderr, FormatError(err))
 						failed = true
 						continue
 					}
-					if !first {
-						fmt.Fprintln(out)
-					}
-					first = false
-					d := &describer{ctx: ctx, cl: cl, now: o.now(), stderr: cmd.ErrOrStderr()}
-					if err := d.describe(out, t.r, obj); err != nil {
+					if err := show(t.r, obj); err != nil {
 						return err
 					}
 				}
@@ -65,6 +95,21 @@ func newDescribeCommand(o *options) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "describe the objects matching this label selector")
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "without names: describe the objects of every namespace")
+	return cmd
+}
+
+// shownAnnotations are the annotations describe prints: all but apply's
+// record of the last manifest, a JSON copy of the object that would bury
+// the rest (kubectl leaves its own out too).
+func shownAnnotations(m map[string]string) map[string]string {
+	if _, ok := m[LastAppliedAnnotation]; !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, LastAppliedAnnotation)
+	return out
 }
 
 // describer renders one object as kubectl's describe does: "Key: value"
@@ -256,7 +301,7 @@ func (d *describer) describe(w io.Writer, r *api.Resource, obj api.Object) error
 // meta writes the metadata most kinds share.
 func (d *describer) meta(m *api.ObjectMeta) {
 	d.mapLines(0, "Labels", m.Labels, "=")
-	d.mapLines(0, "Annotations", m.Annotations, ": ")
+	d.mapLines(0, "Annotations", shownAnnotations(m.Annotations), ": ")
 	d.line(0, "CreationTimestamp", timestamp(m.CreationTimestamp))
 }
 
@@ -304,7 +349,7 @@ func (d *describer) pod(p *api.Pod) {
 		d.line(0, "Start Time", timestamp(p.Status.StartTime))
 	}
 	d.mapLines(0, "Labels", p.Labels, "=")
-	d.mapLines(0, "Annotations", p.Annotations, ": ")
+	d.mapLines(0, "Annotations", shownAnnotations(p.Annotations), ": ")
 	status := p.Status.Phase
 	if p.DeletionTimestamp != nil {
 		status = "Terminating (lasts " + age(d.now, p.DeletionTimestamp) + ")"
@@ -515,7 +560,7 @@ func (d *describer) template(t *api.PodTemplateSpec) {
 func (d *describer) node(n *api.Node) {
 	d.line(0, "Roles", nodeRoles(n))
 	d.mapLines(0, "Labels", n.Labels, "=")
-	d.mapLines(0, "Annotations", n.Annotations, ": ")
+	d.mapLines(0, "Annotations", shownAnnotations(n.Annotations), ": ")
 	d.line(0, "CreationTimestamp", timestamp(n.CreationTimestamp))
 	if len(n.Spec.Taints) == 0 {
 		d.line(0, "Taints", none)

@@ -101,7 +101,7 @@ func newEditCommand(o *options) *cobra.Command {
 				fmt.Fprintf(stderr, "A copy of your changes has been stored to %q\n", file)
 				return errReported
 			}
-			j, err := yaml.YAMLToJSON(edited)
+			j, err := yaml.YAMLToJSONStrict(edited) // a key given twice is a mistake, not a choice
 			if err != nil {
 				return keep(fmt.Errorf("the edited file is not valid YAML: %w", err))
 			}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -348,6 +347,15 @@ func (f *fakeAPI) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		delete(f.objs, k)
+		if r.Kind == "Namespace" {
+			// What the namespace controller ends up doing: the objects
+			// in the namespace go with it.
+			for k := range f.objs {
+				if strings.Split(k, "/")[1] == name {
+					delete(f.objs, k)
+				}
+			}
+		}
 		f.writes++
 		writeJSON(w, 200, cur)
 	}
@@ -402,7 +410,10 @@ func (f *fakeAPI) run(args ...string) result {
 
 func runCLI(t *testing.T, ctx context.Context, stdin string, args ...string) result {
 	t.Helper()
-	t.Setenv(client.EnvConfig, filepath.Join(t.TempDir(), "no-config"))
+	// No configuration anywhere: neither $OUTPOST_CONFIG nor a file at
+	// the default place.
+	t.Setenv(client.EnvConfig, "")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv(client.EnvServer, "")
 	t.Setenv(client.EnvToken, "")
 	root := newRootCommand(&options{now: func() time.Time { return testNow }})

@@ -22,11 +22,12 @@ type metaKind struct {
 	field string // "labels", under metadata
 	noun  string // "label"
 	past  string // "labeled"
+	undo  string // "unlabeled": only removals happened
 }
 
 var (
-	labelKind      = metaKind{verb: "label", field: "labels", noun: "label", past: "labeled"}
-	annotationKind = metaKind{verb: "annotate", field: "annotations", noun: "annotation", past: "annotated"}
+	labelKind      = metaKind{verb: "label", field: "labels", noun: "label", past: "labeled", undo: "unlabeled"}
+	annotationKind = metaKind{verb: "annotate", field: "annotations", noun: "annotation", past: "annotated", undo: "unannotated"}
 )
 
 // metaChange is the parsed update: keys to set and keys to remove.
@@ -37,16 +38,25 @@ type metaChange struct {
 }
 
 func newLabelCommand(o *options, k metaKind) *cobra.Command {
-	var overwrite bool
+	var (
+		overwrite bool
+		selector  string
+		all       bool
+	)
 	cmd := &cobra.Command{
-		Use:   k.verb + " TYPE NAME... KEY=VALUE... KEY-...",
+		Use:   k.verb + " TYPE NAME... KEY=VALUE... KEY-... | TYPE -l SELECTOR|--all KEY=VALUE...",
 		Short: fmt.Sprintf("Add, change or remove %ss of objects", k.noun),
 		Example: fmt.Sprintf(`  outpost %[1]s node edge-1 zone=a
   outpost %[1]s pod/web-1 zone=b --overwrite
-  outpost %[1]s pod web-1 zone-`, k.verb),
-		Args: minArgs(2, fmt.Sprintf("a resource, a name and at least one %s update", k.noun)),
+  outpost %[1]s pod web-1 zone-
+  outpost %[1]s pods -l app=web tier=front
+  outpost %[1]s nodes --all rack-`, k.verb),
+		Args: minArgs(2, fmt.Sprintf("a resource, a name (or -l/--all) and at least one %s update", k.noun)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			targets, change, err := parseMetaArgs(args, k)
+			if selector != "" && all {
+				return usagef("--all and --selector cannot be given together")
+			}
+			targets, change, err := parseMetaArgs(args, k, selector != "" || all)
 			if err != nil {
 				return err
 			}
@@ -54,20 +64,37 @@ func newLabelCommand(o *options, k metaKind) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ctx := cmd.Context()
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			failed := false
 			for _, t := range targets {
-				for _, name := range t.names {
-					changed, err := updateMeta(cmd.Context(), cl, t.r, name, k, change, overwrite, stderr)
+				names := t.names
+				if len(names) == 0 {
+					ns := ""
+					if t.r.Namespaced {
+						ns = cl.Namespace()
+					}
+					if names, err = listNames(ctx, cl, t.r, ns, selector); err != nil {
+						return err
+					}
+					if len(names) == 0 {
+						fmt.Fprintln(stderr, noResourcesMessage([]fetched{{r: t.r}}, false, ns))
+					}
+				}
+				for _, name := range names {
+					changed, err := updateMeta(ctx, cl, t.r, name, k, change, overwrite, stderr)
 					if err != nil {
 						fmt.Fprintln(stderr, FormatError(err))
 						failed = true
 						continue
 					}
-					if changed {
-						fmt.Fprintf(stdout, "%s %s\n", refName(t.r, name), k.past)
-					} else {
+					switch {
+					case !changed:
 						fmt.Fprintf(stdout, "%s not %s\n", refName(t.r, name), k.past)
+					case len(change.order) == 0:
+						fmt.Fprintf(stdout, "%s %s\n", refName(t.r, name), k.undo)
+					default:
+						fmt.Fprintf(stdout, "%s %s\n", refName(t.r, name), k.past)
 					}
 				}
 			}
@@ -77,8 +104,25 @@ func newLabelCommand(o *options, k metaKind) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&overwrite, "overwrite", false, fmt.Sprintf("allow changing the value of an existing %s", k.noun))
+	f := cmd.Flags()
+	f.BoolVar(&overwrite, "overwrite", false, fmt.Sprintf("allow changing the value of an existing %s", k.noun))
+	f.StringVarP(&selector, "selector", "l", "", fmt.Sprintf("%s the objects matching this label selector, in the namespace", k.verb))
+	f.BoolVar(&all, "all", false, fmt.Sprintf("%s every object of the type in the namespace", k.verb))
 	return cmd
+}
+
+// listNames lists the names of r's objects in ns matching a label
+// selector ("" for all of them).
+func listNames(ctx context.Context, cl *client.Client, r *api.Resource, ns, selector string) ([]string, error) {
+	objs, _, err := cl.List(ctx, r, ns, client.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		names = append(names, obj.GetObjectMeta().Name)
+	}
+	return names, nil
 }
 
 // isMetaOp reports whether a label/annotate argument is an update
@@ -87,8 +131,9 @@ func isMetaOp(a string) bool {
 	return strings.Contains(a, "=") || strings.HasSuffix(a, "-")
 }
 
-// parseMetaArgs reads `TYPE NAME... updates...` or `TYPE/NAME... updates...`.
-func parseMetaArgs(args []string, k metaKind) ([]target, metaChange, error) {
+// parseMetaArgs reads `TYPE NAME... updates...` or `TYPE/NAME...
+// updates...`; with bySelector (-l or --all), `TYPE updates...`.
+func parseMetaArgs(args []string, k metaKind, bySelector bool) ([]target, metaChange, error) {
 	split := len(args)
 	for i, a := range args {
 		if i > 0 && isMetaOp(a) {
@@ -110,8 +155,11 @@ func parseMetaArgs(args []string, k metaKind) ([]target, metaChange, error) {
 		return nil, metaChange{}, err
 	}
 	for _, t := range targets {
-		if len(t.names) == 0 {
-			return nil, metaChange{}, usagef("one or more resources must be specified as <resource> <name> or <resource>/<name>")
+		switch {
+		case bySelector && len(t.names) > 0:
+			return nil, metaChange{}, usagef("names cannot be combined with -l or --all")
+		case !bySelector && len(t.names) == 0:
+			return nil, metaChange{}, usagef("one or more resources must be specified as <resource> <name> or <resource>/<name>, or with -l SELECTOR or --all")
 		}
 	}
 	ch := metaChange{set: map[string]string{}}

@@ -73,6 +73,18 @@ func readManifests(ff fileFlags, stdin io.Reader) (ms []manifest, errs []error) 
 	return ms, errs
 }
 
+// readObjects is readManifests for a verb that needs at least one object:
+// files that hold none (empty, or only comments) are an error, as in
+// kubectl, rather than a silent success. Unreadable files are reported in
+// errs, not as that error.
+func readObjects(ff fileFlags, stdin io.Reader, verb string) ([]manifest, []error, error) {
+	ms, errs := readManifests(ff, stdin)
+	if len(ms) == 0 && len(errs) == 0 {
+		return nil, nil, fmt.Errorf("%w %s", errNoObjects, verb)
+	}
+	return ms, errs, nil
+}
+
 // expandPath turns a directory into its .yaml, .yml and .json files, in
 // name order, descending into subdirectories with -R.
 func expandPath(p string, recursive bool) ([]string, error) {
@@ -111,18 +123,28 @@ func expandPath(p string, recursive bool) ([]string, error) {
 }
 
 // parseManifests splits a YAML or JSON stream into objects, expanding a
-// `kind: List` into its items.
+// `kind: List` into its items. Its errors are the client's own (the file
+// is wrong), never the server's, even though the YAML conversion they come
+// from is shared with the server.
 func parseManifests(source string, data []byte) ([]manifest, []error) {
 	docs, err := api.YAMLDocuments(data)
 	if err != nil {
-		return nil, []error{fmt.Errorf("error parsing %s: %w", source, err)}
+		detail := err.Error()
+		if se, ok := statusOf(err); ok {
+			detail = se.Status.Message
+		}
+		return nil, []error{fmt.Errorf("%w %s: %s", errParse, source, detail)}
 	}
 	var out []manifest
 	var errs []error
-	for _, doc := range docs {
+	for i, doc := range docs {
+		if what := nonObject(doc); what != "" {
+			errs = append(errs, fmt.Errorf("%w %s: YAML document %d is %s, not a Kubernetes object (it has no apiVersion or kind)", errParse, source, i+1, what))
+			continue
+		}
 		obj, err := decodeJSONMap(doc)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("error parsing %s: %w", source, err))
+			errs = append(errs, fmt.Errorf("%w %s: YAML document %d: %w", errParse, source, i+1, err))
 			continue
 		}
 		if obj["kind"] == "List" {
@@ -130,7 +152,7 @@ func parseManifests(source string, data []byte) ([]manifest, []error) {
 			for _, it := range items {
 				m, ok := it.(map[string]any)
 				if !ok {
-					errs = append(errs, fmt.Errorf("error parsing %s: a List item is not an object", source))
+					errs = append(errs, fmt.Errorf("%w %s: a List item is not an object", errParse, source))
 					continue
 				}
 				mf, err := newManifest(source, m)
@@ -150,6 +172,28 @@ func parseManifests(source string, data []byte) ([]manifest, []error) {
 		out = append(out, mf)
 	}
 	return out, errs
+}
+
+// nonObject names what a converted document is when it is not a JSON
+// object ("the text \"hello world\"", "a list"), or returns "".
+func nonObject(doc []byte) string {
+	doc = bytes.TrimSpace(doc)
+	if len(doc) == 0 || doc[0] == '{' {
+		return ""
+	}
+	switch doc[0] {
+	case '"':
+		const most = 40
+		if len(doc) > most {
+			return fmt.Sprintf("the text %s...", doc[:most])
+		}
+		return "the text " + string(doc)
+	case '[':
+		return "a list"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "the number " + string(doc)
 }
 
 // newManifest checks what the CLI itself needs of an object: a kind the

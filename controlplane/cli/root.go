@@ -26,6 +26,10 @@ var (
 	errReported = errors.New("errors were reported")
 	// errBadJSON is a reply that is not the JSON it should be.
 	errBadJSON = errors.New("reply is not valid JSON")
+	// errParse is a manifest file that is not YAML or JSON objects.
+	errParse = errors.New("error parsing")
+	// errNoObjects is a -f whose files hold no object at all.
+	errNoObjects = errors.New("no objects passed to")
 )
 
 // usageError is a mistake in the command line; it is printed with a hint
@@ -44,6 +48,10 @@ type options struct {
 	token      string
 	configPath string
 	namespace  string
+	// namespaces is every value -n/--namespace was given, in order:
+	// the last one is the namespace of requests, as in kubectl, but
+	// `adm token create` takes them all.
+	namespaces []string
 	insecure   bool
 	timeout    time.Duration
 
@@ -73,7 +81,7 @@ func newRootCommand(o *options) *cobra.Command {
 	pf.StringVar(&o.server, "server", "", "API server URL (overrides the config file and $OUTPOST_SERVER)")
 	pf.StringVar(&o.token, "token", "", "bearer token (overrides the config file and $OUTPOST_TOKEN)")
 	pf.StringVar(&o.configPath, "config", "", "client configuration file (default $OUTPOST_CONFIG, else ~/.config/outpost/config)")
-	pf.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the request (default from the config file, else \"default\")")
+	pf.VarP(&namespaceFlag{o: o}, "namespace", "n", "namespace of the request (default from the config file, else \"default\")")
 	pf.BoolVar(&o.insecure, "insecure", false, "allow a plain http:// server URL (credentials travel unencrypted)")
 	pf.DurationVar(&o.timeout, "request-timeout", 0, "give up on a request after this long (0: never); watches are not bounded")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -155,6 +163,11 @@ func (o *options) client(cmd *cobra.Command) (*client.Client, error) {
 	}
 	cfg = o.applyFlags(cfg)
 	if cfg.Server == "" {
+		if o.configPath == "" {
+			if err := client.MissingConfigFile(); err != nil {
+				return nil, err
+			}
+		}
 		return nil, ErrNoServer
 	}
 	cl, err := client.New(cfg)
@@ -186,6 +199,21 @@ func (o *options) applyFlags(cfg client.Config) client.Config {
 	}
 	return cfg
 }
+
+// namespaceFlag is the value of -n/--namespace. It keeps every value it
+// is given, so that the flag can be repeated where a command takes
+// several namespaces, while reading like a plain string flag elsewhere.
+type namespaceFlag struct{ o *options }
+
+func (f *namespaceFlag) String() string { return f.o.namespace }
+
+func (f *namespaceFlag) Set(v string) error {
+	f.o.namespace = v
+	f.o.namespaces = append(f.o.namespaces, v)
+	return nil
+}
+
+func (f *namespaceFlag) Type() string { return "string" }
 
 func printWarning(w io.Writer, text string) {
 	fmt.Fprintf(w, "Warning: %s\n", text)

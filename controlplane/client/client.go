@@ -55,7 +55,12 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Server == "" {
 		return nil, ErrNoServer
 	}
-	u, err := url.Parse(strings.TrimRight(cfg.Server, "/"))
+	server := cfg.Server
+	if !strings.Contains(server, "://") {
+		// "host:port", as users type it and as kubectl takes it.
+		server = "https://" + server
+	}
+	u, err := url.Parse(strings.TrimRight(server, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrBadServer, cfg.Server, err)
 	}

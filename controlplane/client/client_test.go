@@ -121,6 +121,12 @@ func TestNewChecksServer(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want %v", tt.cfg, err, tt.want)
 		}
 	}
+	for _, s := range []string{"127.0.0.1:26443", "edge-1.local:6443/"} {
+		c, err := New(Config{Server: s})
+		if err != nil || !strings.HasPrefix(c.Server(), "https://") {
+			t.Errorf("New with server %q (no scheme) = %v, %v; want https:// assumed", s, c, err)
+		}
+	}
 	if _, err := New(Config{Server: "https://x", CAData: []byte("not pem")}); err == nil {
 		t.Error("New accepted certificate-authority-data that is not PEM")
 	}
@@ -481,6 +487,13 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(EnvConfig, filepath.Join(dir, "missing"))
 	if got, err := LoadConfig(""); err != nil || got.Server != "https://env:6443" {
 		t.Errorf("a missing default file should not be an error: %+v, %v", got, err)
+	}
+	if err := MissingConfigFile(); !errors.Is(err, ErrNoConfig) || !strings.Contains(err.Error(), filepath.Join(dir, "missing")+" (named by $OUTPOST_CONFIG) does not exist") {
+		t.Errorf("MissingConfigFile with $%s naming a missing file = %v", EnvConfig, err)
+	}
+	t.Setenv(EnvConfig, path)
+	if err := MissingConfigFile(); err != nil {
+		t.Errorf("MissingConfigFile with $%s naming a file = %v, want nil", EnvConfig, err)
 	}
 	if _, err := LoadConfig(filepath.Join(dir, "missing")); !errors.Is(err, ErrNoConfig) {
 		t.Errorf("a missing named file: %v, want ErrNoConfig", err)

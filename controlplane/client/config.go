@@ -13,7 +13,8 @@ import (
 
 // Config says which server to talk to and how.
 type Config struct {
-	// Server is the API's base URL, "https://host:port".
+	// Server is the API's base URL, "https://host:port"; without a
+	// scheme ("host:port"), https:// is assumed.
 	Server string
 	// CAData is the PEM of the cluster CA that signed the server's
 	// certificate. Without it the system roots are used.
@@ -66,10 +67,11 @@ func DefaultConfigPath() string {
 // LoadConfig reads the configuration file at path (DefaultConfigPath when
 // path is "") and applies the OUTPOST_SERVER and OUTPOST_TOKEN overrides.
 //
-// A missing file at the default location is not an error: a user may give
-// everything through the environment or flags, and the caller finds out
-// that Server is empty. A missing file the caller named explicitly is an
-// error wrapping ErrNoConfig, since a typo there should not go unnoticed.
+// A missing file at the default location, or at $OUTPOST_CONFIG, is not
+// an error: a user may give everything through the environment or flags,
+// and the caller finds out that Server is empty (MissingConfigFile then
+// says why). A missing file the caller named explicitly is an error
+// wrapping ErrNoConfig, since a typo there should not go unnoticed.
 func LoadConfig(path string) (Config, error) {
 	explicit := path != ""
 	if !explicit {
@@ -99,6 +101,22 @@ func LoadConfig(path string) (Config, error) {
 		cfg.Token = t
 	}
 	return cfg, nil
+}
+
+// MissingConfigFile explains an empty Server after LoadConfig(""): when
+// $OUTPOST_CONFIG names a file that does not exist, it returns an error
+// wrapping ErrNoConfig that says so, else nil. A user who pointed the
+// variable at a file wants to hear about that file, not that no server is
+// configured.
+func MissingConfigFile() error {
+	p := os.Getenv(EnvConfig)
+	if p == "" {
+		return nil
+	}
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s (named by $%s) does not exist", ErrNoConfig, p, EnvConfig)
+	}
+	return nil
 }
 
 // WriteConfig writes cfg to path with mode 0600, creating the directories

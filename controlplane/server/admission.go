@@ -34,9 +34,28 @@ type Admission interface {
 	Admit(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) error
 }
 
-// admit runs the chain in order and stops at the first refusal.
+// admits reports whether any step of the chain acts on op by id on r.
+func (s *Server) admits(op string, id *auth.Identity, r *api.Resource) bool {
+	for _, a := range s.admission {
+		if sc, ok := a.(AdmissionScope); !ok || sc.Applies(op, id, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// admit runs the chain in order, the built-in steps first, and stops at
+// the first refusal.
 func (s *Server) admit(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) error {
-	for _, a := range s.cfg.Admission {
+	r := obj
+	if r == nil {
+		r = old
+	}
+	res := api.ResourceOf(r)
+	for _, a := range s.admission {
+		if sc, ok := a.(AdmissionScope); ok && !sc.Applies(op, id, res) {
+			continue
+		}
 		if err := a.Admit(ctx, op, id, obj, old); err != nil {
 			return err
 		}

@@ -79,7 +79,9 @@ type Config struct {
 	// resume from (default: the store's); older resourceVersions get 410.
 	WatchWindow int
 	// Admission runs, in order, on every create, update and delete after
-	// validation and before the write goes to raft.
+	// validation and before the write goes to raft. The server's built-in
+	// steps (ADM-1's spec.nodeName rule, NodeRestriction) always run
+	// before these.
 	Admission []Admission
 	// Dial, when set, makes every connection this server opens to another
 	// server (raft, and writes forwarded to the leader). Tests use it to

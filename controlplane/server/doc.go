@@ -20,9 +20,21 @@
 // still applied conditionally, on the version it was validated against,
 // and retried if it lost a race.
 //
-// Reads and watches are served from the local store. ?consistent=true
-// first waits for raftstore's read index (on raftstore's applied index,
-// since the index may name a read barrier the store never sees).
+// Reads follow Kubernetes' resourceVersion semantics. A get, list or
+// watch without a resourceVersion asks for the most recent state: the
+// server first waits for raftstore's read index (on raftstore's applied
+// index, since the index may name a read barrier the store never sees),
+// so a follower or a restarted server never answers from a stale copy,
+// and without a leader the answer is 503. resourceVersion=0 (or
+// consistent=false) is served from the local store as it is;
+// resourceVersion=N from the local store once it has applied N (a watch
+// resumes from N instead). consistent=true forces the quorum read.
+//
+// Every write passes the built-in admission steps before Config.Admission:
+// ADM-1's rule that only users allowed pods/binding may set spec.nodeName
+// (on pods and on workloads' pod templates), and NodeRestriction, which
+// keeps a node's own identity from changing its taints, unschedulable,
+// labels other than the kubelet's well-known ones, or deleting its Node.
 //
 // /healthz, /readyz and /version answer without a token, as Kubernetes
 // answers them to anonymous callers: probes and install scripts have no

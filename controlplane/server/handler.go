@@ -112,6 +112,13 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		return
 	}
 	switch segs[0] {
+	case "debug":
+		// Profiles of a live server, for the same callers as /metrics.
+		w.label(verbGet, "pprof")
+		if n >= 2 && segs[1] == "pprof" {
+			s.servePprof(w, r, id)
+			return
+		}
 	case "metrics":
 		w.label(verbGet, "metrics")
 		if n != 1 {
@@ -169,18 +176,24 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 // authenticate finds who sent r: a bearer token, else a verified client
 // certificate of the cluster CA. A follower may not have applied a token
 // created a moment ago on the leader, so on a failure it catches up with
-// the leader's commit index once and tries again.
+// the leader's commit index once and tries again. Every failure is the
+// same bare 401: a reply that said "no such token" to one guess and "wrong
+// secret" to another would tell a prober which token IDs exist. The
+// reason goes to the server's debug log only.
 func (s *Server) authenticate(r *http.Request) (*auth.Identity, error) {
+	id, err := s.identify(r)
+	if err != nil {
+		s.log.Debug("authentication failed", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "err", err)
+		return nil, api.NewUnauthorized("Unauthorized")
+	}
+	return id, nil
+}
+
+// identify does authenticate's work and says why it failed.
+func (s *Server) identify(r *http.Request) (*auth.Identity, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		id, err := s.certIdentity(r)
-		if err == nil {
-			return id, nil
-		}
-		if errors.Is(err, auth.ErrNoCredentials) {
-			return nil, api.NewUnauthorized("Unauthorized: no credentials: send \"Authorization: Bearer <id>.<secret>\"")
-		}
-		return nil, api.NewUnauthorized("Unauthorized: " + err.Error())
+		return s.certIdentity(r)
 	}
 	id, err := s.authn.Authenticate(h)
 	if err == nil {
@@ -193,7 +206,7 @@ func (s *Server) authenticate(r *http.Request) (*auth.Identity, error) {
 			return id, nil
 		}
 	}
-	return nil, api.NewUnauthorized("Unauthorized: " + err.Error())
+	return nil, err
 }
 
 // wellFormed reports whether an Authorization header carries a token of

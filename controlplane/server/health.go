@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -91,6 +93,26 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, id *auth.I
 		return
 	}
 	s.metricsHandler.ServeHTTP(w, r)
+}
+
+// servePprof serves net/http/pprof's profiles under /debug/pprof/ to the
+// callers that may read /metrics: enough to find where a slow server spends
+// its time, with nothing of the cluster's objects in it.
+func (s *Server) servePprof(w http.ResponseWriter, r *http.Request, id *auth.Identity) {
+	if err := auth.Authorize(id, auth.Request{Verb: auth.VerbGet, Path: "/metrics"}, nil); err != nil {
+		writeError(w, api.NewForbidden(err.Error()))
+		return
+	}
+	switch name := strings.TrimPrefix(r.URL.Path, "/debug/pprof/"); name {
+	case "profile":
+		pprof.Profile(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	case "", "/debug/pprof":
+		pprof.Index(w, r)
+	default:
+		pprof.Handler(name).ServeHTTP(w, r)
+	}
 }
 
 func newMetricsHandler(s *Server) http.Handler {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/raftstore"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -205,5 +207,24 @@ func TestLoadSecret(t *testing.T) {
 	}
 	if b, _ := loadSecret(&lone); b != a {
 		t.Fatal("the generated secret was not kept")
+	}
+}
+
+// A second server on a data directory in use is told so before it binds a
+// port, not "raft: open log store …/raft.db: timeout".
+func TestSecondServerOnADataDirInUse(t *testing.T) {
+	cfg := testConfig(t)
+	startServer(t, cfg)
+	second := cfg
+	second.ID = "s2"
+	second.Logger = testLogger(t)
+	s, err := Start(context.Background(), second)
+	if err == nil {
+		s.Close()
+		t.Fatal("a second server started on a data directory in use")
+	}
+	want := "data directory " + cfg.DataDir + " is in use by another outpost process (raft.db is locked)"
+	if !errors.Is(err, raftstore.ErrDataDirInUse) || err.Error() != want {
+		t.Fatalf("second Start: %v\nwant %q", err, want)
 	}
 }

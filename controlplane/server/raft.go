@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -105,7 +106,7 @@ func membershipError(err error, peer string) error {
 	case errors.Is(err, raftstore.ErrQuorum):
 		se = statusErr(http.StatusConflict, api.ReasonConflict, err.Error())
 	case errors.Is(err, raftstore.ErrUnknownServer):
-		se = statusErr(http.StatusNotFound, api.ReasonNotFound, err.Error())
+		se = statusErr(http.StatusNotFound, api.ReasonNotFound, fmt.Sprintf("raft peer %q not found", peer))
 	default:
 		return raftError(err, "change the raft membership")
 	}

@@ -18,22 +18,121 @@ import (
 // the request itself has no deadline.
 const consistentReadTimeout = 10 * time.Second
 
+// notOlderThanTimeout bounds the wait for this server to apply the
+// resourceVersion a read asked for at least.
+const notOlderThanTimeout = 3 * time.Second
+
+// Read modes of a get, list or watch, chosen by readModeOf.
+const (
+	// readLatest is a linearizable read: the leader's commit index, then
+	// the local store once it has applied that far.
+	readLatest = iota
+	// readAny serves the local store as it is, possibly stale.
+	readAny
+	// readNotOlder serves the local store once it has applied a given
+	// resourceVersion.
+	readNotOlder
+)
+
+// readModeOf reads the Kubernetes read semantics off the query: no
+// resourceVersion asks for the most recent state (a quorum read),
+// resourceVersion=0 for any state (this server's own), resourceVersion=N
+// for a state not older than N. consistent=true forces a quorum read,
+// consistent=false allows the server's own state. Serving the local state
+// by default made a lone restarted server answer an empty list with 200,
+// and a follower answer values several writes old.
+func readModeOf(q url.Values) (mode int, rv uint64, err error) {
+	switch q.Get("consistent") {
+	case "true", "1", "True", "TRUE":
+		return readLatest, 0, nil
+	case "false", "0", "False", "FALSE":
+		return readAny, 0, nil
+	}
+	v, ok := q["resourceVersion"]
+	if !ok || len(v) == 0 || v[0] == "" {
+		return readLatest, 0, nil
+	}
+	if v[0] == "0" {
+		return readAny, 0, nil
+	}
+	rv, err = strconv.ParseUint(v[0], 10, 64)
+	if err != nil {
+		return 0, 0, api.NewBadRequest("resourceVersion: " + strconv.Quote(v[0]) + " is not a resource version (a decimal number)")
+	}
+	return readNotOlder, rv, nil
+}
+
+// prepareRead waits until the local store may serve a read of the given
+// mode.
+func (s *Server) prepareRead(ctx context.Context, mode int, rv uint64) error {
+	switch mode {
+	case readLatest:
+		return s.consistentRead(ctx)
+	case readNotOlder:
+		if s.node.AppliedIndex() >= rv {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, notOlderThanTimeout)
+		defer cancel()
+		if err := s.node.WaitApplied(ctx, rv); err != nil {
+			return api.NewTimeout("Too large resource version: " + strconv.FormatUint(rv, 10) + ", current: " + strconv.FormatUint(s.node.AppliedIndex(), 10))
+		}
+	}
+	return nil
+}
+
 // consistentRead returns once the local store has applied everything the
 // leader had committed when it was called, which makes the read that
 // follows linearizable. It waits on raftstore's applied index, not the
 // store's: the read index may point at a read barrier or a configuration
-// entry, which the store never sees.
+// entry, which the store never sees. Without a leader it is a 503: this
+// server cannot know whether its copy is current.
 func (s *Server) consistentRead(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, consistentReadTimeout)
 	defer cancel()
+	if s.node.Leader().ID == "" {
+		// A server that has just started, or whose leader has just gone,
+		// may learn of one within an election; past that, waiting longer
+		// only delays the answer.
+		wctx, wcancel := context.WithTimeout(ctx, s.leaderWait())
+		_, err := s.node.WaitForLeader(wctx)
+		wcancel()
+		if err != nil && s.node.Leader().ID == "" {
+			if errors.Is(err, raftstore.ErrClosed) {
+				return raftError(err, "serve the read")
+			}
+			return noLeaderForRead()
+		}
+	}
 	idx, err := s.node.ReadIndex(ctx)
 	if err != nil {
+		if errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) {
+			return noLeaderForRead()
+		}
 		return raftError(err, "confirm the commit index for a consistent read")
 	}
 	if err := s.node.WaitApplied(ctx, idx); err != nil {
 		return api.NewTimeout("waiting for this server to apply index " + strconv.FormatUint(idx, 10) + ": " + err.Error())
 	}
 	return nil
+}
+
+// noLeaderForRead is the 503 of a read that asks for the latest state
+// while the cluster has no leader.
+func noLeaderForRead() error {
+	return unavailable("cannot serve an up-to-date read: the cluster has no raft leader (an election is under way, "+
+		"or fewer than a quorum of servers are up); retry shortly, or add ?resourceVersion=0 to read this server's possibly stale copy", 1)
+}
+
+// leaderWait is how long a read waits for a leader this server does not
+// know yet: two rounds of heartbeat timeout and election.
+func (s *Server) leaderWait() time.Duration {
+	hb := s.cfg.HeartbeatTimeout
+	if hb <= 0 {
+		hb = time.Second // raftstore's default
+	}
+	el := max(s.cfg.ElectionTimeout, hb)
+	return 2 * (hb + el)
 }
 
 // raftError turns a raftstore error into the Status to reply with.
@@ -59,11 +158,14 @@ func (s *Server) serveGet(w *recorder, r *http.Request, id *auth.Identity, rt *r
 		writeError(w, err)
 		return
 	}
-	if boolParam(q, "consistent") {
-		if err := s.consistentRead(r.Context()); err != nil {
-			writeError(w, err)
-			return
-		}
+	mode, rv, err := readModeOf(q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.prepareRead(r.Context(), mode, rv); err != nil {
+		writeError(w, err)
+		return
 	}
 	_, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
 	if err != nil {
@@ -113,11 +215,14 @@ func (s *Server) serveList(w *recorder, r *http.Request, id *auth.Identity, rt *
 		writeError(w, err)
 		return
 	}
-	if boolParam(q, "consistent") {
-		if err := s.consistentRead(r.Context()); err != nil {
-			writeError(w, err)
-			return
-		}
+	mode, minRV, err := readModeOf(q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.prepareRead(r.Context(), mode, minRV); err != nil {
+		writeError(w, err)
+		return
 	}
 	items, rv, err := s.store.List(rt.res, rt.ns, opts)
 	if err != nil {
@@ -168,6 +273,16 @@ func (s *Server) serveWatch(w *recorder, r *http.Request, id *auth.Identity, rt 
 			return
 		}
 		sendInitial = false
+	} else if v == "" {
+		// No resourceVersion: the watch starts from the current state,
+		// which on a follower or a server without a leader needs a quorum
+		// read first (resourceVersion=0 takes this server's own state).
+		if mode, _, _ := readModeOf(q); mode == readLatest {
+			if err := s.consistentRead(r.Context()); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -18,7 +20,7 @@ import (
 const contentTypeJSON = "application/json"
 
 // bodyReadTimeout bounds the reading of a request body.
-const bodyReadTimeout = 30 * time.Second
+var bodyReadTimeout = 30 * time.Second
 
 // headerJSON is shared by every JSON reply so that setting the header does
 // not allocate a slice per request.
@@ -118,7 +120,7 @@ func checkContentType(r *http.Request) error {
 }
 
 // readBody reads the whole body up to limit bytes; over it is 413.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (_ []byte, err error) {
 	if err := checkContentType(r); err != nil {
 		return nil, err
 	}
@@ -126,10 +128,30 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, tooLarge(r.ContentLength, limit)
 	}
 	// A client that sends its body slowly must not hold a handler for
-	// ever; the deadline is lifted again before the (possibly long) reply.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	// ever. On HTTP/1 a read deadline on the connection does it, lifted
+	// again before the (possibly long) reply. On HTTP/2 a read deadline is
+	// two messages to the connection's serve goroutine, whose queue is full
+	// under load (it cost more than decoding the body); a timer that closes
+	// the body ends a stalled read alike, without that round trip.
+	var stalled atomic.Bool
+	if r.ProtoMajor >= 2 {
+		t := time.AfterFunc(bodyReadTimeout, func() {
+			stalled.Store(true)
+			_ = r.Body.Close()
+		})
+		defer t.Stop()
+	} else {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+		defer func() {
+			// After a failed read the deadline stays: net/http reads what
+			// is left of a short body before it replies, and would wait
+			// for the stalled client for ever.
+			if err == nil {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
+		}()
+	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	var buf []byte
 	if r.ContentLength > 0 {
@@ -137,6 +159,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		buf = make([]byte, r.ContentLength)
 		n, err := io.ReadFull(body, buf)
 		if err != nil {
+			if stalled.Load() {
+				err = os.ErrDeadlineExceeded // what the read says on HTTP/1
+			}
 			return nil, bodyReadError(err, limit)
 		}
 		buf = buf[:n]
@@ -144,8 +169,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		// nothing more needs reading here.
 		return buf, nil
 	}
-	buf, err := io.ReadAll(body)
+	buf, err = io.ReadAll(body)
 	if err != nil {
+		if stalled.Load() {
+			err = os.ErrDeadlineExceeded
+		}
 		return nil, bodyReadError(err, limit)
 	}
 	return buf, nil

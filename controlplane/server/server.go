@@ -41,6 +41,8 @@ type Server struct {
 	store *store.Store
 	node  *raftstore.Node
 	authn *auth.Authenticator
+	// admission is the built-in steps, then Config.Admission.
+	admission []Admission
 
 	metrics        *metrics
 	metricsHandler http.Handler
@@ -121,6 +123,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
+	// Before the ports: a second server on the same directory would
+	// otherwise be told only that a port is taken.
+	if err := raftstore.CheckDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	secret, err := loadSecret(&cfg)
 	if err != nil {
 		return nil, err
@@ -190,6 +197,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	node, err := raftstore.Open(ctx, rcfg, fsm{st})
 	if err != nil {
 		ln.Close()
+		if errors.Is(err, raftstore.ErrDataDirInUse) {
+			return nil, err // says it all; "raft:" would only puzzle
+		}
 		return nil, fmt.Errorf("raft: %w", err)
 	}
 
@@ -205,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		url:          apiURL,
 		serveErr:     make(chan error, 1),
 		fatal:        fatal,
+		admission:    append(builtinAdmission(), cfg.Admission...),
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	fail := func(err error) (*Server, error) {

@@ -209,12 +209,15 @@ func (s *Server) serveCreate(w *recorder, r *http.Request, id *auth.Identity, rt
 			writeError(w, err)
 			return
 		}
-		cmd, err := store.CreateCmd(obj)
+		// The store's CreateCmd hands obj to this server's Apply, which
+		// then does not decode the command again.
+		cmd, err := s.store.CreateCmd(obj)
 		if err != nil {
 			writeError(w, api.NewInternalError(err))
 			return
 		}
 		res, err := s.apply(r.Context(), cmd)
+		s.store.Release(cmd)
 		if err != nil {
 			if generated && api.IsAlreadyExists(err) && attempt < maxWriteAttempts {
 				continue
@@ -237,11 +240,14 @@ func (s *Server) checkObject(ctx context.Context, op string, id *auth.Identity, 
 	if err := s.validate(obj, old); err != nil {
 		return err
 	}
-	if len(s.cfg.Admission) == 0 {
+	if !s.admits(op, id, api.ResourceOf(obj)) {
 		return nil
 	}
 	if err := s.admit(ctx, op, id, obj, old); err != nil {
 		return err
+	}
+	if len(s.cfg.Admission) == 0 {
+		return nil // the built-in steps only refuse
 	}
 	return s.validate(obj, old)
 }
@@ -457,7 +463,7 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 		writeError(w, err)
 		return
 	}
-	if len(s.cfg.Admission) > 0 {
+	if s.admits(OpDelete, id, rt.res) {
 		_, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
 		if err != nil {
 			writeError(w, err)
@@ -530,7 +536,7 @@ func (s *Server) serveBind(w *recorder, r *http.Request, id *auth.Identity, rt *
 		writeError(w, err)
 		return
 	}
-	if len(s.cfg.Admission) > 0 {
+	if s.admits(OpBind, id, rt.res) {
 		if err := s.admitBind(r.Context(), id, rt, raw, bind.NodeName); err != nil {
 			writeError(w, err)
 			return

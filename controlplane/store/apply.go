@@ -2,7 +2,6 @@ package store
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -48,7 +47,12 @@ func (s *Store) Apply(index uint64, cmd []byte) any {
 		return &Result{Err: *err}
 	}
 	tx := &txn{s: s, index: index, rv: strconv.FormatUint(index, 10)}
-	res := s.apply(tx, cmd, false)
+	var res any
+	if handed := s.handoff.take(cmd); handed != nil && cmd[0] == cmdCreate {
+		res = tx.create(cmd[1:], handed)
+	} else {
+		res = s.apply(tx, cmd, false)
+	}
 	if len(tx.touched) > 0 {
 		tx.finishNamespaces()
 	}
@@ -75,7 +79,7 @@ func (s *Store) apply(tx *txn, cmd []byte, inBatch bool) any {
 	typ, body := cmd[0], cmd[1:]
 	switch typ {
 	case cmdCreate:
-		return tx.create(body)
+		return tx.create(body, nil)
 	case cmdUpdate:
 		return tx.update(body)
 	case cmdDelete:
@@ -115,7 +119,7 @@ func malformed(err error) *Result {
 // decodeObject reads a command's object body into a new object of t's kind.
 func decodeObject(t *table, body []byte) (api.Object, error) {
 	obj := t.res.New()
-	if err := json.Unmarshal(body, obj); err != nil {
+	if err := unmarshal(body, obj); err != nil {
 		return nil, fmt.Errorf("%w: %s body: %w", ErrMalformedCommand, t.res.Kind, err)
 	}
 	tm := obj.GetTypeMeta()
@@ -140,7 +144,10 @@ func objectKey(t *table, obj api.Object) (string, string, *api.StatusError) {
 	return m.Namespace, m.Name, nil
 }
 
-func (tx *txn) create(body []byte) *Result {
+// create applies a create command. handed is the object Store.CreateCmd
+// encoded into body on this server, canonical, so equal to what decoding
+// body gives; nil means decode.
+func (tx *txn) create(body []byte, handed api.Object) *Result {
 	rd := reader{b: body}
 	plural := rd.string("resource")
 	if rd.err != nil {
@@ -151,9 +158,12 @@ func (tx *txn) create(body []byte) *Result {
 		return tx.s.fatal(tx, fmt.Errorf("create %q: %w; a newer server wrote it", plural, ErrUnknownResource))
 	}
 	payload := rd.b
-	obj := t.res.New()
-	if err := json.Unmarshal(payload, obj); err != nil {
-		return malformed(fmt.Errorf("%w: %s body: %w", ErrMalformedCommand, t.res.Kind, err))
+	obj := handed
+	if obj == nil || api.ResourceOf(obj) != t.res {
+		obj = t.res.New()
+		if err := unmarshal(payload, obj); err != nil {
+			return malformed(fmt.Errorf("%w: %s body: %w", ErrMalformedCommand, t.res.Kind, err))
+		}
 	}
 	prepared := prepareCreate(t.res, obj)
 	ns, name, se := objectKey(t, obj)

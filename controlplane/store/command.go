@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -94,15 +93,24 @@ func CreateCmd(obj api.Object) ([]byte, error) {
 	c := shallowCopy(obj)
 	prepareCreate(r, c)
 	c.GetObjectMeta().ResourceVersion = rvPlaceholder
-	body, err := json.Marshal(c)
+	return encodeCreate(r, c)
+}
+
+// encodeCreate frames the prepared object c as a create command.
+func encodeCreate(r *api.Resource, c api.Object) ([]byte, error) {
+	b := make([]byte, 0, cmdSizeHint)
+	b = append(b, cmdCreate)
+	b = appendString(b, r.Plural)
+	b, err := appendJSON(b, c)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: encode: %w", r.Plural, err)
 	}
-	b := make([]byte, 0, 2+len(r.Plural)+len(body)+binary.MaxVarintLen64)
-	b = append(b, cmdCreate)
-	b = appendString(b, r.Plural)
-	return append(b, body...), nil
+	return b, nil
 }
+
+// cmdSizeHint is the capacity a create or update command starts with: most
+// objects encode to less, and the encoder writes straight into it.
+const cmdSizeHint = 2048
 
 // UpdateCmd builds the command that replaces obj (sub "") or its status
 // (sub "status"). A non-empty obj.ResourceVersion is a precondition.
@@ -128,14 +136,14 @@ func UpdateCmd(obj api.Object, sub Subresource) ([]byte, error) {
 		m.Name, m.Namespace, m.ResourceVersion = om.Name, om.Namespace, om.ResourceVersion
 		copyStatus(body, obj)
 	}
-	enc, err := json.Marshal(body)
+	b := make([]byte, 0, cmdSizeHint)
+	b = append(b, cmdUpdate, sb)
+	b = appendString(b, r.Plural)
+	b, err := appendJSON(b, body)
 	if err != nil {
 		return nil, fmt.Errorf("update %s: encode: %w", r.Plural, err)
 	}
-	b := make([]byte, 0, 3+len(r.Plural)+len(enc)+binary.MaxVarintLen64)
-	b = append(b, cmdUpdate, sb)
-	b = appendString(b, r.Plural)
-	return append(b, enc...), nil
+	return b, nil
 }
 
 // DeleteCmd builds the command that deletes namespace/name at time now

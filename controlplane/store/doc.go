@@ -6,6 +6,8 @@
 // replicates it and every server hands it to Apply with the entry's index,
 // which becomes the resourceVersion of everything the command touches. Apply is deterministic:
 // times and UIDs travel inside the command, never from the local clock.
+// Store.CreateCmd also hands the created object to this server's own Apply,
+// which then need not decode the command the leader has just encoded.
 //
 // Reads (Get, List, Watch) are local and run while Apply goes on. They
 // return objects shared with the store and with every other reader: callers

@@ -3,7 +3,6 @@ package store
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -336,7 +335,7 @@ func decodeRecords(recs []snapRecord) error {
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
 				obj := rec.t.res.New()
-				if err := json.Unmarshal(rec.raw, obj); err != nil {
+				if err := unmarshal(rec.raw, obj); err != nil {
 					errs[w] = fmt.Errorf("%w: %s object %d: %w", ErrBadSnapshot, rec.t.res.Plural, i, err)
 					return
 				}

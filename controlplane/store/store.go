@@ -156,6 +156,8 @@ type Store struct {
 	waitMu sync.Mutex
 	waitCh chan struct{} // closed when applied moves; nil if nobody waits
 
+	handoff handoff
+
 	m *metrics
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,9 +30,11 @@ func main() {
 		duration = flag.Duration("duration", 10*time.Second, "time per level")
 		bulk     = flag.Int("bulk-pods", 100000, "pods stored for the RSS and restart measurement (0 skips)")
 		gobench  = flag.Bool("go-bench", true, "also run the Go micro-benchmarks")
+		profile  = flag.String("cpuprofile", "", "directory to save a CPU profile of every server per level")
 	)
 	flag.Parse()
 	ctx := context.Background()
+	profileDir = *profile
 	r, err := run(ctx, *bin, *levels, *duration, *bulk)
 	if err != nil {
 		log.Fatal(err)
@@ -69,6 +72,9 @@ type report struct {
 	goBench    string
 	notes      []string
 }
+
+// profileDir, when set, receives every server's CPU profile per level.
+var profileDir string
 
 func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int) (*report, error) {
 	root, err := os.MkdirTemp("", "outpost-bench-")
@@ -178,6 +184,28 @@ func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, d
 	lat := make([][]time.Duration, n)
 	var errs atomic.Int64
 	var firstErr atomic.Value
+	if profileDir != "" {
+		for _, s := range c.Servers {
+			go func() {
+				cfg, err := s.AdminConfig()
+				var pc *client.Client
+				if err == nil {
+					pc, err = client.New(cfg)
+				}
+				var body []byte
+				if err == nil {
+					secs := max(1, int(dur.Seconds())-1)
+					body, _, err = pc.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {strconv.Itoa(secs)}}, nil)
+				}
+				if err == nil {
+					err = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d.pprof", s.ID, n)), body, 0o644)
+				}
+				if err != nil {
+					log.Printf("profile %s: %v", s.ID, err)
+				}
+			}()
+		}
+	}
 	sc0, cc0, mb0 := cpuOf(c), proc.SelfCPU(), proc.MachineBusy()
 	start := time.Now()
 	deadline := start.Add(dur)
@@ -357,7 +385,7 @@ func machineInfo() string {
 }
 
 func goBenchmarks() string {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2000x",
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "1s",
 		"./controlplane/api/...", "./controlplane/store/...", "./raftstore/...")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

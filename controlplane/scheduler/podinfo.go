@@ -1,0 +1,237 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// podKey names a pod within the cluster.
+type podKey struct{ namespace, name string }
+
+// PodInfo is a pod with what the scheduler derives from it once: its
+// requests, host ports, devices, and its affinity terms with their
+// selectors parsed. The cluster keeps one per placed pod; a cycle makes
+// one for the pod it places.
+type PodInfo struct {
+	pod        *api.Pod
+	key        podKey
+	node       *NodeInfo
+	req        Resources
+	nonZeroCPU int64
+	nonZeroMem int64
+	ports      []hostPort
+	devices    []deviceUse
+	claims     []string
+	bestEffort bool
+	// controller is the UID of the owner reference marked controller.
+	controller     string
+	controllerKind string
+	// Affinity terms, compiled. Namespaces default to the pod's own.
+	reqAffinity  []affinityTerm
+	reqAnti      []affinityTerm
+	prefAffinity []affinityTerm
+	prefAnti     []affinityTerm
+	// slots are the index lists the pod is in, for O(1) removal.
+	slots []slot
+	// termGroups are the groups of placed pods sharing each of its terms.
+	termGroups []*termGroup
+}
+
+// Pod returns the pod.
+func (p *PodInfo) Pod() *api.Pod { return p.pod }
+
+// hostPort is one host port a pod binds.
+type hostPort struct {
+	ip       string // "0.0.0.0" for every address
+	protocol string
+	port     int32
+}
+
+// protoPort is a host port on any address.
+type protoPort struct {
+	protocol string
+	port     int32
+}
+
+// deviceUse is a block device a pod mounts from the host, for
+// NoDiskConflict.
+type deviceUse struct {
+	path     string
+	readOnly bool
+}
+
+// affinityTerm is a pod affinity term with its selector parsed.
+type affinityTerm struct {
+	sel        api.Selector
+	namespaces []string
+	key        string
+	weight     int64
+}
+
+// matches reports whether the term selects pod p.
+func (t *affinityTerm) matches(p *api.Pod) bool {
+	ns := false
+	for _, n := range t.namespaces {
+		if n == p.Namespace {
+			ns = true
+			break
+		}
+	}
+	return ns && t.sel.Matches(p.Labels)
+}
+
+// wildcardIP is the host IP of a port bound on every address.
+const wildcardIP = "0.0.0.0"
+
+// newPodInfo derives what the scheduler needs from a pod. An affinity
+// term whose selector cannot be parsed is an error (validation refuses
+// such pods, so one can only come from a store written by something
+// else); the PodInfo is still returned, without the terms that failed, so
+// that a placed pod's resources and ports keep counting.
+func newPodInfo(pod *api.Pod) (*PodInfo, error) {
+	pi := &PodInfo{pod: pod, key: podKey{pod.Namespace, pod.Name}}
+	spec := &pod.Spec
+	pi.req, pi.nonZeroCPU, pi.nonZeroMem = podRequests(spec)
+	pi.bestEffort = isBestEffort(spec)
+	for _, cs := range [][]api.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for _, p := range cs[i].Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
+				if hp.ip == "" || hp.ip == "::" {
+					hp.ip = wildcardIP
+				}
+				if hp.protocol == "" {
+					hp.protocol = api.ProtocolTCP
+				}
+				pi.ports = append(pi.ports, hp)
+			}
+		}
+	}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.PersistentVolumeClaim != nil {
+			pi.claims = append(pi.claims, v.PersistentVolumeClaim.ClaimName)
+		}
+		if v.HostPath == nil || v.HostPath.Type != hostPathBlockDevice {
+			continue
+		}
+		used, readOnly := volumeMounts(spec, v.Name)
+		if used {
+			pi.devices = append(pi.devices, deviceUse{path: path.Clean(v.HostPath.Path), readOnly: readOnly})
+		}
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			pi.controller, pi.controllerKind = o.UID, o.Kind
+			break
+		}
+	}
+	var errs []error
+	compile := func(dst *[]affinityTerm, field string, req []api.PodAffinityTerm, pref []api.WeightedPodAffinityTerm) {
+		terms, err := compileTerms(pod, req, pref)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.affinity.%s%w", field, err))
+			return
+		}
+		*dst = terms
+	}
+	if a := spec.Affinity; a != nil {
+		if pa := a.PodAffinity; pa != nil {
+			compile(&pi.reqAffinity, "podAffinity.requiredDuringSchedulingIgnoredDuringExecution", pa.RequiredDuringSchedulingIgnoredDuringExecution, nil)
+			compile(&pi.prefAffinity, "podAffinity.preferredDuringSchedulingIgnoredDuringExecution", nil, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if pa := a.PodAntiAffinity; pa != nil {
+			compile(&pi.reqAnti, "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", pa.RequiredDuringSchedulingIgnoredDuringExecution, nil)
+			compile(&pi.prefAnti, "podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", nil, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	return pi, errors.Join(errs...)
+}
+
+// hostPathBlockDevice is the hostPath type of a block device: the host's
+// counterpart of the cloud disks Kubernetes' NoDiskConflict guards.
+const hostPathBlockDevice = "BlockDevice"
+
+// volumeMounts reports whether any container mounts the volume, and
+// whether every mount of it is read-only.
+func volumeMounts(spec *api.PodSpec, name string) (used, readOnly bool) {
+	readOnly = true
+	for _, cs := range [][]api.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for _, m := range cs[i].VolumeMounts {
+				if m.Name == name {
+					used = true
+					readOnly = readOnly && m.ReadOnly
+				}
+			}
+		}
+	}
+	return used, readOnly
+}
+
+// compileTerms parses the selectors of required (weight 1) or preferred
+// terms. A term without namespaces applies to the pod's own namespace.
+func compileTerms(pod *api.Pod, req []api.PodAffinityTerm, pref []api.WeightedPodAffinityTerm) ([]affinityTerm, error) {
+	n := len(req) + len(pref)
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]affinityTerm, 0, n)
+	one := func(t *api.PodAffinityTerm, w int64, where string) error {
+		sel, err := api.SelectorFromLabelSelector(t.LabelSelector)
+		if err != nil {
+			return fmt.Errorf("%s.labelSelector: %w", where, err)
+		}
+		ns := t.Namespaces
+		if len(ns) == 0 {
+			ns = []string{pod.Namespace}
+		}
+		out = append(out, affinityTerm{sel: sel, namespaces: ns, key: t.TopologyKey, weight: w})
+		return nil
+	}
+	for i := range req {
+		if err := one(&req[i], 1, fmt.Sprintf("[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
+	for i := range pref {
+		if pref[i].Weight == 0 {
+			continue
+		}
+		if err := one(&pref[i].PodAffinityTerm, int64(pref[i].Weight), fmt.Sprintf("[%d].podAffinityTerm", i)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// normalizeImage writes an image reference in one form, so that "nginx",
+// "docker.io/nginx:latest" and "docker.io/library/nginx:latest" compare
+// equal: a registry domain, a path, and a tag (":latest" when none is
+// given) or a digest.
+func normalizeImage(ref string) string {
+	name, suffix := ref, ""
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		name, suffix = ref[:i], ref[i:]
+	} else if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		name, suffix = ref[:i], ref[i:]
+	}
+	if suffix == "" {
+		suffix = ":latest"
+	}
+	domain, rest, found := strings.Cut(name, "/")
+	if !found || (!strings.ContainsAny(domain, ".:") && domain != "localhost") {
+		domain, rest = "docker.io", name
+	}
+	if domain == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	return domain + "/" + rest + suffix
+}

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+)
+
+// AdmissionScope is an Admission step that acts only on some requests.
+// The server asks it before it reads and copies the stored object for a
+// delete or a binding, which most requests then skip. A step without it
+// is asked to Admit every write.
+type AdmissionScope interface {
+	Admission
+	// Applies reports whether the step acts on op by id on resource r.
+	Applies(op string, id *auth.Identity, r *api.Resource) bool
+}
+
+// builtinAdmission is what every server runs before Config.Admission:
+// rules of the spec that no configuration may leave out. These steps only
+// refuse; they never change obj, so validation need not run after them.
+func builtinAdmission() []Admission {
+	return []Admission{podNodeNameAdmission{}, nodeRestrictionAdmission{}}
+}
+
+var (
+	nodesResource       = api.ResourceForKind("Node")
+	replicaSetsResource = api.ResourceForKind("ReplicaSet")
+	deploymentsResource = api.ResourceForKind("Deployment")
+	daemonSetsResource  = api.ResourceForKind("DaemonSet")
+)
+
+// podNodeNameAdmission is the first half of ADM-1: only users allowed to
+// create pods/binding may place a pod on a node by naming it in
+// spec.nodeName, which skips the scheduler and with it taints and node
+// selectors. A workload's pod template is held to the same rule, else a
+// Deployment would place its pods where its author may not.
+type podNodeNameAdmission struct{}
+
+func (podNodeNameAdmission) Applies(op string, _ *auth.Identity, r *api.Resource) bool {
+	switch r {
+	case podsResource:
+		// An update cannot change spec.nodeName (validation), a binding
+		// is authorized as pods/binding already.
+		return op == OpCreate
+	case replicaSetsResource, deploymentsResource, daemonSetsResource:
+		return op == OpCreate || op == OpUpdate
+	}
+	return false
+}
+
+func (podNodeNameAdmission) Admit(_ context.Context, op string, id *auth.Identity, obj, old api.Object) error {
+	if op != OpCreate && op != OpUpdate {
+		return nil
+	}
+	var node, oldNode, field string
+	switch o := obj.(type) {
+	case *api.Pod:
+		if op != OpCreate {
+			return nil
+		}
+		node, field = o.Spec.NodeName, "spec.nodeName"
+	case *api.ReplicaSet:
+		node, field = o.Spec.Template.Spec.NodeName, "spec.template.spec.nodeName"
+		if o, ok := old.(*api.ReplicaSet); ok {
+			oldNode = o.Spec.Template.Spec.NodeName
+		}
+	case *api.Deployment:
+		node, field = o.Spec.Template.Spec.NodeName, "spec.template.spec.nodeName"
+		if o, ok := old.(*api.Deployment); ok {
+			oldNode = o.Spec.Template.Spec.NodeName
+		}
+	case *api.DaemonSet:
+		node, field = o.Spec.Template.Spec.NodeName, "spec.template.spec.nodeName"
+		if o, ok := old.(*api.DaemonSet); ok {
+			oldNode = o.Spec.Template.Spec.NodeName
+		}
+	default:
+		return nil
+	}
+	// An update that keeps the node an administrator set (a developer
+	// scaling that Deployment) places nothing new.
+	if node == "" || node == oldNode {
+		return nil
+	}
+	m := obj.GetObjectMeta()
+	req := auth.Request{Verb: auth.VerbCreate, Resource: "pods", Subresource: auth.SubresourceBinding, Namespace: m.Namespace, Name: m.Name}
+	if auth.Can(id, req, nil) {
+		return nil
+	}
+	return api.NewForbidden(fmt.Sprintf("%s %q is forbidden: %s may only be set by users with the pods/binding permission (user %q in namespace %q)",
+		api.ResourceOf(obj).Plural, m.Name, field, userName(id), m.Namespace))
+}
+
+// nodeRestrictionAdmission limits what a node's own identity may do to its
+// Node object. It registers itself with any labels and taints and keeps
+// its status up to date, but the scheduling controls on the object are the
+// administrator's: a node that could drop its taints, clear unschedulable
+// or give itself a label pods select on would pull in pods meant for
+// other nodes.
+type nodeRestrictionAdmission struct{}
+
+func (nodeRestrictionAdmission) Applies(op string, id *auth.Identity, r *api.Resource) bool {
+	return r == nodesResource && isNode(id) && (op == OpUpdate || op == OpDelete)
+}
+
+func (nodeRestrictionAdmission) Admit(_ context.Context, op string, id *auth.Identity, obj, old api.Object) error {
+	if !isNode(id) {
+		return nil
+	}
+	switch op {
+	case OpDelete:
+		n, ok := old.(*api.Node)
+		if !ok {
+			return nil
+		}
+		return nodeForbidden(n.Name, fmt.Sprintf("node %q may not delete its Node object", id.NodeName),
+			"a node's removal is an administrator's decision")
+	case OpUpdate:
+		n, ok := obj.(*api.Node)
+		o, okOld := old.(*api.Node)
+		if !ok || !okOld {
+			return nil
+		}
+		if !taintsEqual(n.Spec.Taints, o.Spec.Taints) {
+			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change spec.taints", id.NodeName), nodeRestrictionRule)
+		}
+		if n.Spec.Unschedulable != o.Spec.Unschedulable {
+			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change spec.unschedulable", id.NodeName), nodeRestrictionRule)
+		}
+		if key, changed := changedLabel(n.Labels, o.Labels); changed {
+			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change label %q", id.NodeName, key), nodeRestrictionRule)
+		}
+	}
+	return nil
+}
+
+// nodeRestrictionRule is what a refusal tells the node's operator.
+const nodeRestrictionRule = "after registering, a node may change its status and only the kubelet's own labels " +
+	"(kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch, node.kubernetes.io/instance-type, " +
+	"topology.kubernetes.io/region, topology.kubernetes.io/zone, beta.kubernetes.io/*, failure-domain.beta.kubernetes.io/*); " +
+	"taints, unschedulable and other labels are set by an administrator"
+
+func nodeForbidden(name, what, rule string) error {
+	return api.NewForbidden(fmt.Sprintf("nodes %q is forbidden: NodeRestriction: %s: %s", name, what, rule))
+}
+
+// isNode reports whether id is a node's own identity.
+func isNode(id *auth.Identity) bool {
+	return id != nil && id.Role == api.RoleNode && id.NodeName != ""
+}
+
+func userName(id *auth.Identity) string {
+	if id == nil {
+		return "system:anonymous"
+	}
+	return id.Name
+}
+
+// changedLabel returns a label that was added, removed or changed and
+// that a node may not touch.
+func changedLabel(now, before map[string]string) (string, bool) {
+	for k, v := range now {
+		if old, ok := before[k]; (!ok || old != v) && !nodeMayLabel(k) {
+			return k, true
+		}
+	}
+	for k := range before {
+		if _, ok := now[k]; !ok && !nodeMayLabel(k) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// nodeMayLabel reports whether a node may set label key on itself: the
+// labels a kubelet derives from its host and cloud.
+func nodeMayLabel(key string) bool {
+	switch key {
+	case "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+		"node.kubernetes.io/instance-type",
+		"topology.kubernetes.io/region", "topology.kubernetes.io/zone":
+		return true
+	}
+	return strings.HasPrefix(key, "beta.kubernetes.io/") || strings.HasPrefix(key, "failure-domain.beta.kubernetes.io/")
+}
+
+// taintsEqual reports whether two taint lists are the same, in order.
+func taintsEqual(a, b []api.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Key != y.Key || x.Value != y.Value || x.Effect != y.Effect || (x.TimeAdded == nil) != (y.TimeAdded == nil) {
+			return false
+		}
+		if x.TimeAdded != nil && !x.TimeAdded.Equal(y.TimeAdded.Time) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/pki"
+)
+
+// TestStalledBodyIsCutOff: a client that announces a body and stops
+// sending it gets a 400 once bodyReadTimeout passed, over HTTP/1.1 (a read
+// deadline on the connection) and HTTP/2 (a timer that closes the body),
+// instead of holding the handler for as long as it likes.
+func TestStalledBodyIsCutOff(t *testing.T) {
+	old := bodyReadTimeout
+	bodyReadTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { bodyReadTimeout = old }) // after the server's Close
+	s := startServer(t, testConfig(t))
+	for _, tt := range []struct {
+		name  string
+		http2 bool
+	}{{"HTTP/1.1", false}, {"HTTP/2", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			tlsCfg, err := pki.ClientTLSConfig(s.CA().CertPEM())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: tt.http2}
+			defer tr.CloseIdleConnections()
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stop := context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
+			defer stop()
+			req, err := http.NewRequestWithContext(ctx, "POST", s.URL()+"/api/v1/namespaces/default/pods", pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = 1000
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+s.AdminConfig().Token)
+			go func() { _, _ = pw.Write([]byte(`{"metadata":`)) }() // then nothing more
+			start := time.Now()
+			resp, err := (&http.Client{Transport: tr}).Do(req)
+			if err != nil {
+				t.Fatalf("the server did not answer a stalled body: %v", err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.ProtoMajor != map[bool]int{false: 1, true: 2}[tt.http2] {
+				t.Fatalf("spoke %s, want %s", resp.Proto, tt.name)
+			}
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "reading the request body") ||
+				!strings.Contains(string(body), "i/o timeout") {
+				t.Fatalf("stalled body: %d %s, want 400 saying the body timed out", resp.StatusCode, body)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the stalled body was cut off after %v", d)
+			}
+		})
+	}
+}

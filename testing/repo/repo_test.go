@@ -1,0 +1,112 @@
+package repo
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Doc        string
+	Name       string
+	Deps       []string
+	Imports    []string
+}
+
+func goList(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// Every package says what it holds (STYLE: package docs everywhere).
+func TestEveryPackageHasADocComment(t *testing.T) {
+	for _, p := range goList(t, "github.com/outpost-edge/outpost/...") {
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("package %s has no package comment (add a doc.go)", p.ImportPath)
+		}
+	}
+}
+
+// The binary links only the dependencies chosen for the job; a new one
+// must be added here on purpose, with the reason in the commit.
+func TestBinaryDependencies(t *testing.T) {
+	allowed := []string{
+		"github.com/outpost-edge/outpost/",
+		"github.com/hashicorp/raft",
+		"github.com/hashicorp/go-hclog",
+		"github.com/hashicorp/go-metrics", // raft's metrics
+		"github.com/hashicorp/go-msgpack", // raft's wire format
+		"github.com/hashicorp/go-immutable-radix",
+		"github.com/hashicorp/golang-lru",
+		"github.com/armon/go-metrics",
+		"go.etcd.io/bbolt",
+		"github.com/spf13/cobra",
+		"github.com/spf13/pflag",
+		"github.com/inconshreveable/mousetrap",
+		"github.com/prometheus/",
+		"github.com/beorn7/perks",
+		"github.com/cespare/xxhash",
+		"github.com/munnerz/goautoneg",
+		"google.golang.org/protobuf", // prometheus' exposition format
+		"sigs.k8s.io/yaml",
+		"go.yaml.in/yaml",
+		"github.com/fatih/color", // hclog
+		"github.com/mattn/go-colorable",
+		"github.com/mattn/go-isatty",
+		"golang.org/x/sys",
+	}
+	ps := goList(t, "github.com/outpost-edge/outpost/cmd/outpost")
+	if len(ps) != 1 {
+		t.Fatalf("go list returned %d packages", len(ps))
+	}
+	for _, d := range ps[0].Deps {
+		first, _, _ := strings.Cut(d, "/")
+		if !strings.Contains(first, ".") {
+			continue // standard library
+		}
+		ok := false
+		for _, a := range allowed {
+			if strings.HasPrefix(d, a) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			t.Errorf("outpost links %s, which is not among the chosen dependencies", d)
+		}
+		if strings.HasPrefix(d, "github.com/outpost-edge/outpost/testing/") {
+			t.Errorf("outpost links test harness package %s", d)
+		}
+	}
+}
+
+// No package of the binary imports the standard library's testing
+// packages; hashicorp/raft does (its testing.go), which we cannot change.
+func TestBinaryDoesNotImportTesting(t *testing.T) {
+	for _, p := range goList(t, "-deps", "github.com/outpost-edge/outpost/cmd/outpost") {
+		if p.ImportPath == "github.com/hashicorp/raft" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "testing" || strings.HasPrefix(imp, "testing/") || strings.HasPrefix(imp, "github.com/outpost-edge/outpost/testing") {
+				t.Errorf("%s imports %s into the outpost binary", p.ImportPath, imp)
+			}
+		}
+	}
+}
