@@ -295,3 +295,35 @@ func BenchmarkGetLog1KiB(b *testing.B) {
 		i++
 	}
 }
+
+// A compaction larger than one delete chunk removes the whole range, and
+// appends can run between its chunks.
+func TestBoltStoreDeleteRangeInChunks(t *testing.T) {
+	s, _ := openTestStore(t)
+	total := uint64(3*deleteChunk + 17)
+	var logs []*raft.Log
+	for i := uint64(1); i <= total; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Data: []byte("x")})
+	}
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.DeleteRange(1, total-10) }()
+	// An append while the compaction runs must not wait for all of it.
+	if err := s.StoreLogs([]*raft.Log{{Index: total + 1, Term: 1, Data: []byte("y")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f, _ := s.FirstIndex()
+	l, _ := s.LastIndex()
+	if f != total-9 || l != total+1 {
+		t.Fatalf("bounds %d-%d, want %d-%d", f, l, total-9, total+1)
+	}
+	var got raft.Log
+	if err := s.GetLog(total-10, &got); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(%d) after compaction: %v", total-10, err)
+	}
+}
