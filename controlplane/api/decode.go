@@ -338,18 +338,24 @@ func (w *walker) leaf(t reflect.Type) error {
 	return nil
 }
 
-func (w *walker) object(t reflect.Type, sf *structFields) error {
+// open reads the token that starts an object or array and reports
+// whether it was delim, so that there are members to walk: null has none,
+// and any other value is a type error, skipped.
+func (w *walker) open(delim json.Delim, want string) (bool, error) {
 	tok, err := w.dec.Token()
-	if err != nil {
-		return err
+	if err != nil || tok == nil {
+		return false, err
 	}
-	switch tok {
-	case nil:
-		return nil
-	case json.Delim('{'):
-	default:
-		w.typeError("an object", tok)
-		return w.skipOpened(tok)
+	if tok == delim {
+		return true, nil
+	}
+	w.typeError(want, tok)
+	return false, w.skipOpened(tok)
+}
+
+func (w *walker) object(t reflect.Type, sf *structFields) error {
+	if ok, err := w.open('{', "an object"); !ok {
+		return err
 	}
 	for w.dec.More() {
 		kt, err := w.dec.Token()
@@ -381,22 +387,13 @@ func (w *walker) object(t reflect.Type, sf *structFields) error {
 			return err
 		}
 	}
-	_, err = w.dec.Token() // '}'
+	_, err := w.dec.Token() // '}'
 	return err
 }
 
 func (w *walker) array(t reflect.Type) error {
-	tok, err := w.dec.Token()
-	if err != nil {
+	if ok, err := w.open('[', "an array"); !ok {
 		return err
-	}
-	switch tok {
-	case nil:
-		return nil
-	case json.Delim('['):
-	default:
-		w.typeError("an array", tok)
-		return w.skipOpened(tok)
 	}
 	for i := 0; w.dec.More(); i++ {
 		n := w.pushIndex(i)
@@ -406,7 +403,7 @@ func (w *walker) array(t reflect.Type) error {
 			return err
 		}
 	}
-	_, err = w.dec.Token() // ']'
+	_, err := w.dec.Token() // ']'
 	return err
 }
 

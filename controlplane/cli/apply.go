@@ -45,39 +45,13 @@ func newApplyCommand(o *options) *cobra.Command {
   cat web.yaml | outpost apply -f -`,
 		Args: exactArgs(0, "no arguments; name the manifests with -f"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(ff.files) == 0 {
-				return usagef("must specify one of -f")
-			}
-			ms, errs, err := readObjects(ff, cmd.InOrStdin(), "apply")
-			if err != nil {
-				return err
-			}
-			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			for _, err := range errs {
-				fmt.Fprintln(stderr, FormatError(err))
-			}
-			failed := len(errs) > 0
-			if len(ms) == 0 {
-				return errReported
-			}
-			cl, err := o.client(cmd)
-			if err != nil {
-				return err
-			}
-			for i := range ms {
-				m := &ms[i]
-				res, err := applyManifest(cmd.Context(), cl, m, o.namespace)
+			return runManifests(cmd, o, ff, "apply", func(ctx context.Context, cl *client.Client, m *manifest) (string, error) {
+				res, err := applyManifest(ctx, cl, m, o.namespace)
 				if err != nil {
-					fmt.Fprintln(stderr, FormatError(fmt.Errorf("error when applying %s from %q: %w", m.ref(), m.source, err)))
-					failed = true
-					continue
+					return "", fmt.Errorf("error when applying %s from %q: %w", m.ref(), m.source, err)
 				}
-				fmt.Fprintf(stdout, "%s %s\n", m.ref(), res)
-			}
-			if failed {
-				return errReported
-			}
-			return nil
+				return m.ref() + " " + res, nil
+			})
 		},
 	}
 	addFileFlags(cmd, &ff, "the manifests to apply")
@@ -87,6 +61,45 @@ func newApplyCommand(o *options) *cobra.Command {
 func addFileFlags(cmd *cobra.Command, ff *fileFlags, what string) {
 	cmd.Flags().StringArrayVarP(&ff.files, "filename", "f", nil, what+": files, directories, or - for stdin (repeatable)")
 	cmd.Flags().BoolVarP(&ff.recursive, "recursive", "R", false, "descend into subdirectories of directories given with -f")
+}
+
+// runManifests is the body of the -f verbs: it reads the manifests, runs
+// each on every one read and prints the line each returns, and goes on
+// past a bad file or a failed object so that one mistake does not hide
+// the others; any failure makes the exit status non-zero.
+func runManifests(cmd *cobra.Command, o *options, ff fileFlags, verb string, each func(ctx context.Context, cl *client.Client, m *manifest) (string, error)) error {
+	if len(ff.files) == 0 {
+		return usagef("must specify one of -f")
+	}
+	ms, errs, err := readObjects(ff, cmd.InOrStdin(), verb)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	for _, err := range errs {
+		fmt.Fprintln(stderr, FormatError(err))
+	}
+	failed := len(errs) > 0
+	if len(ms) == 0 {
+		return errReported
+	}
+	cl, err := o.client(cmd)
+	if err != nil {
+		return err
+	}
+	for i := range ms {
+		line, err := each(cmd.Context(), cl, &ms[i])
+		if err != nil {
+			fmt.Fprintln(stderr, FormatError(err))
+			failed = true
+			continue
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	if failed {
+		return errReported
+	}
+	return nil
 }
 
 // applyManifest creates m's object or updates it to match m, retrying when

@@ -23,39 +23,13 @@ func newCreateCommand(o *options) *cobra.Command {
   outpost create namespace edge`,
 		Args: exactArgs(0, "no arguments; name the manifests with -f, or use a subcommand such as `create namespace NAME`"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(ff.files) == 0 {
-				return usagef("must specify one of -f")
-			}
-			ms, errs, err := readObjects(ff, cmd.InOrStdin(), "create")
-			if err != nil {
-				return err
-			}
-			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			for _, err := range errs {
-				fmt.Fprintln(stderr, FormatError(err))
-			}
-			failed := len(errs) > 0
-			if len(ms) == 0 {
-				return errReported
-			}
-			cl, err := o.client(cmd)
-			if err != nil {
-				return err
-			}
-			for i := range ms {
-				m := &ms[i]
-				name, err := createManifest(cmd.Context(), cl, m, o.namespace)
+			return runManifests(cmd, o, ff, "create", func(ctx context.Context, cl *client.Client, m *manifest) (string, error) {
+				name, err := createManifest(ctx, cl, m, o.namespace)
 				if err != nil {
-					fmt.Fprintln(stderr, FormatError(fmt.Errorf("error when creating %q: %w", m.source, err)))
-					failed = true
-					continue
+					return "", fmt.Errorf("error when creating %q: %w", m.source, err)
 				}
-				fmt.Fprintf(stdout, "%s created\n", refName(m.r, name))
-			}
-			if failed {
-				return errReported
-			}
-			return nil
+				return refName(m.r, name) + " created", nil
+			})
 		},
 	}
 	addFileFlags(cmd, &ff, "the manifests to create")

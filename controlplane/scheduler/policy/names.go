@@ -143,16 +143,22 @@ func init() {
 // PredicateInfo returns what is known about a predicate type or name
 // (aliases resolved).
 func PredicateInfo(name string) (*Info, bool) {
-	if c, ok := predicateAliases[name]; ok {
-		name = c
-	}
-	i, ok := predicateInfo[name]
-	return i, ok
+	return lookupInfo(name, predicateInfo, predicateAliases)
 }
 
 // PriorityInfo returns what is known about a priority type.
 func PriorityInfo(name string) (*Info, bool) {
 	i, ok := priorityInfo[name]
+	return i, ok
+}
+
+// lookupInfo returns known's entry for name, or for the name it is an
+// alias of.
+func lookupInfo(name string, known map[string]*Info, aliases map[string]string) (*Info, bool) {
+	if c, ok := aliases[name]; ok {
+		name = c
+	}
+	i, ok := known[name]
 	return i, ok
 }
 

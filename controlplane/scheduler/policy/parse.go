@@ -445,18 +445,7 @@ func validatePredicate(pr *Predicate, p *api.Path, names map[string]bool) api.Er
 	names[pr.Name] = true
 	a := pr.Argument
 	if a == nil {
-		info, ok := PredicateInfo(pr.Name)
-		switch {
-		case ok && isConfigurableType(info.Type):
-			errs = append(errs, api.Required(p.Child("argument"), fmt.Sprintf("%s is configurable: give argument.%s", pr.Name, pr.Name)))
-		case !ok:
-			detail := "unknown predicate"
-			if s := suggest(pr.Name, predicateInfo, predicateAliases); s != "" {
-				detail += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			errs = append(errs, api.Invalid(np, pr.Name, detail))
-		}
-		return errs
+		return withoutArgument(errs, p, pr.Name, "predicate", predicateInfo, predicateAliases)
 	}
 	ap := p.Child("argument")
 	set := 0
@@ -482,6 +471,25 @@ func validatePredicate(pr *Predicate, p *api.Path, names map[string]bool) api.Er
 	return errs
 }
 
+// withoutArgument appends to errs what is wrong with a predicate or
+// priority (kind) named without an argument: a built-in needs none, but a
+// configurable type cannot run without one and an unknown name is an
+// error, with a hint when it differs from a known one only in case.
+func withoutArgument(errs api.ErrorList, p *api.Path, name, kind string, known map[string]*Info, aliases map[string]string) api.ErrorList {
+	info, ok := lookupInfo(name, known, aliases)
+	switch {
+	case ok && isConfigurableType(info.Type):
+		errs = append(errs, api.Required(p.Child("argument"), fmt.Sprintf("%s is configurable: give argument.%s", name, name)))
+	case !ok:
+		detail := "unknown " + kind
+		if s := suggest(name, known, aliases); s != "" {
+			detail += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		errs = append(errs, api.Invalid(p.Child("name"), name, detail))
+	}
+	return errs
+}
+
 func validatePriority(pr *Priority, p *api.Path, names map[string]bool) api.ErrorList {
 	var errs api.ErrorList
 	np := p.Child("name")
@@ -499,18 +507,7 @@ func validatePriority(pr *Priority, p *api.Path, names map[string]bool) api.Erro
 	}
 	a := pr.Argument
 	if a == nil {
-		info, ok := PriorityInfo(pr.Name)
-		switch {
-		case ok && isConfigurableType(info.Type):
-			errs = append(errs, api.Required(p.Child("argument"), fmt.Sprintf("%s is configurable: give argument.%s", pr.Name, pr.Name)))
-		case !ok:
-			detail := "unknown priority"
-			if s := suggest(pr.Name, priorityInfo, nil); s != "" {
-				detail += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			errs = append(errs, api.Invalid(np, pr.Name, detail))
-		}
-		return errs
+		return withoutArgument(errs, p, pr.Name, "priority", priorityInfo, nil)
 	}
 	ap := p.Child("argument")
 	set := 0
