@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,11 @@ func New(t testing.TB, opts Options) *Cluster {
 		opts.Servers = 3
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+		tw := &testWriter{t: t}
+		// Registered before c.Close, so it runs after it: a goroutine that
+		// logs once the test is over must not call t.Log (that panics).
+		t.Cleanup(func() { tw.done.Store(true) })
+		opts.Logger = slog.New(slog.NewTextHandler(tw, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
@@ -262,10 +267,16 @@ func (n *Network) isIsolated(id string) bool {
 	return n.isolated[id]
 }
 
-// testWriter sends log lines to t.Log.
-type testWriter struct{ t testing.TB }
+// testWriter sends log lines to t.Log until the test has ended.
+type testWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
+func (w *testWriter) Write(p []byte) (int, error) {
+	if w.done.Load() {
+		return len(p), nil
+	}
 	w.t.Log(string(p))
 	return len(p), nil
 }

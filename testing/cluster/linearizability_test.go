@@ -91,7 +91,11 @@ func nemesis(ctx context.Context, t *testing.T, c *Cluster) func() []string {
 				case <-ctx.Done():
 				case <-time.After(time.Second):
 				}
-				c.Restart(l)
+				// Not c.Restart: t.Fatal may not run outside the test goroutine.
+				if err := c.start(l, 0); err != nil {
+					t.Errorf("nemesis: restart %s: %v", l.ID, err)
+					return
+				}
 			case 1:
 				run := c.Running()
 				m := run[rng.IntN(len(run))]
