@@ -19,6 +19,11 @@ for _ in $(seq 1 150); do
 	fi
 	sleep 0.2
 done
+# Simulated nodes stand in for agents until `outpost agent` exists: they
+# register, heartbeat and mark the pods bound to them Running.
+"$BIN" sim agents -f examples/sim/nodes.yaml &
+simpid=$!
+trap 'kill "$simpid" "$pid" 2>/dev/null; wait "$simpid" "$pid" 2>/dev/null || true' INT TERM EXIT
 "$BIN" apply -f examples/
 
 cat <<MSG
@@ -27,11 +32,16 @@ outpost dev is running (API https://127.0.0.1:6443, data in $DATA).
 The admin config is in ~/.config/outpost/config. In another shell:
 
   $BIN get namespaces
+  $BIN get nodes
   $BIN get pods -o wide
   $BIN describe pod hello-pod
+  $BIN rollout status deployment/hello
+  $BIN adm taint nodes us-a dedicated=db:NoSchedule
+  $BIN sim silence eu-a
   $BIN adm raft list-peers
 
-Pods stay Pending until the scheduler and the agent arrive. Ctrl-C stops it;
-run 'make run' again and every object is still there.
+The nodes are simulated ('outpost sim agents', examples/sim/nodes.yaml): they
+mark pods Running without starting containers until 'outpost agent' exists.
+Ctrl-C stops it; run 'make run' again and every object is still there.
 MSG
 wait "$pid"

@@ -9,13 +9,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/outpost-edge/outpost/agent/sim"
 	"github.com/outpost-edge/outpost/controlplane/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRootCommand()
-	root.AddCommand(newServerCommand(), newDevCommand())
+	root.AddCommand(newServerCommand(), newDevCommand(), sim.Command())
 	addAdmCommands(root)
 	code := cli.Execute(ctx, root)
 	stop()

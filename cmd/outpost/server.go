@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/outpost-edge/outpost/controlplane/admission"
+	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/controlplane/server"
 )
@@ -42,9 +47,13 @@ func (l *logFlags) logger() (*slog.Logger, error) {
 
 func newServerCommand() *cobra.Command {
 	var (
-		cfg  server.Config
-		join string
-		logs logFlags
+		cfg   server.Config
+		join  string
+		logs  logFlags
+		sched schedulerFlags
+		// configFile is the master-config-shaped file of the admission
+		// plugins (ADM-1, ADM-2).
+		configFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -75,6 +84,15 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if cfg.DataDir == "" {
 				return fmt.Errorf("--data-dir is required")
 			}
+			if err := sched.apply(&cfg); err != nil {
+				return err
+			}
+			if configFile != "" {
+				if cfg.AdmissionConfig, err = admission.LoadConfig(configFile); err != nil {
+					return fmt.Errorf("--config: %w", err)
+				}
+			}
+			cfg.Reload = reloadOnHangup(cmd.Context())
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
@@ -93,14 +111,17 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept")
 	f.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks whether to snapshot (0: 2m)")
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
+	f.StringVar(&configFile, "config", "", "server config file: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist) and PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists), as OpenShift's master config writes them")
+	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
 }
 
 func newDevCommand() *cobra.Command {
 	var (
-		cfg  server.Config
-		logs logFlags
+		cfg   server.Config
+		logs  logFlags
+		sched schedulerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -123,6 +144,10 @@ every object is still there. The admin config is written to
 			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 				return fmt.Errorf("data dir: %w", err)
 			}
+			if err := sched.apply(&cfg); err != nil {
+				return err
+			}
+			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			return server.Run(cmd.Context(), cfg)
 		},
@@ -134,6 +159,7 @@ every object is still there. The admin config is written to
 	f.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:6444", "address raft listens on")
 	f.StringVar(&cfg.AdminConfigPath, "admin-config", "", "where to write the admin client config (default ~/.config/outpost/config)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP, no TLS")
+	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
 }
@@ -145,5 +171,64 @@ func splitList(s string) []string {
 			out = append(out, p)
 		}
 	}
+	return out
+}
+
+// schedulerFlags are the scheduler settings of server and dev (SCH-2,
+// SCH-12).
+type schedulerFlags struct {
+	policy string
+	named  []string
+	none   bool
+}
+
+func (s *schedulerFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&s.policy, "scheduler-policy", "", "policy file (kind: Policy, JSON or YAML) of default-scheduler; replaces the default policy. SIGHUP re-reads it; a bad file keeps the last good policy")
+	f.StringArrayVar(&s.named, "scheduler", nil, "run another scheduler: NAME=POLICYFILE (or NAME alone for the default policy); pods choose it with spec.schedulerName; repeatable")
+	f.BoolVar(&s.none, "no-default-scheduler", false, "do not run default-scheduler (an outside program binds pods through the API)")
+}
+
+func (s *schedulerFlags) apply(cfg *server.Config) error {
+	m := map[string]string{}
+	if !s.none {
+		m[api.DefaultSchedulerName] = s.policy
+	} else if s.policy != "" {
+		return fmt.Errorf("--scheduler-policy is for default-scheduler, which --no-default-scheduler switches off")
+	}
+	for _, v := range s.named {
+		name, file, _ := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return fmt.Errorf("--scheduler %q: want NAME=POLICYFILE", v)
+		}
+		if _, dup := m[name]; dup {
+			return fmt.Errorf("--scheduler %q: scheduler %q is already configured", v, name)
+		}
+		m[name] = strings.TrimSpace(file)
+	}
+	cfg.Schedulers = m
+	return nil
+}
+
+// reloadOnHangup turns SIGHUP into reload requests until ctx ends.
+func reloadOnHangup(ctx context.Context) <-chan struct{} {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	out := make(chan struct{}, 1)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
 	return out
 }

@@ -556,8 +556,9 @@ func nodeRequirementMatches(e *NodeSelectorRequirement, v string, present bool) 
 	return false, fmt.Errorf("%q is not a valid node selector operator", e.Operator)
 }
 
-// labelsString renders labels as "k=v,k2=v2", sorted by key, for messages.
-func labelsString(labels map[string]string) string {
+// FormatLabels renders labels as "k=v,k2=v2", sorted by key, the form
+// administrators write, for messages.
+func FormatLabels(labels map[string]string) string {
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k)

@@ -507,7 +507,7 @@ func validateWorkload(sel *LabelSelector, tmpl *PodTemplateSpec, kind string) Er
 	errs = append(errs, validateAnnotations(tmpl.Annotations, tp.Child("metadata", "annotations"))...)
 	if sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
 		if s, err := SelectorFromLabelSelector(sel); err == nil && !s.Matches(tmpl.Labels) {
-			errs = append(errs, Invalid(tp.Child("metadata", "labels"), labelsString(tmpl.Labels), "`selector` does not match template `labels`"))
+			errs = append(errs, Invalid(tp.Child("metadata", "labels"), FormatLabels(tmpl.Labels), "`selector` does not match template `labels`"))
 		}
 	}
 	errs = append(errs, ValidatePodSpec(&tmpl.Spec, tp.Child("spec"))...)

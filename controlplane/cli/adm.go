@@ -20,9 +20,10 @@ import (
 func newAdmCommand(o *options) *cobra.Command {
 	adm := &cobra.Command{
 		Use:   "adm",
-		Short: "Cluster administration: tokens, raft membership",
+		Short: "Cluster administration: tokens, raft membership, node placement, scheduler policies",
 	}
-	adm.AddCommand(newTokenCommand(o), newRaftCommand(o))
+	adm.AddCommand(newTokenCommand(o), newRaftCommand(o), newTaintCommand(o),
+		newCordonCommand(o, true), newCordonCommand(o, false), newSchedulerCommand())
 	return adm
 }
 

@@ -369,14 +369,7 @@ func (d *describer) pod(p *api.Pod) {
 	}
 	d.section(0, "Containers")
 	d.containers(p.Spec.Containers, p.Status.ContainerStatuses)
-	if len(p.Status.Conditions) > 0 {
-		d.section(0, "Conditions")
-		rows := [][]string{{"Type", "Status"}}
-		for _, c := range p.Status.Conditions {
-			rows = append(rows, []string{c.Type, c.Status})
-		}
-		d.table(1, rows)
-	}
+	d.podConditions(p.Status.Conditions)
 	if len(p.Spec.Volumes) > 0 {
 		d.section(0, "Volumes")
 		for _, v := range p.Spec.Volumes {
@@ -398,6 +391,33 @@ func (d *describer) pod(p *api.Pod) {
 	d.line(0, "QoS Class", orNone(p.Status.QOSClass))
 	d.mapLines(0, "Node-Selectors", p.Spec.NodeSelector, "=")
 	d.tolerations(p.Spec.Tolerations)
+}
+
+// podConditions writes the pod's conditions as kubectl does (Type and
+// Status), with Reason and Message columns when a condition has them: a
+// pod the scheduler could not place says why there (PodScheduled False
+// Unschedulable, "0/5 nodes are available: ...", SPEC SCH-13).
+func (d *describer) podConditions(cs []api.PodCondition) {
+	if len(cs) == 0 {
+		return
+	}
+	detail := false
+	for _, c := range cs {
+		detail = detail || c.Reason != "" || c.Message != ""
+	}
+	d.section(0, "Conditions")
+	rows := [][]string{{"Type", "Status"}}
+	if detail {
+		rows[0] = append(rows[0], "Reason", "Message")
+	}
+	for _, c := range cs {
+		row := []string{c.Type, c.Status}
+		if detail {
+			row = append(row, orNone(c.Reason), strings.TrimSpace(c.Message))
+		}
+		rows = append(rows, row)
+	}
+	d.table(1, rows)
 }
 
 // containers writes each container with its state from statuses.
@@ -720,6 +740,11 @@ func (d *describer) events(r *api.Resource, m *api.ObjectMeta) {
 		ns = m.Namespace
 	}
 	objs, _, err := d.cl.List(d.ctx, er, ns, client.ListOptions{FieldSelector: sel})
+	if api.ReasonOf(err) == api.ReasonBadRequest {
+		// A server that cannot select events by involvedObject: read
+		// them all and pick here.
+		objs, _, err = d.cl.List(d.ctx, er, ns, client.ListOptions{})
+	}
 	if err != nil {
 		fmt.Fprintf(d.stderr, "Warning: cannot list the events of %s/%s: %v\n", r.Singular, m.Name, err)
 	}

@@ -1,5 +1,6 @@
 // Package cli holds outpost's command-line verbs (get, describe, apply,
-// create, delete, label, annotate, edit, adm, version) as cobra commands,
+// create, delete, label, annotate, edit, scale, rollout, taint, cordon,
+// uncordon, adm, version) as cobra commands,
 // with kubectl's table layouts, messages and error lines, so that people
 // who know Kubernetes need not learn a new tool.
 //

@@ -38,6 +38,13 @@ type fakeAPI struct {
 	conflicts int      // PUTs to refuse with a Conflict before accepting
 	peers     []client.RaftPeer
 	watchHold chan struct{} // closed by the test to end a watch
+	// beforeWatch, when set, runs as a watch starts, before the current
+	// objects are sent: a test changes objects there to stand for a
+	// change that happens while the CLI watches.
+	beforeWatch func()
+	// noFieldSelectors makes lists with a fieldSelector fail as a server
+	// that cannot select by those fields would.
+	noFieldSelectors bool
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
@@ -222,6 +229,13 @@ func (f *fakeAPI) serve(w http.ResponseWriter, req *http.Request) {
 				return
 			}
 			writeJSON(w, 200, obj)
+			return
+		}
+		if q.Get("watch") == "true" && f.beforeWatch != nil {
+			f.beforeWatch()
+		}
+		if f.noFieldSelectors && q.Get("fieldSelector") != "" {
+			writeStatus(w, api.NewBadRequest("field label not supported: "+q.Get("fieldSelector")))
 			return
 		}
 		f.mu.Lock()

@@ -235,17 +235,7 @@ func labelsString(l map[string]string) string {
 	if len(l) == 0 {
 		return none
 	}
-	keys := slices.Sorted(maps.Keys(l))
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(l[k])
-	}
-	return b.String()
+	return api.FormatLabels(l)
 }
 
 func orNone(s string) string {

@@ -30,6 +30,27 @@ var (
 	errParse = errors.New("error parsing")
 	// errNoObjects is a -f whose files hold no object at all.
 	errNoObjects = errors.New("no objects passed to")
+	// errInvalidTaint is a taint argument of `taint` that breaks SPEC
+	// TNT-1; the message names the rule.
+	errInvalidTaint = errors.New("invalid taint spec")
+	// errPrecondition is a --current-replicas of `scale` that does not
+	// hold.
+	errPrecondition = errors.New("precondition failed")
+	// errTimedOut is `rollout status --timeout` running out.
+	errTimedOut = errors.New("timed out waiting for the condition")
+	// errProgressDeadline is a deployment whose controller gave up on the
+	// rollout (condition Progressing, reason ProgressDeadlineExceeded).
+	errProgressDeadline = errors.New("exceeded its progress deadline")
+	// errNoHistory is an undo of a deployment with no earlier revision.
+	errNoHistory = errors.New("no rollout history found")
+	// errNoRevision is an undo or history --revision naming a revision
+	// no ReplicaSet of the deployment has.
+	errNoRevision = errors.New("unable to find the specified revision")
+	// errPaused is an undo of a paused deployment.
+	errPaused = errors.New("cannot roll back a paused deployment")
+	// errNoStatus is rollout status on a kind or strategy that has no
+	// rollout to follow.
+	errNoStatus = errors.New("rollout status is not available")
 )
 
 // usageError is a mistake in the command line; it is printed with a hint
@@ -96,6 +117,13 @@ func newRootCommand(o *options) *cobra.Command {
 		newLabelCommand(o, labelKind),
 		newLabelCommand(o, annotationKind),
 		newEditCommand(o),
+		newScaleCommand(o),
+		newRolloutCommand(o),
+		// taint, cordon and uncordon live under adm as in oc; kubectl
+		// users find them at the top level.
+		newTaintCommand(o),
+		newCordonCommand(o, true),
+		newCordonCommand(o, false),
 		newAdmCommand(o),
 		newVersionCommand(o),
 	)

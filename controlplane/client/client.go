@@ -128,6 +128,15 @@ func (c *Client) Server() string { return c.base.String() }
 // that return api.Warnings. Set it before the client is shared.
 func (c *Client) SetWarningHandler(fn func(text string)) { c.onWarning = fn }
 
+// WithToken returns a client that sends token instead of c's and shares
+// c's connections, settings and warning handler. Simulated agents and
+// tests act as thousands of identities without a TLS connection each.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
 // Do sends one request and returns the reply body and headers. path is an
 // absolute API path ("/api/v1/namespaces/default/pods"), body is JSON or
 // nil. A reply outside 2xx is returned as an *api.StatusError.

@@ -44,6 +44,10 @@ type Cluster struct {
 	byCtrl     map[string]*podList
 	services   map[string]map[string]*serviceInfo
 	imageNodes map[string]int
+	// labelKeys counts the nodes that have each label key, so that a
+	// score that depends only on a label's presence can tell at once
+	// when every node (or none) has it.
+	labelKeys map[string]int
 	// flagCount counts the nodes with each flag, so that a cycle can skip
 	// a predicate no node can fail.
 	flagCount [numFlags]int
@@ -82,6 +86,7 @@ func NewCluster() *Cluster {
 		byCtrl:     map[string]*podList{},
 		services:   map[string]map[string]*serviceInfo{},
 		imageNodes: map[string]int{},
+		labelKeys:  map[string]int{},
 		groups:     map[string]*podGroup{},
 		groupsByNS: map[string][]*podGroup{},
 		termIndex:  map[string]*termGroup{},
@@ -236,6 +241,7 @@ func (c *Cluster) SetNode(node *api.Node) {
 		if old != nil && len(n.pods.items) > 0 {
 			c.labelsGen++
 		}
+		c.countLabelKeys(n.labels, -1)
 		n.labels = node.Labels
 		if _, ok := node.Labels[LabelHostname]; !ok {
 			n.labels = maps.Clone(node.Labels)
@@ -245,6 +251,7 @@ func (c *Cluster) SetNode(node *api.Node) {
 			n.labels[LabelHostname] = node.Name
 		}
 		n.hostname = n.labels[LabelHostname]
+		c.countLabelKeys(n.labels, 1)
 		if z := zoneKey(n.labels); z != n.zone || old == nil {
 			n.zone = z
 			c.orderDirty = true
@@ -395,6 +402,23 @@ func zoneKey(labels map[string]string) string {
 	return region + ":\x00:" + zone
 }
 
+// countLabelKeys adds d to the count of every key of labels.
+func (c *Cluster) countLabelKeys(labels map[string]string, d int) {
+	for k := range labels {
+		if c.labelKeys[k] += d; c.labelKeys[k] <= 0 {
+			delete(c.labelKeys, k)
+		}
+	}
+}
+
+// nodesWithLabel is how many nodes have the label key.
+func (c *Cluster) nodesWithLabel(key string) int {
+	if key == LabelHostname {
+		return len(c.nodeList) // every node has it, given or implied
+	}
+	return c.labelKeys[key]
+}
+
 // RemoveNode removes a node. Pods still bound to it stay counted until
 // they are removed, under a ghost entry the scheduler never picks.
 func (c *Cluster) RemoveNode(name string) {
@@ -414,6 +438,7 @@ func (c *Cluster) RemoveNode(name string) {
 		}
 	}
 	c.setFlags(n, 0)
+	c.countLabelKeys(n.labels, -1)
 	n.node, n.images, n.labels, n.zone = nil, nil, nil, ""
 	c.orderDirty = true
 	if len(n.pods.items) > 0 {

@@ -99,6 +99,16 @@ func (p *serviceAntiAffinity) prepare(st *State, _ []*NodeInfo) (int64, bool) {
 	if g := st.firstServiceGroup(); g != nil {
 		d.perValue, d.total = g.byValue(p.label), g.total
 	}
+	if d.total == 0 {
+		// No pod of the service is placed: the score is the label's
+		// presence, the same for every node when all or none have it.
+		switch st.c.nodesWithLabel(p.label) {
+		case 0:
+			return 0, false
+		case st.c.NumNodes():
+			return MaxScore, false
+		}
+	}
 	return 0, true
 }
 

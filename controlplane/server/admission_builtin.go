@@ -9,16 +9,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/auth"
 )
 
-// AdmissionScope is an Admission step that acts only on some requests.
-// The server asks it before it reads and copies the stored object for a
-// delete or a binding, which most requests then skip. A step without it
-// is asked to Admit every write.
-type AdmissionScope interface {
-	Admission
-	// Applies reports whether the step acts on op by id on resource r.
-	Applies(op string, id *auth.Identity, r *api.Resource) bool
-}
-
 // builtinAdmission is what every server runs before Config.Admission:
 // rules of the spec that no configuration may leave out. These steps only
 // refuse; they never change obj, so validation need not run after them.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/outpost-edge/outpost/controlplane/admission"
+	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 )
 
@@ -78,11 +80,27 @@ type Config struct {
 	// WatchWindow is how many recent events per resource a watch can
 	// resume from (default: the store's); older resourceVersions get 410.
 	WatchWindow int
+	// AdmissionConfig configures the admission plugins of SPEC ADM-1 and
+	// ADM-2 (PodNodeConstraints, PodNodeSelector), read from the server's
+	// --config file; they run after the built-in steps, before Admission.
+	AdmissionConfig admission.Config
 	// Admission runs, in order, on every create, update and delete after
 	// validation and before the write goes to raft. The server's built-in
 	// steps (ADM-1's spec.nodeName rule, NodeRestriction) always run
 	// before these.
 	Admission []Admission
+	// Schedulers are the named schedulers the leader runs (SPEC SCH-12):
+	// name -> policy file, "" for the seed's default policy. nil runs
+	// "default-scheduler" with the default policy; an empty map runs none
+	// (an outside program schedules through the binding API).
+	Schedulers map[string]string
+	// Reload, when it receives, makes Run read the scheduler policy files
+	// again (outpost server sends SIGHUP here).
+	Reload <-chan struct{}
+	// DisableControllers keeps the workload controllers (ReplicaSet,
+	// Deployment, DaemonSet, garbage collection) off; for tests of the
+	// bare API.
+	DisableControllers bool
 	// Dial, when set, makes every connection this server opens to another
 	// server (raft, and writes forwarded to the leader). Tests use it to
 	// cut links; default: a plain net.Dialer.
@@ -124,6 +142,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AdminConfigPath == "" {
 		c.AdminConfigPath = filepath.Join(c.DataDir, adminConfigFile)
+	}
+	if c.Schedulers == nil {
+		c.Schedulers = map[string]string{api.DefaultSchedulerName: ""}
+	}
+	for name := range c.Schedulers {
+		if msgs := api.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			return c, fmt.Errorf("%w: scheduler name %q: %s", ErrConfig, name, strings.Join(msgs, "; "))
+		}
 	}
 	if c.EventTTL <= 0 {
 		c.EventTTL = DefaultEventTTL

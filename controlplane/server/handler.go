@@ -167,6 +167,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveRaft(w, r, id, segs[4:n])
 			return
 		}
+		if group == raftGroup && segs[3] == "schedulers" {
+			s.serveSchedulers(w, r, id, segs[4:n])
+			return
+		}
 		s.serveResource(w, r, id, group, segs[3:n])
 		return
 	}

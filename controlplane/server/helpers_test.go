@@ -54,9 +54,16 @@ func testConfig(t testing.TB) Config {
 	}
 }
 
-// startServer starts a server and waits until it is ready.
+// startServer starts a server and waits until it is ready. Unless the
+// test asks for them, the leader runs no scheduler and no controllers:
+// these tests check the API's own behaviour, writes included, and the
+// loops' writes would mingle with theirs (testing/scenario covers them).
 func startServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
+	if cfg.Schedulers == nil {
+		cfg.Schedulers = map[string]string{}
+		cfg.DisableControllers = true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s, err := Start(ctx, cfg)

@@ -75,7 +75,8 @@ func (r *running) stop() {
 }
 
 // leaderDuties runs while this server leads: it bootstraps the cluster's
-// fixed objects, then expires old events periodically.
+// fixed objects, runs the schedulers and controllers, and expires old
+// events periodically.
 func (s *Server) leaderDuties(ctx context.Context) {
 	s.log.Info("leading: starting leader duties")
 	defer s.log.Info("leader duties stopped")
@@ -94,6 +95,10 @@ func (s *Server) leaderDuties(ctx context.Context) {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+	// The schedulers and controllers start once the cluster's fixed
+	// objects exist (pods need their namespace).
+	loops := start(ctx, s.runLoops)
+	defer loops.stop()
 	t := time.NewTicker(eventSweepInterval(s.cfg.EventTTL))
 	defer t.Stop()
 	for {

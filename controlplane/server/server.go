@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
@@ -43,6 +44,8 @@ type Server struct {
 	authn *auth.Authenticator
 	// admission is the built-in steps, then Config.Admission.
 	admission []Admission
+	// schedulers are the policies of the schedulers the leader runs.
+	schedulers *schedulerSet
 
 	metrics        *metrics
 	metricsHandler http.Handler
@@ -110,6 +113,20 @@ func (l lookups) PodNodeName(ns, name string) (string, bool) {
 
 var podsResource = api.ResourceForKind("Pod")
 
+// namespace returns the stored namespace name, for admission steps that
+// read its annotations (PodNodeSelector).
+func (l lookups) namespace(name string) (*api.Namespace, error) {
+	obj, _, err := l.st.Get(namespacesResource, "", name)
+	if err != nil {
+		return nil, err
+	}
+	ns, ok := obj.(*api.Namespace)
+	if !ok {
+		return nil, fmt.Errorf("namespace %s is stored as %T", name, obj)
+	}
+	return ns, nil
+}
+
 // Start assembles and starts a server: the cluster CA and this server's
 // certificate, the store, the raft member (which forms or joins the
 // cluster as Config says, so Start may wait for peers until ctx ends), the
@@ -117,6 +134,10 @@ var podsResource = api.ResourceForKind("Pod")
 // the start only; Close stops the server.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	schedulers, err := newSchedulerSet(cfg.Schedulers)
 	if err != nil {
 		return nil, err
 	}
@@ -211,11 +232,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		adminTokenID: adminID,
 		ca:           ca,
 		store:        st,
+		schedulers:   schedulers,
 		node:         node,
 		url:          apiURL,
 		serveErr:     make(chan error, 1),
 		fatal:        fatal,
-		admission:    append(builtinAdmission(), cfg.Admission...),
+		admission:    append(append(builtinAdmission(), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: lookups{st}.namespace})...), cfg.Admission...),
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	fail := func(err error) (*Server, error) {
@@ -328,10 +350,19 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-s.serveErr:
-	case serveErr = <-s.fatal:
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case serveErr = <-s.serveErr:
+			done = true
+		case serveErr = <-s.fatal:
+			done = true
+		case <-cfg.Reload:
+			// Logged by ReloadSchedulers; a bad file keeps the last good
+			// policy and the server goes on.
+			_ = s.ReloadSchedulers()
+		}
 	}
 	return errors.Join(serveErr, s.Close())
 }

@@ -181,17 +181,32 @@ func (s *Server) serveCreate(w *recorder, r *http.Request, id *auth.Identity, rt
 			return
 		}
 	}
+	res, err := s.createObject(r.Context(), id, obj)
+	if err != nil {
+		s.failWrite(w, r, body, err)
+		return
+	}
+	addWarnings(w, warnings)
+	writeRaw(w, http.StatusCreated, res.Raw)
+	s.logWrite(r, id, rt, http.StatusCreated, res)
+}
+
+// createObject creates obj as id: the namespace must exist and not be
+// terminating; uid and creationTimestamp are set here; a generateName is
+// retried with a new suffix when the name is taken. obj is changed
+// (defaults, name) and handed to the store.
+func (s *Server) createObject(ctx context.Context, id *auth.Identity, obj api.Object) (*store.Result, error) {
+	res := api.ResourceOf(obj)
+	m := obj.GetObjectMeta()
 	// The store checks the namespace again when it applies the create;
 	// checking here first keeps a doomed write out of the raft log.
-	if rt.res.Namespaced {
+	if res.Namespaced {
 		nsObj, _, err := s.store.Get(namespacesResource, "", m.Namespace)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		if nsObj.GetObjectMeta().DeletionTimestamp != nil {
-			writeError(w, api.NewForbidden(fmt.Sprintf("%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", rt.res.Plural, m.Name, m.Namespace)))
-			return
+			return nil, api.NewForbidden(fmt.Sprintf("%s %q is forbidden: unable to create new content in namespace %s because it is being terminated", res.Plural, m.Name, m.Namespace))
 		}
 	}
 	generated := m.Name == "" && m.GenerateName != ""
@@ -205,30 +220,24 @@ func (s *Server) serveCreate(w *recorder, r *http.Request, id *auth.Identity, rt
 		if generated {
 			m.Name = m.GenerateName + randomSuffix()
 		}
-		if err := s.checkObject(r.Context(), OpCreate, id, obj, nil); err != nil {
-			writeError(w, err)
-			return
+		if err := s.checkObject(ctx, OpCreate, id, obj, nil); err != nil {
+			return nil, err
 		}
 		// The store's CreateCmd hands obj to this server's Apply, which
 		// then does not decode the command again.
 		cmd, err := s.store.CreateCmd(obj)
 		if err != nil {
-			writeError(w, api.NewInternalError(err))
-			return
+			return nil, api.NewInternalError(err)
 		}
-		res, err := s.apply(r.Context(), cmd)
+		out, err := s.apply(ctx, cmd)
 		s.store.Release(cmd)
 		if err != nil {
 			if generated && api.IsAlreadyExists(err) && attempt < maxWriteAttempts {
 				continue
 			}
-			s.failWrite(w, r, body, err)
-			return
+			return nil, err
 		}
-		addWarnings(w, warnings)
-		writeRaw(w, http.StatusCreated, res.Raw)
-		s.logWrite(r, id, rt, http.StatusCreated, res)
-		return
+		return out, nil
 	}
 }
 
@@ -314,85 +323,95 @@ func (s *Server) serveUpdate(w *recorder, r *http.Request, id *auth.Identity, rt
 		writeError(w, err)
 		return
 	}
-	op := OpUpdate
-	if rt.sub == subStatus {
-		op = OpUpdateStatus
-	}
 	if tok, ok := obj.(*api.Token); ok {
 		if err := checkToken(id, verbUpdate, tok); err != nil {
 			writeError(w, err)
 			return
 		}
 	}
+	again := func() (api.Object, error) {
+		o := rt.res.New()
+		if _, err := api.DecodeInto(body, o); err != nil {
+			return nil, err
+		}
+		return o, nil
+	}
+	res, err := s.updateObject(r.Context(), id, rt.res, rt.ns, rt.name, rt.sub == subStatus, obj, again)
+	if err != nil {
+		s.failWrite(w, r, body, err)
+		return
+	}
+	addWarnings(w, warnings)
+	writeRaw(w, http.StatusOK, res.Raw)
+	s.logWrite(r, id, rt, http.StatusOK, res)
+}
+
+// updateObject writes obj over the stored res ns/name as id: its status
+// only when status is set, else everything but its status. Without a
+// resourceVersion in obj the client asked for last-writer-wins; the write
+// is still conditional on the version it was validated against, and is
+// tried again (with a fresh object from again) if another write came
+// between.
+func (s *Server) updateObject(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, status bool, obj api.Object, again func() (api.Object, error)) (*store.Result, error) {
+	op := OpUpdate
+	if status {
+		op = OpUpdateStatus
+	}
 	m := obj.GetObjectMeta()
-	// Without a resourceVersion the client asked for last-writer-wins; the
-	// server still applies it conditionally on the version it validated
-	// against, and retries if another write came between.
 	wantRV, wantUID := m.ResourceVersion, m.UID
 	for attempt := 1; ; attempt++ {
-		cur, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
+		cur, raw, err := s.store.Get(res, ns, name)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		cm := cur.GetObjectMeta()
 		if wantRV != "" && wantRV != cm.ResourceVersion {
-			writeError(w, api.NewConflict(rt.res, rt.name, "the object has been modified; please apply your changes to the latest version and try again"))
-			return
+			return nil, api.NewConflict(res, name, "the object has been modified; please apply your changes to the latest version and try again")
 		}
 		if wantUID != "" && wantUID != cm.UID {
-			writeError(w, api.NewConflict(rt.res, rt.name, fmt.Sprintf("Precondition failed: UID in object meta: %s, UID stored: %s", wantUID, cm.UID)))
-			return
+			return nil, api.NewConflict(res, name, fmt.Sprintf("Precondition failed: UID in object meta: %s, UID stored: %s", wantUID, cm.UID))
 		}
-		old, err := copyOf(rt.res, raw)
+		old, err := copyOf(res, raw)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		if attempt > 1 {
-			// The previous attempt changed obj; start again from the body.
-			if _, err := api.DecodeInto(body, obj); err != nil {
-				writeError(w, err)
-				return
+			// The previous attempt changed obj; start again from the request.
+			if obj, err = again(); err != nil {
+				return nil, err
 			}
 			m = obj.GetObjectMeta()
-			m.Namespace, m.Name = old.GetObjectMeta().Namespace, rt.name
+			m.Namespace, m.Name = old.GetObjectMeta().Namespace, name
 		}
-		if rt.sub == subStatus {
+		if status {
 			keepAllButStatus(obj, old)
 		} else {
 			om := old.GetObjectMeta()
 			m.UID, m.CreationTimestamp, m.DeletionTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.DeletionTimestamp, om.Generation
-			if rt.res.HasStatus {
+			if res.HasStatus {
 				keepStatus(obj, old)
 			}
 		}
 		m.ResourceVersion = cm.ResourceVersion
-		if err := s.checkObject(r.Context(), op, id, obj, old); err != nil {
-			writeError(w, err)
-			return
+		if err := s.checkObject(ctx, op, id, obj, old); err != nil {
+			return nil, err
 		}
 		sub := store.SubresourceMain
-		if rt.sub == subStatus {
+		if status {
 			sub = store.SubresourceStatus
 		}
 		cmd, err := store.UpdateCmd(obj, sub)
 		if err != nil {
-			writeError(w, api.NewInternalError(err))
-			return
+			return nil, api.NewInternalError(err)
 		}
-		res, err := s.apply(r.Context(), cmd)
+		out, err := s.apply(ctx, cmd)
 		if err != nil {
 			if wantRV == "" && api.IsConflict(err) && attempt < maxWriteAttempts {
 				continue
 			}
-			s.failWrite(w, r, body, err)
-			return
+			return nil, err
 		}
-		addWarnings(w, warnings)
-		writeRaw(w, http.StatusOK, res.Raw)
-		s.logWrite(r, id, rt, http.StatusOK, res)
-		return
+		return out, nil
 	}
 }
 
@@ -463,23 +482,7 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 		writeError(w, err)
 		return
 	}
-	if s.admits(OpDelete, id, rt.res) {
-		_, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		old, err := copyOf(rt.res, raw)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if err := s.admit(r.Context(), OpDelete, id, nil, old); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	res, err := s.apply(r.Context(), store.DeleteCmd(rt.res, rt.ns, rt.name, pre, time.Now()))
+	res, err := s.deleteObject(r.Context(), id, rt.res, rt.ns, rt.name, pre)
 	if err != nil {
 		s.failWrite(w, r, body, err)
 		return
@@ -491,6 +494,24 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 		writeRaw(w, http.StatusOK, res.Raw)
 	}
 	s.logWrite(r, id, rt, http.StatusOK, res)
+}
+
+// deleteObject deletes res ns/name as id, under pre.
+func (s *Server) deleteObject(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, pre store.Preconditions) (*store.Result, error) {
+	if s.admits(OpDelete, id, res) {
+		_, raw, err := s.store.Get(res, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		old, err := copyOf(res, raw)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.admit(ctx, OpDelete, id, nil, old); err != nil {
+			return nil, err
+		}
+	}
+	return s.apply(ctx, store.DeleteCmd(res, ns, name, pre, time.Now()))
 }
 
 // serveBind assigns a pod to a node: spec.nodeName and the condition
@@ -520,34 +541,12 @@ func (s *Server) serveBind(w *recorder, r *http.Request, id *auth.Identity, rt *
 		return
 	}
 	bind := store.Binding{NodeName: b.Target.Name, UID: b.UID, ResourceVersion: b.ResourceVersion, Now: time.Now()}
-	// What the store would refuse is refused here without a raft entry;
-	// the store checks again on the state the entry meets.
-	cur, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
+	cmd, err := s.bindCmd(r.Context(), id, rt.ns, rt.name, bind)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	pod, ok := cur.(*api.Pod)
-	if !ok {
-		writeError(w, api.NewInternalError(fmt.Errorf("pod %s/%s is stored as %T", rt.ns, rt.name, cur)))
-		return
-	}
-	if err := store.CheckBind(pod, bind); err != nil {
-		writeError(w, err)
-		return
-	}
-	if s.admits(OpBind, id, rt.res) {
-		if err := s.admitBind(r.Context(), id, rt, raw, bind.NodeName); err != nil {
-			writeError(w, err)
-			return
-		}
-		// The admission chain judged this pod: a pod created again under
-		// the same name meanwhile is not bound on its word.
-		if bind.UID == "" {
-			bind.UID = pod.UID
-		}
-	}
-	res, err := s.apply(r.Context(), store.BindCmd(rt.ns, rt.name, bind))
+	res, err := s.apply(r.Context(), cmd)
 	if err != nil {
 		s.failWrite(w, r, body, err)
 		return
@@ -558,15 +557,43 @@ func (s *Server) serveBind(w *recorder, r *http.Request, id *auth.Identity, rt *
 	s.logWrite(r, id, rt, http.StatusCreated, res)
 }
 
+// bindCmd checks a binding of pod ns/name as id and returns its command.
+// What the store would refuse is refused here without a raft entry; the
+// store checks again on the state the entry meets.
+func (s *Server) bindCmd(ctx context.Context, id *auth.Identity, ns, name string, bind store.Binding) ([]byte, error) {
+	cur, raw, err := s.store.Get(podsResource, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := cur.(*api.Pod)
+	if !ok {
+		return nil, api.NewInternalError(fmt.Errorf("pod %s/%s is stored as %T", ns, name, cur))
+	}
+	if err := store.CheckBind(pod, bind); err != nil {
+		return nil, err
+	}
+	if s.admits(OpBind, id, podsResource) {
+		if err := s.admitBind(ctx, id, raw, bind.NodeName); err != nil {
+			return nil, err
+		}
+		// The admission chain judged this pod: a pod created again under
+		// the same name meanwhile is not bound on its word.
+		if bind.UID == "" {
+			bind.UID = pod.UID
+		}
+	}
+	return store.BindCmd(ns, name, bind), nil
+}
+
 // admitBind runs the admission chain on the pod stored as raw, as the
 // binding would leave it. A bind writes only the node: changes the chain
 // makes to the pod are not kept.
-func (s *Server) admitBind(ctx context.Context, id *auth.Identity, rt *route, raw []byte, node string) error {
-	old, err := copyOf(rt.res, raw)
+func (s *Server) admitBind(ctx context.Context, id *auth.Identity, raw []byte, node string) error {
+	old, err := copyOf(podsResource, raw)
 	if err != nil {
 		return err
 	}
-	obj, err := copyOf(rt.res, raw)
+	obj, err := copyOf(podsResource, raw)
 	if err != nil {
 		return err
 	}

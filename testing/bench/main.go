@@ -31,16 +31,32 @@ func main() {
 		bulk     = flag.Int("bulk-pods", 100000, "pods stored for the RSS and restart measurement (0 skips)")
 		gobench  = flag.Bool("go-bench", true, "also run the Go micro-benchmarks")
 		profile  = flag.String("cpuprofile", "", "directory to save a CPU profile of every server per level")
+		sched    = flag.Bool("scheduler", true, "run the scheduler workloads (issue 3)")
+		schedN   = flag.Int("scheduler-nodes", 5000, "nodes in the scheduler workloads")
+		schedX   = flag.Float64("scheduler-scale", 1, "scale the scheduler workloads' pod counts")
+		only     = flag.Bool("scheduler-only", false, "run only the scheduler workloads")
+		schedW   = flag.String("scheduler-workloads", "", "run only the scheduler workloads whose name contains this")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
-	r, err := run(ctx, *bin, *levels, *duration, *bulk)
-	if err != nil {
-		log.Fatal(err)
+	r := &report{started: time.Now(), machine: machineInfo()}
+	if !*only {
+		var err error
+		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
+			log.Fatal(err)
+		}
+		if *gobench {
+			r.goBench = goBenchmarks()
+		}
 	}
-	if *gobench {
-		r.goBench = goBenchmarks()
+	if *sched {
+		res := runSchedulerBench(ctx, *bin, *schedN, *schedX, *schedW)
+		algo := ""
+		if *gobench {
+			algo = schedGoBench()
+		}
+		r.sched = schedMarkdown(res, algo)
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
@@ -71,6 +87,7 @@ type report struct {
 	restartDur time.Duration
 	goBench    string
 	notes      []string
+	sched      string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -82,7 +99,9 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 		return nil, err
 	}
 	defer os.RemoveAll(root)
-	c, err := proc.StartCluster(ctx, bin, root, 3, "--raft-snapshot-interval", "5s")
+	// No scheduler: the pods have no nodes to go to, and its status and
+	// event writes would mingle with the measured ones.
+	c, err := proc.StartCluster(ctx, bin, root, 3, "--raft-snapshot-interval", "5s", "--no-default-scheduler")
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +112,7 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 	}
 	r := &report{started: time.Now(), machine: machineInfo()}
 	r.notes = append(r.notes, fmt.Sprintf("clients send to the leader (%s) over HTTPS with the admin token; fsync on", leader.ID),
-		"servers run with --raft-snapshot-interval 5s, so snapshots and log compaction (every 8,192 entries) happen during the levels, as they do in production",
+		"servers run with --no-default-scheduler (the pods have no nodes; the scheduler section below measures scheduling) and --raft-snapshot-interval 5s, so snapshots and log compaction (every 8,192 entries) happen during the levels, as they do in production",
 		"ops/s is conditional creates (create-if-absent: POST of a new name) of ~1.3 KiB pods; CPU columns are per level from /proc; 'other' is everything else on the machine")
 	if _, _, err := cl.Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bench"}}); err != nil && !api.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace: %w", err)
@@ -409,20 +428,22 @@ func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# outpost benchmarks\n\nWritten by `make bench` (`go run ./testing/bench`) on %s.\n\nMachine: %s.\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.machine)
-	b.WriteString("## Conditional creates of 1 KiB pods, 3 servers on loopback, real HTTP API\n\n")
-	for _, n := range r.notes {
-		fmt.Fprintf(&b, "- %s\n", n)
-	}
-	b.WriteString("\n| clients | ops/s | p50 ms | p99 ms | errors | server CPU s | client CPU s | other CPU s | etcd 3.6.8 ops/s (p50/p99 ms) | vs etcd |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, l := range r.levels {
-		ops := float64(l.ops) / l.seconds
-		e := etcd[l.clients]
-		vs := "-"
-		if e[0] > 0 {
-			vs = fmt.Sprintf("%.2f×", ops/e[0])
+	if len(r.levels) > 0 {
+		b.WriteString("## Conditional creates of 1 KiB pods, 3 servers on loopback, real HTTP API\n\n")
+		for _, n := range r.notes {
+			fmt.Fprintf(&b, "- %s\n", n)
 		}
-		fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %.0f (%.2g/%.3g) | %s |\n",
-			l.clients, ops, ms(l.p50), ms(l.p99), l.errs, l.serverCPU.Seconds(), l.clientCPU.Seconds(), l.otherCPU.Seconds(), e[0], e[1], e[2], vs)
+		b.WriteString("\n| clients | ops/s | p50 ms | p99 ms | errors | server CPU s | client CPU s | other CPU s | etcd 3.6.8 ops/s (p50/p99 ms) | vs etcd |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, l := range r.levels {
+			ops := float64(l.ops) / l.seconds
+			e := etcd[l.clients]
+			vs := "-"
+			if e[0] > 0 {
+				vs = fmt.Sprintf("%.2f×", ops/e[0])
+			}
+			fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %.0f (%.2g/%.3g) | %s |\n",
+				l.clients, ops, ms(l.p50), ms(l.p99), l.errs, l.serverCPU.Seconds(), l.clientCPU.Seconds(), l.otherCPU.Seconds(), e[0], e[1], e[2], vs)
+		}
 	}
 	if r.watchers > 0 {
 		fmt.Fprintf(&b, "\n## Watch fan-out\n\n%d watchers on the leader, one create at a time: time from sending the write to the event at each watcher: p50 %.2f ms, p99 %.2f ms (target p99 10 ms). This includes the write itself; delivery from the store to 100 watchers alone is BenchmarkWatchFanout100 below.\n", r.watchers, ms(r.watchP50), ms(r.watchP99))
@@ -441,6 +462,7 @@ func (r *report) markdown() string {
 	if r.goBench != "" {
 		fmt.Fprintf(&b, "\n## Go micro-benchmarks\n\n```\n%s\n```\n", r.goBench)
 	}
+	b.WriteString(r.sched)
 	return b.String()
 }
 

@@ -25,6 +25,14 @@ type Options struct {
 	SnapshotThreshold, TrailingLogs uint64
 	// Logger receives every server's logs (default: t.Log at Error).
 	Logger *slog.Logger
+	// ControlLoops runs the leader's schedulers and controllers. Off by
+	// default: tests of the store's and API's own semantics (histories
+	// checked for linearizability, resourceVersions compared) must see
+	// only their own writes.
+	ControlLoops bool
+	// Configure, when set, changes each server's config before it starts
+	// (schedulers, admission, controllers).
+	Configure func(*server.Config)
 }
 
 // Member is one server of the cluster; Server is nil while it is stopped.
@@ -106,7 +114,7 @@ func (c *Cluster) config(m *Member, expect int) server.Config {
 			join = append(join, o.RaftAddr)
 		}
 	}
-	return server.Config{
+	cfg := server.Config{
 		ID: m.ID, DataDir: m.DataDir,
 		APIAddr: m.APIAddr, RaftAddr: m.RaftAddr,
 		BootstrapExpect: expect, Join: join,
@@ -122,6 +130,14 @@ func (c *Cluster) config(m *Member, expect int) server.Config {
 		SnapshotThreshold:  c.opts.SnapshotThreshold,
 		TrailingLogs:       c.opts.TrailingLogs,
 	}
+	if !c.opts.ControlLoops {
+		cfg.Schedulers = map[string]string{}
+		cfg.DisableControllers = true
+	}
+	if c.opts.Configure != nil {
+		c.opts.Configure(&cfg)
+	}
+	return cfg
 }
 
 func (c *Cluster) start(m *Member, expect int) error {

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// nodeTaints returns a stored node's taints as "key=value:Effect".
+func nodeTaints(t *testing.T, f *fakeAPI, name string) []string {
+	t.Helper()
+	spec, _ := f.get(nodeR, "", name)["spec"].(map[string]any)
+	list, _ := spec["taints"].([]any)
+	out := []string{}
+	for _, x := range list {
+		m := x.(map[string]any)
+		s := m["key"].(string)
+		if v, _ := m["value"].(string); v != "" {
+			s += "=" + v
+		}
+		out = append(out, s+":"+m["effect"].(string))
+	}
+	return out
+}
+
+func TestTaint(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(nodeR, `{"metadata":{"name":"n1"},"spec":{"futureSpec":1,"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule","futureField":"kept"}]}}`)
+
+	steps := []struct {
+		what           string
+		args           []string
+		code           int
+		stdout, stderr string
+		taints         []string
+		wrote          bool
+	}{
+		{"add", []string{"adm", "taint", "nodes", "n1", "gpu=true:NoExecute"}, 0, "node/n1 tainted\n", "",
+			[]string{"dedicated=db:NoSchedule", "gpu=true:NoExecute"}, true},
+		{"change without --overwrite", []string{"adm", "taint", "nodes", "n1", "dedicated=cache:NoSchedule"}, 1, "",
+			"error: node n1 already has taint \"dedicated:NoSchedule\" with value \"db\", and --overwrite is false\n",
+			[]string{"dedicated=db:NoSchedule", "gpu=true:NoExecute"}, false},
+		{"same key, other effect is another taint", []string{"taint", "node/n1", "dedicated=cache:PreferNoSchedule"}, 0, "node/n1 tainted\n", "",
+			[]string{"dedicated=db:NoSchedule", "gpu=true:NoExecute", "dedicated=cache:PreferNoSchedule"}, true},
+		{"overwrite", []string{"adm", "taint", "nodes", "n1", "dedicated=cache:NoSchedule", "--overwrite"}, 0, "node/n1 modified\n", "",
+			[]string{"dedicated=cache:NoSchedule", "gpu=true:NoExecute", "dedicated=cache:PreferNoSchedule"}, true},
+		{"already there", []string{"adm", "taint", "nodes", "n1", "gpu=true:NoExecute"}, 0, "node/n1 not tainted\n", "",
+			[]string{"dedicated=cache:NoSchedule", "gpu=true:NoExecute", "dedicated=cache:PreferNoSchedule"}, false},
+		{"remove by key and effect", []string{"adm", "taint", "nodes", "n1", "dedicated:NoSchedule-"}, 0, "node/n1 untainted\n", "",
+			[]string{"gpu=true:NoExecute", "dedicated=cache:PreferNoSchedule"}, true},
+		{"remove missing", []string{"adm", "taint", "nodes", "n1", "dedicated:NoSchedule-"}, 1, "", "error: taint \"dedicated:NoSchedule\" not found\n",
+			[]string{"gpu=true:NoExecute", "dedicated=cache:PreferNoSchedule"}, false},
+		{"add and remove", []string{"adm", "taint", "nodes", "n1", "dedicated-", "x:NoSchedule"}, 0, "node/n1 modified\n", "",
+			[]string{"gpu=true:NoExecute", "x:NoSchedule"}, true},
+		{"remove missing key, nothing else done", []string{"taint", "nodes", "n1", "y:NoSchedule", "dedicated-"}, 1, "", "error: taint \"dedicated\" not found\n",
+			[]string{"gpu=true:NoExecute", "x:NoSchedule"}, false},
+		{"remove every effect of a key", []string{"taint", "nodes", "n1", "gpu-", "x-"}, 0, "node/n1 untainted\n", "", []string{}, true},
+	}
+	for _, s := range steps {
+		writes := f.writeCount()
+		expect(t, s.what, f.run(s.args...), s.code, s.stdout, s.stderr)
+		if got := nodeTaints(t, f, "n1"); !reflect.DeepEqual(got, s.taints) {
+			t.Errorf("%s: taints %v, want %v", s.what, got, s.taints)
+		}
+		if wrote := f.writeCount() > writes; wrote != s.wrote {
+			t.Errorf("%s: wrote %v, want %v", s.what, wrote, s.wrote)
+		}
+	}
+	spec := f.get(nodeR, "", "n1")["spec"].(map[string]any)
+	if _, ok := spec["taints"]; ok || spec["futureSpec"] == nil {
+		t.Errorf("spec after removing every taint: %v (want no taints list, unknown fields kept)", spec)
+	}
+
+	// A taint the command does not touch keeps fields this build does
+	// not know; the write is conditional and retried on a conflict.
+	f.put(nodeR, `{"metadata":{"name":"n2"},"spec":{"taints":[{"key":"k","effect":"NoSchedule","futureField":"kept"}]}}`)
+	f.mu.Lock()
+	f.conflicts = 2
+	f.mu.Unlock()
+	expect(t, "racing writers", f.run("adm", "taint", "nodes", "n2", "other=1:NoExecute"), 0, "node/n2 tainted\n", "")
+	first := f.get(nodeR, "", "n2")["spec"].(map[string]any)["taints"].([]any)[0].(map[string]any)
+	if first["futureField"] != "kept" {
+		t.Errorf("an untouched taint lost a field: %v", first)
+	}
+	expect(t, "missing node", f.run("adm", "taint", "nodes", "n9", "k=v:NoSchedule"), 1, "", "Error from server (NotFound): nodes \"n9\" not found\n")
+}
+
+// TestTaintRefusesInvalidSpecs checks SPEC TNT-1's rules as the CLI
+// applies them: every bad argument is reported, each naming its rule,
+// and no request reaches the server.
+func TestTaintRefusesInvalidSpecs(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string // lines of stderr, in order
+	}{
+		{[]string{"ke y=v:NoSchedule"}, []string{`invalid taint spec "ke y=v:NoSchedule": key: Invalid value: "ke y": a taint key may contain only letters, digits, '-', '.' and '_'`}},
+		{[]string{strings.Repeat("k", 254) + ":NoSchedule"}, []string{"a taint key must be no more than 253 characters"}},
+		{[]string{"Example.com/k:NoSchedule"}, []string{"the prefix of a taint key (before '/') must be a DNS subdomain"}},
+		{[]string{"k=" + strings.Repeat("v", 64) + ":NoSchedule"}, []string{"a taint value must be no more than 63 characters"}},
+		{[]string{"k=v:Sometimes"}, []string{`effect: Unsupported value: "Sometimes"`}},
+		{[]string{"k=v"}, []string{`invalid taint spec "k=v": effect: Required value: a taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute`}},
+		{[]string{":NoSchedule"}, []string{"key: Required value: a taint key must be non-empty"}},
+		{[]string{".bad-"}, []string{`invalid taint spec ".bad-": key: Invalid value: ".bad": a taint key must start with a letter or digit`}},
+		{[]string{"ok=1:NoSchedule", "k=v:Sometimes", "_x=1:NoExecute"}, []string{
+			`invalid taint spec "k=v:Sometimes": effect`,
+			`invalid taint spec "_x=1:NoExecute": key: Invalid value: "_x": a taint key must start with a letter or digit`,
+		}},
+	}
+	for _, tt := range tests {
+		f := newFakeAPI(t)
+		res := f.run(append([]string{"adm", "taint", "nodes", "n1"}, tt.args...)...)
+		lines := strings.Split(strings.TrimSuffix(strings.TrimPrefix(res.stderr, "error: "), "\n"), "\n")
+		if res.code != 1 || len(lines) != len(tt.want) {
+			t.Errorf("%v: code %d, stderr %q; want %d error lines", tt.args, res.code, res.stderr, len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("%v: error line %q lacks %q", tt.args, lines[i], w)
+			}
+		}
+		if len(f.requests) != 0 {
+			t.Errorf("%v: requests were sent despite an invalid taint: %v", tt.args, f.requests)
+		}
+	}
+
+	f := newFakeAPI(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"k=v:NoSchedule", "k=w:NoSchedule"}, `error: taint "k:NoSchedule" is given more than once`},
+		{[]string{"k=v:NoSchedule", "k-"}, `error: taint "k" cannot be both added and removed in the same command`},
+		{[]string{"k=v:NoSchedule", "-l", "a=b"}, "error: node names cannot be combined with -l or --all"},
+	} {
+		res := f.run(append([]string{"adm", "taint", "nodes", "n1"}, tt.args...)...)
+		if res.code != 1 || !strings.HasPrefix(res.stderr, tt.want) {
+			t.Errorf("%v: %+v, want %q", tt.args, res, tt.want)
+		}
+	}
+	res := f.run("adm", "taint", "pods", "p", "k=v:NoSchedule")
+	if res.code != 1 || !strings.HasPrefix(res.stderr, "error: only nodes can be tainted, not pods") {
+		t.Errorf("taint pods: %+v", res)
+	}
+	if len(f.requests) != 0 {
+		t.Errorf("requests sent for refused commands: %v", f.requests)
+	}
+}
+
+func TestTaintBySelector(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(nodeR, `{"metadata":{"name":"a1","labels":{"zone":"a"}},"spec":{}}`)
+	f.put(nodeR, `{"metadata":{"name":"a2","labels":{"zone":"a"}},"spec":{"taints":[{"key":"maint","value":"old","effect":"PreferNoSchedule"}]}}`)
+	f.put(nodeR, `{"metadata":{"name":"b1","labels":{"zone":"b"}},"spec":{}}`)
+
+	// One node refuses (a value would change); the others are still done.
+	expect(t, "by selector", f.run("adm", "taint", "nodes", "-l", "zone=a", "maint=now:PreferNoSchedule"), 1,
+		"node/a1 tainted\n", "error: node a2 already has taint \"maint:PreferNoSchedule\" with value \"old\", and --overwrite is false\n")
+	if !f.sawRequest("GET /api/v1/nodes?labelSelector=zone%3Da") {
+		t.Error("-l was not sent as labelSelector")
+	}
+	if got := nodeTaints(t, f, "b1"); len(got) != 0 {
+		t.Errorf("a node outside the selector was tainted: %v", got)
+	}
+	expect(t, "--all", f.run("taint", "nodes", "--all", "maint=now:PreferNoSchedule", "--overwrite"), 0,
+		"node/a1 not tainted\nnode/a2 modified\nnode/b1 tainted\n", "")
+	expect(t, "no match", f.run("adm", "taint", "nodes", "-l", "zone=z", "k:NoSchedule"), 0, "", "No resources found\n")
+}
+
+func TestCordon(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(nodeR, `{"metadata":{"name":"n1","labels":{"zone":"a"}},"spec":{"futureSpec":1}}`)
+	f.put(nodeR, `{"metadata":{"name":"n2","labels":{"zone":"a"}},"spec":{}}`)
+	unschedulable := func(name string) any { return f.get(nodeR, "", name)["spec"].(map[string]any)["unschedulable"] }
+
+	expect(t, "cordon", f.run("adm", "cordon", "n1"), 0, "node/n1 cordoned\n", "")
+	if unschedulable("n1") != true || f.get(nodeR, "", "n1")["spec"].(map[string]any)["futureSpec"] == nil {
+		t.Errorf("after cordon: spec %v", f.get(nodeR, "", "n1")["spec"])
+	}
+	writes := f.writeCount()
+	expect(t, "cordon again", f.run("adm", "cordon", "node/n1"), 0, "node/n1 already cordoned\n", "")
+	if f.writeCount() != writes {
+		t.Error("cordoning a cordoned node wrote")
+	}
+	expect(t, "cordon -l", f.run("cordon", "-l", "zone=a"), 0, "node/n1 already cordoned\nnode/n2 cordoned\n", "")
+	expect(t, "uncordon", f.run("adm", "uncordon", "n1", "n2"), 0, "node/n1 uncordoned\nnode/n2 uncordoned\n", "")
+	if unschedulable("n1") != nil {
+		t.Errorf("after uncordon: unschedulable %v", unschedulable("n1"))
+	}
+	expect(t, "uncordon again", f.run("uncordon", "n1"), 0, "node/n1 already uncordoned\n", "")
+	expect(t, "missing", f.run("adm", "cordon", "n9"), 1, "", "Error from server (NotFound): nodes \"n9\" not found\n")
+	expect(t, "no node", f.run("adm", "cordon"), 1, "", "error: expected one or more node names, or -l SELECTOR\nSee 'outpost adm cordon --help' for usage.\n")
+	f.mu.Lock()
+	f.conflicts = 1
+	f.mu.Unlock()
+	expect(t, "conflict retried", f.run("adm", "cordon", "n2"), 0, "node/n2 cordoned\n", "")
+}
+
+// TestDescribeUnschedulablePod is SPEC SCH-13 as `describe pod` shows it:
+// the condition with its reason and message, and the scheduler's events.
+func TestDescribeUnschedulablePod(t *testing.T) {
+	for _, noFieldSelectors := range []bool{false, true} {
+		f := newFakeAPI(t)
+		f.noFieldSelectors = noFieldSelectors
+		f.put(podR, `{"metadata":{"name":"big","namespace":"default"},
+		"spec":{"nodeSelector":{"disk":"ssd"},"tolerations":[{"key":"dedicated","operator":"Equal","value":"db","effect":"NoSchedule"}],"containers":[{"name":"c","image":"i"}]},
+		"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",
+		"message":"0/5 nodes are available: MatchNodeSelector (3), PodToleratesNodeTaints (2)."}]}}`)
+		f.put(eventR, `{"metadata":{"name":"big.1","namespace":"default"},"involvedObject":{"kind":"Pod","name":"big","namespace":"default"},
+		"type":"Warning","reason":"FailedScheduling","message":"0/5 nodes are available: MatchNodeSelector (3), PodToleratesNodeTaints (2).",
+		"source":{"component":"default-scheduler"},"count":1,"lastTimestamp":"2026-01-01T01:59:00Z"}`)
+		f.put(eventR, `{"metadata":{"name":"x.1","namespace":"default"},"involvedObject":{"kind":"Pod","name":"bigger","namespace":"default"},"reason":"NotMine"}`)
+		res := f.run("describe", "pod", "big")
+		if res.code != 0 {
+			t.Fatalf("describe: %+v", res)
+		}
+		for _, want := range []string{
+			"Node:         <none>\n",
+			"Status:       Pending\n",
+			"Conditions:\n  Type          Status  Reason         Message\n" +
+				"  PodScheduled  False   Unschedulable  0/5 nodes are available: MatchNodeSelector (3), PodToleratesNodeTaints (2).\n",
+			"Node-Selectors:  disk=ssd\n",
+			"Tolerations:     dedicated=db:NoSchedule\n",
+			"Events:\n  Type     Reason            Age   From               Message\n  ----     ------            ----  ----               -------\n" +
+				"  Warning  FailedScheduling  60s   default-scheduler  0/5 nodes are available: MatchNodeSelector (3), PodToleratesNodeTaints (2).\n",
+		} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("noFieldSelectors=%v: describe lacks %q:\n%s", noFieldSelectors, want, res.stdout)
+			}
+		}
+		if strings.Contains(res.stdout, "NotMine") || res.stderr != "" {
+			t.Errorf("noFieldSelectors=%v: another object's event, or a warning: %+v", noFieldSelectors, res)
+		}
+	}
+
+	f := newFakeAPI(t)
+	f.put(nodeR, `{"metadata":{"name":"n1"},"spec":{"unschedulable":true,"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule"}]},
+		"status":{"capacity":{"cpu":"4","memory":"8Gi","pods":"110"},"allocatable":{"cpu":"3500m","memory":"7Gi","pods":"110"},
+		"conditions":[{"type":"Ready","status":"True","reason":"AgentReady","message":"agent is posting ready status"}]}}`)
+	f.put(podR, `{"metadata":{"name":"db-0","namespace":"data"},"spec":{"nodeName":"n1","containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Running"}}`)
+	res := f.run("describe", "node", "n1")
+	for _, want := range []string{
+		"Taints:             dedicated=db:NoSchedule\n",
+		"Unschedulable:      true\n",
+		"  Ready  True    <unknown>          <unknown>           AgentReady  agent is posting ready status\n",
+		"Capacity:\n  cpu:     4\n  memory:  8Gi\n  pods:    110\n",
+		"Allocatable:\n  cpu:     3500m\n  memory:  7Gi\n  pods:    110\n",
+		"  data       db-0  1 (28%)",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("describe node lacks %q:\n%s", want, res.stdout)
+		}
+	}
+}

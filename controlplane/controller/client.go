@@ -1,0 +1,69 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/store"
+)
+
+// Client is how a control loop reads and changes the cluster.
+//
+// Objects returned by List, Get and Watch are shared with the store: a
+// loop that wants to change one works on Copy(obj). Writes return the
+// stored object; their errors are *api.StatusError (IsConflict,
+// IsNotFound, IsAlreadyExists ... tell them apart) or, when the write's
+// outcome is unknown (leadership lost), another error.
+type Client interface {
+	// Get returns the object r namespace/name from the local store.
+	Get(r *api.Resource, namespace, name string) (api.Object, error)
+	// List returns every object of r and the resourceVersion the list was
+	// read at; Watch(fromRV) then misses nothing.
+	List(r *api.Resource) ([]api.Object, uint64, error)
+	// Watch streams the changes of r after fromRV. The channel closes when
+	// ctx ends; an ERROR event (410) means the watch fell behind and the
+	// caller must list again.
+	Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan store.WatchEvent, error)
+
+	// Create creates obj; generateName is honoured.
+	Create(ctx context.Context, obj api.Object) (api.Object, error)
+	// Update replaces obj's spec and metadata (not its status); a
+	// non-empty resourceVersion must match the stored one (else 409).
+	Update(ctx context.Context, obj api.Object) (api.Object, error)
+	// UpdateStatus replaces obj's status only, under the same rule.
+	UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error)
+	// Delete deletes an object; non-empty preconditions must hold.
+	Delete(ctx context.Context, r *api.Resource, namespace, name string, pre store.Preconditions) error
+	// Bind binds pods to nodes, as POST pods/NAME/binding would, in as
+	// few raft entries as it can. errs[i] is the outcome of bindings[i].
+	Bind(ctx context.Context, bindings []Binding) (errs []error)
+}
+
+// Binding is one pod placed on one node.
+type Binding struct {
+	Namespace, Name string
+	// UID, when set, must be the pod's: a pod deleted and created again
+	// under the same name is not bound on a decision made for the old one.
+	UID string
+	// NodeName is where the pod goes.
+	NodeName string
+}
+
+// Copy returns a private deep copy of obj, for a loop to change.
+func Copy(obj api.Object) (api.Object, error) {
+	r := api.ResourceOf(obj)
+	if r == nil {
+		return nil, api.ErrUnknownKind
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s: %w", r.Kind, err)
+	}
+	out := r.New()
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("copy %s: %w", r.Kind, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/store"
+)
+
+// Event is one change an Informer saw. Old is the cached object before a
+// Modified or Deleted (nil for Added).
+type Event struct {
+	Type   string // store.Added, store.Modified or store.Deleted
+	Object api.Object
+	Old    api.Object
+}
+
+// Informer keeps a cache of every object of one resource, current from a
+// list and a watch, and tells a handler of each change. A watch that ends
+// with a 410 (it fell behind) is replaced by a fresh list, and the handler
+// is told only the differences, so it never misses a deletion.
+type Informer struct {
+	c   Client
+	r   *api.Resource
+	log *slog.Logger
+
+	mu     sync.RWMutex
+	items  map[string]api.Object
+	synced chan struct{}
+	// rv is the resourceVersion whose changes are all in items and were
+	// all handled; set after the handler returns, never before.
+	rv atomic.Uint64
+}
+
+// NewInformer returns an informer of r; Run starts it.
+func NewInformer(c Client, r *api.Resource, log *slog.Logger) *Informer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Informer{c: c, r: r, log: log.With("resource", r.Plural), items: map[string]api.Object{}, synced: make(chan struct{})}
+}
+
+// Key is the cache key of namespace/name ("name" for cluster objects).
+func Key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// KeyOf is the cache key of obj.
+func KeyOf(obj api.Object) string {
+	m := obj.GetObjectMeta()
+	return Key(m.Namespace, m.Name)
+}
+
+// Get returns the cached object namespace/name.
+func (i *Informer) Get(namespace, name string) (api.Object, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	obj, ok := i.items[Key(namespace, name)]
+	return obj, ok
+}
+
+// List returns every cached object, in no order.
+func (i *Informer) List() []api.Object {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make([]api.Object, 0, len(i.items))
+	for _, obj := range i.items {
+		out = append(out, obj)
+	}
+	return out
+}
+
+// ResourceVersion is how far the cache has caught up: every change of
+// the resource up to this resourceVersion is in the cache and its handler
+// has returned. A loop that wrote an object at resourceVersion N and
+// reads the cache only once ResourceVersion() >= N sees its own write
+// (or a later change of that object). Changes that one raft entry made
+// together share a resourceVersion; after the first of them is handled
+// the others may still be on their way.
+func (i *Informer) ResourceVersion() uint64 { return i.rv.Load() }
+
+// advance moves ResourceVersion forward to rv.
+func (i *Informer) advance(rv uint64) {
+	for {
+		cur := i.rv.Load()
+		if rv <= cur || i.rv.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+// Synced is closed once the first list is in the cache and its Added
+// events were handled.
+func (i *Informer) Synced() <-chan struct{} { return i.synced }
+
+// Run lists and watches until ctx ends, calling on for every change, in
+// order, from this goroutine; the cache already holds the change when on
+// runs. A slow on delays the watch; one far too slow makes the store drop
+// it, and Run lists again.
+func (i *Informer) Run(ctx context.Context, on func(Event)) {
+	backoff := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		rv, err := i.relist(on)
+		if err != nil {
+			i.log.Warn("list failed; retrying", "err", err, "retry_in", backoff)
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		select {
+		case <-i.synced:
+		default:
+			close(i.synced)
+		}
+		if i.watch(ctx, rv, on) {
+			backoff = 10 * time.Millisecond
+		}
+	}
+}
+
+// relist replaces the cache with a fresh list and reports the differences.
+func (i *Informer) relist(on func(Event)) (uint64, error) {
+	objs, rv, err := i.c.List(i.r)
+	if err != nil {
+		return 0, err
+	}
+	fresh := make(map[string]api.Object, len(objs))
+	for _, obj := range objs {
+		fresh[KeyOf(obj)] = obj
+	}
+	i.mu.Lock()
+	old := i.items
+	i.items = fresh
+	i.mu.Unlock()
+	for k, obj := range fresh {
+		prev, ok := old[k]
+		switch {
+		case !ok:
+			on(Event{Type: store.Added, Object: obj})
+		case prev.GetObjectMeta().ResourceVersion != obj.GetObjectMeta().ResourceVersion:
+			on(Event{Type: store.Modified, Object: obj, Old: prev})
+		}
+	}
+	for k, prev := range old {
+		if _, ok := fresh[k]; !ok {
+			on(Event{Type: store.Deleted, Object: prev, Old: prev})
+		}
+	}
+	i.advance(rv)
+	return rv, nil
+}
+
+// watch follows changes after rv until the watch ends; it reports whether
+// it got as far as receiving anything (else the caller backs off).
+func (i *Informer) watch(ctx context.Context, rv uint64, on func(Event)) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := i.c.Watch(ctx, i.r, rv)
+	if err != nil {
+		i.log.Warn("watch failed; listing again", "err", err)
+		return false
+	}
+	got := false
+	for ev := range ch {
+		got = true
+		if ev.Type == store.Error {
+			i.log.Info("watch ended; listing again", "err", ev.Err)
+			return true
+		}
+		if ev.Object == nil || ev.Type == store.Bookmark {
+			i.advance(ev.RV)
+			continue
+		}
+		k := KeyOf(ev.Object)
+		i.mu.Lock()
+		prev := i.items[k]
+		if ev.Type == store.Deleted {
+			delete(i.items, k)
+		} else {
+			i.items[k] = ev.Object
+		}
+		i.mu.Unlock()
+		typ := ev.Type
+		if typ == store.Added && prev != nil {
+			typ = store.Modified
+		}
+		if typ != store.Deleted || prev != nil {
+			on(Event{Type: typ, Object: ev.Object, Old: prev})
+		}
+		i.advance(ev.RV)
+	}
+	return got
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

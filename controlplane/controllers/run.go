@@ -1,0 +1,250 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/scheduler"
+	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
+	"github.com/outpost-edge/outpost/controlplane/store"
+)
+
+// Sentinel errors of the package.
+var (
+	// ErrNoClient is returned by Run when Config.Client is nil.
+	ErrNoClient = errors.New("controllers: no client")
+	// ErrBadKey is returned for a queue key that does not name an object.
+	ErrBadKey = errors.New("controllers: malformed queue key")
+	// ErrTemplateHashCollision is returned when every name a deployment's
+	// new replica set could take is held by another object.
+	ErrTemplateHashCollision = errors.New("controllers: replica set names for this template are all taken")
+)
+
+// Config configures Run.
+type Config struct {
+	// Client reads the leader's store and writes through validation,
+	// admission and raft.
+	Client controller.Client
+	// Logger gets the controllers' records; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for availability (minReadySeconds), conditions and
+	// events; default time.Now.
+	Now func() time.Time
+	// Workers is how many keys each controller reconciles at once;
+	// default 2.
+	Workers int
+}
+
+// Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
+// ... up to two minutes, never in a hot loop.
+const (
+	retryBase = 20 * time.Millisecond
+	retryMax  = 2 * time.Minute
+	// cacheLagRetry is when a key skipped because the cache had not yet
+	// caught up with the controller's own writes is looked at again if no
+	// event brings it back sooner (the event of that write normally does).
+	cacheLagRetry = time.Second
+)
+
+// hooks let tests watch the controllers work.
+type hooks struct {
+	// synced is called after every reconcile of a key.
+	synced func(controller, key string)
+}
+
+// shared is what every controller of one Run uses: the client, the
+// informers and the indexes kept from their events.
+type shared struct {
+	hooks  hooks
+	client controller.Client
+	log    *slog.Logger
+	now    func() time.Time
+	rec    *recorder
+	sels   *selectors
+
+	podInf, rsInf, deployInf, dsInf, nodeInf *controller.Informer
+	// pods and rss index the pod and replica set caches by namespace and
+	// by owner UID; they are updated by the informers' handlers, before
+	// any controller hears of the change.
+	pods, rss *index
+}
+
+// Run runs the ReplicaSet, Deployment and DaemonSet controllers and the
+// garbage collector until ctx ends, then returns nil. They share one set
+// of informers (pods, replicasets, deployments, daemonsets, nodes) and
+// start working once every informer has listed.
+func Run(ctx context.Context, cfg Config) error { return run(ctx, cfg, hooks{}) }
+
+func run(ctx context.Context, cfg Config, h hooks) error {
+	if cfg.Client == nil {
+		return ErrNoClient
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	log := cfg.Logger
+	s := &shared{
+		hooks:  h,
+		client: cfg.Client,
+		log:    log,
+		now:    cfg.Now,
+		rec:    newRecorder(cfg.Client, log, cfg.Now),
+		sels:   newSelectors(),
+		pods:   newIndex(),
+		rss:    newIndex(),
+	}
+	s.podInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Pod"), log)
+	s.rsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ReplicaSet"), log)
+	s.deployInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Deployment"), log)
+	s.dsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("DaemonSet"), log)
+	s.nodeInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Node"), log)
+
+	// Daemon pods are checked with the default policy's predicates: the
+	// ones kube-controller-manager checks, and more (see DESIGN.md).
+	pol := policy.Default()
+	sched, err := scheduler.New(scheduler.Config{Policy: pol, Logger: log.With("controller", "daemonset")})
+	if err != nil {
+		return fmt.Errorf("controllers: daemon set predicates: %w", err)
+	}
+	rsc := newReplicaSetController(s)
+	dc := newDeploymentController(s)
+	dsc := newDaemonSetController(s, sched, pol)
+	gc := newGarbageCollector(s)
+
+	onPod := func(ev controller.Event) {
+		s.pods.apply(ev)
+		dsc.view.onPod(ev)
+		rsc.onPod(ev)
+		dc.onPod(ev)
+		dsc.onPod(ev)
+		gc.onObject(ev, "pods")
+	}
+	onRS := func(ev controller.Event) {
+		s.rss.apply(ev)
+		if ev.Type == store.Deleted {
+			s.sels.drop(ev.Object.GetObjectMeta().UID)
+		}
+		rsc.onReplicaSet(ev)
+		dc.onReplicaSet(ev)
+		gc.onObject(ev, "replicasets")
+	}
+	onDeploy := func(ev controller.Event) {
+		if ev.Type == store.Deleted {
+			s.sels.drop(ev.Object.GetObjectMeta().UID)
+		}
+		dc.onDeployment(ev)
+		gc.onObject(ev, "")
+	}
+	onDS := func(ev controller.Event) {
+		if ev.Type == store.Deleted {
+			s.sels.drop(ev.Object.GetObjectMeta().UID)
+		}
+		dsc.onDaemonSet(ev)
+		gc.onObject(ev, "")
+	}
+	onNode := func(ev controller.Event) {
+		dsc.view.onNode(ev)
+		dsc.onNode(ev)
+		gc.onObject(ev, "")
+	}
+
+	var wg sync.WaitGroup
+	for _, w := range []struct {
+		inf *controller.Informer
+		on  func(controller.Event)
+	}{{s.podInf, onPod}, {s.rsInf, onRS}, {s.deployInf, onDeploy}, {s.dsInf, onDS}, {s.nodeInf, onNode}} {
+		wg.Go(func() { w.inf.Run(ctx, w.on) })
+	}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop}
+	defer func() {
+		for _, l := range loops {
+			l.q.Stop()
+		}
+		wg.Wait()
+	}()
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf} {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-inf.Synced():
+		}
+	}
+	log.Info("workload controllers started", "workers", cfg.Workers)
+	for _, l := range loops {
+		for range cfg.Workers {
+			wg.Go(func() { l.work(ctx) })
+		}
+	}
+	<-ctx.Done()
+	log.Info("workload controllers stopped")
+	return nil
+}
+
+// loop is one controller's queue and reconcile function.
+type loop struct {
+	name   string
+	q      *controller.Queue
+	log    *slog.Logger
+	synced func(controller, key string)
+	// sync reconciles one key. A non-nil error retries the key with
+	// backoff; after > 0 looks at it again after that long (a pod
+	// becoming available, a progress deadline).
+	sync func(ctx context.Context, key string) (after time.Duration, err error)
+}
+
+func newLoop(s *shared, name string, sync func(context.Context, string) (time.Duration, error)) *loop {
+	return &loop{name: name, q: controller.NewQueue(retryBase, retryMax), log: s.log.With("controller", name), synced: s.hooks.synced, sync: sync}
+}
+
+// work reconciles keys until ctx ends.
+func (l *loop) work(ctx context.Context) {
+	for {
+		key, ok := l.q.Get(ctx)
+		if !ok {
+			return
+		}
+		after, err := l.sync(ctx, key)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				lvl := slog.LevelInfo
+				if api.IsConflict(err) {
+					lvl = slog.LevelDebug // expected when the cache lags; retried
+				}
+				l.log.Log(ctx, lvl, "reconcile failed; retrying", "key", key, "err", err)
+			}
+			l.q.AddRateLimited(key)
+		default:
+			l.q.Forget(key)
+			if after > 0 {
+				l.q.AddAfter(key, after)
+			}
+		}
+		l.q.Done(key)
+		if l.synced != nil {
+			l.synced(l.name, key)
+		}
+	}
+}
+
+// splitKey splits "namespace/name".
+func splitKey(key string) (namespace, name string, err error) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok || ns == "" || name == "" {
+		return "", "", fmt.Errorf("%w: %q", ErrBadKey, key)
+	}
+	return ns, name, nil
+}

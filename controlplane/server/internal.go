@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/store"
+)
+
+// controlPlaneIdentity is who the leader's own loops (schedulers,
+// controllers) write as: a server, allowed everything, but still put
+// through defaulting, validation and the admission chain like any user.
+var controlPlaneIdentity = &auth.Identity{Name: "system:controlplane", Role: api.RoleServer}
+
+// internalClient is the controller.Client of the loops that run on this
+// server while it leads: reads from the local store (the leader's is
+// current for everything it committed), writes through the same paths as
+// API requests, then raft.
+type internalClient struct{ s *Server }
+
+var _ controller.Client = internalClient{}
+
+func (c internalClient) Get(r *api.Resource, namespace, name string) (api.Object, error) {
+	obj, _, err := c.s.store.Get(r, namespace, name)
+	return obj, err
+}
+
+func (c internalClient) List(r *api.Resource) ([]api.Object, uint64, error) {
+	items, rv, err := c.s.store.List(r, "", store.ListOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]api.Object, len(items))
+	for i, it := range items {
+		out[i] = it.Object
+	}
+	return out, rv, nil
+}
+
+func (c internalClient) Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan store.WatchEvent, error) {
+	return c.s.store.Watch(ctx, r, "", store.ListOptions{}, fromRV, false)
+}
+
+func (c internalClient) Create(ctx context.Context, obj api.Object) (api.Object, error) {
+	if api.ResourceOf(obj) == nil {
+		return nil, fmt.Errorf("create %T: %w", obj, api.ErrUnknownKind)
+	}
+	res, err := c.s.createObject(ctx, controlPlaneIdentity, obj)
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}
+
+func (c internalClient) Update(ctx context.Context, obj api.Object) (api.Object, error) {
+	return c.update(ctx, obj, false)
+}
+
+func (c internalClient) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error) {
+	return c.update(ctx, obj, true)
+}
+
+func (c internalClient) update(ctx context.Context, obj api.Object, status bool) (api.Object, error) {
+	r := api.ResourceOf(obj)
+	if r == nil {
+		return nil, fmt.Errorf("update %T: %w", obj, api.ErrUnknownKind)
+	}
+	m := obj.GetObjectMeta()
+	if r.Namespaced && m.Namespace == "" {
+		return nil, api.NewBadRequest(fmt.Sprintf("%s %q: namespace is required", r.Plural, m.Name))
+	}
+	// A retry needs the object as the caller gave it; checkObject changes it.
+	var orig api.Object
+	if m.ResourceVersion == "" {
+		var err error
+		if orig, err = controller.Copy(obj); err != nil {
+			return nil, err
+		}
+	}
+	again := func() (api.Object, error) {
+		if orig == nil {
+			return nil, errors.New("no retry without a resourceVersion")
+		}
+		return controller.Copy(orig)
+	}
+	res, err := c.s.updateObject(ctx, controlPlaneIdentity, r, m.Namespace, m.Name, status, obj, again)
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}
+
+func (c internalClient) Delete(ctx context.Context, r *api.Resource, namespace, name string, pre store.Preconditions) error {
+	if r == namespacesResource && (name == NamespaceDefault || name == NamespaceSystem) {
+		return api.NewForbidden(fmt.Sprintf("namespaces %q is forbidden: this namespace may not be deleted", name))
+	}
+	_, err := c.s.deleteObject(ctx, controlPlaneIdentity, r, namespace, name, pre)
+	return err
+}
+
+// Bind checks every binding as POST pods/NAME/binding does and applies
+// those that pass in one raft entry.
+func (c internalClient) Bind(ctx context.Context, bindings []controller.Binding) []error {
+	errs := make([]error, len(bindings))
+	cmds := make([][]byte, 0, len(bindings))
+	idx := make([]int, 0, len(bindings))
+	now := time.Now()
+	for i, b := range bindings {
+		if b.NodeName == "" {
+			errs[i] = api.NewInvalid("Binding", b.Name, api.ErrorList{api.Required(api.Root("target").Child("name"), "the node to bind to")})
+			continue
+		}
+		cmd, err := c.s.bindCmd(ctx, controlPlaneIdentity, b.Namespace, b.Name, store.Binding{NodeName: b.NodeName, UID: b.UID, Now: now})
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		cmds = append(cmds, cmd)
+		idx = append(idx, i)
+	}
+	if len(cmds) == 0 {
+		return errs
+	}
+	cmd := cmds[0]
+	if len(cmds) > 1 {
+		cmd = store.BatchCmd(cmds...)
+	}
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
+	resp, _, err := c.s.node.Apply(ctx, cmd)
+	if err != nil {
+		for _, i := range idx {
+			errs[i] = err
+		}
+		return errs
+	}
+	var results []*store.Result
+	switch r := resp.(type) {
+	case *store.Result:
+		results = []*store.Result{r}
+	case []*store.Result:
+		results = r
+	}
+	if len(results) != len(idx) {
+		err := api.NewInternalError(fmt.Errorf("the store returned %d results for %d bindings", len(results), len(idx)))
+		for _, i := range idx {
+			errs[i] = err
+		}
+		return errs
+	}
+	for k, res := range results {
+		if res.Fatal() {
+			c.s.log.Error("a raft entry could not be applied by this server; it must be upgraded", "err", res.Err)
+			errs[idx[k]] = api.NewInternalError(res.Err)
+			continue
+		}
+		if res.Err != nil {
+			errs[idx[k]] = res.Err
+		}
+	}
+	return errs
+}
