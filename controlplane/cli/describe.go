@@ -388,7 +388,11 @@ func (d *describer) pod(p *api.Pod) {
 	} else {
 		d.line(0, "Volumes", none)
 	}
-	d.line(0, "QoS Class", orNone(p.Status.QOSClass))
+	qos := p.Status.QOSClass
+	if qos == "" {
+		qos = qosClass(&p.Spec)
+	}
+	d.line(0, "QoS Class", qos)
 	d.mapLines(0, "Node-Selectors", p.Spec.NodeSelector, "=")
 	d.tolerations(p.Spec.Tolerations)
 }
@@ -773,4 +777,35 @@ func (d *describer) events(r *api.Resource, m *api.ObjectMeta) {
 		rows = append(rows, []string{e.Type, e.Reason, a, eventSource(e), strings.TrimSpace(e.Message)})
 	}
 	d.table(1, rows)
+}
+
+// qosClass is the pod's quality-of-service class by Kubernetes' rule, for
+// pods whose status does not carry it: BestEffort without any request or
+// limit, Guaranteed when every container limits CPU and memory with
+// requests equal to the limits (or unset), else Burstable.
+func qosClass(spec *api.PodSpec) string {
+	any, guaranteed := false, true
+	for _, c := range append(append([]api.Container{}, spec.InitContainers...), spec.Containers...) {
+		req, lim := c.Resources.Requests, c.Resources.Limits
+		if len(req) > 0 || len(lim) > 0 {
+			any = true
+		}
+		for _, r := range []string{"cpu", "memory"} {
+			l, ok := lim[r]
+			if !ok {
+				guaranteed = false
+				continue
+			}
+			if q, ok := req[r]; ok && q.MilliValue() != l.MilliValue() {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !any:
+		return "BestEffort"
+	case guaranteed:
+		return "Guaranteed"
+	}
+	return "Burstable"
 }

@@ -274,3 +274,27 @@ func TestWithTypeMeta(t *testing.T) {
 		}
 	}
 }
+
+// describe pod shows Kubernetes' QoS class when the status has none.
+func TestQOSClass(t *testing.T) {
+	q := api.MustParseQuantity
+	c := func(req, lim api.ResourceList) api.Container {
+		return api.Container{Name: "c", Resources: api.ResourceRequirements{Requests: req, Limits: lim}}
+	}
+	for _, tc := range []struct {
+		name string
+		cs   []api.Container
+		want string
+	}{
+		{"nothing", []api.Container{c(nil, nil)}, "BestEffort"},
+		{"requests only", []api.Container{c(api.ResourceList{"cpu": q("100m")}, nil)}, "Burstable"},
+		{"limits equal", []api.Container{c(api.ResourceList{"cpu": q("1"), "memory": q("1Gi")}, api.ResourceList{"cpu": q("1"), "memory": q("1Gi")})}, "Guaranteed"},
+		{"limits only", []api.Container{c(nil, api.ResourceList{"cpu": q("1"), "memory": q("1Gi")})}, "Guaranteed"},
+		{"request below limit", []api.Container{c(api.ResourceList{"cpu": q("500m"), "memory": q("1Gi")}, api.ResourceList{"cpu": q("1"), "memory": q("1Gi")})}, "Burstable"},
+		{"one container without limits", []api.Container{c(nil, api.ResourceList{"cpu": q("1"), "memory": q("1Gi")}), c(nil, nil)}, "Burstable"},
+	} {
+		if got := qosClass(&api.PodSpec{Containers: tc.cs}); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
