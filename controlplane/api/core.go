@@ -64,6 +64,21 @@ type NodeStatus struct {
 	Addresses   []NodeAddress    `json:"addresses,omitempty"`
 	NodeInfo    NodeSystemInfo   `json:"nodeInfo,omitzero"`
 	Images      []ContainerImage `json:"images,omitempty"`
+	// DaemonEndpoints says where the node's agent serves logs, exec and
+	// image import to the control plane.
+	DaemonEndpoints NodeDaemonEndpoints `json:"daemonEndpoints,omitzero"`
+}
+
+// NodeDaemonEndpoints are the ports of the daemons on a node.
+type NodeDaemonEndpoints struct {
+	// KubeletEndpoint is the agent's port (Kubernetes' name for it).
+	KubeletEndpoint DaemonEndpoint `json:"kubeletEndpoint,omitzero"`
+}
+
+// DaemonEndpoint is one daemon's port. The JSON key is "Port", as in
+// Kubernetes.
+type DaemonEndpoint struct {
+	Port int32 `json:"Port"`
 }
 
 // NodeCondition is one reported aspect of a node's health (SPEC TNT-5).

@@ -24,7 +24,7 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 	// core/v1 Node.
 	reflect.TypeFor[NodeSpec](): {"podCIDRs", "configSource", "externalID"},
 	reflect.TypeFor[NodeStatus](): {
-		"daemonEndpoints", "volumesInUse", "volumesAttached", "config",
+		"volumesInUse", "volumesAttached", "config",
 		"runtimeHandlers", "features", "declaredFeatures",
 	},
 	reflect.TypeFor[NodeSystemInfo](): {"swap"},

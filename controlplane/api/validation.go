@@ -364,6 +364,9 @@ func validateNode(n *Node) ErrorList {
 	for i, c := range n.Status.Conditions {
 		errs = append(errs, validateCondition(c.Type, c.Status, st.Child("conditions").Index(i))...)
 	}
+	if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p < 0 || p > 65535 {
+		errs = append(errs, Invalid(st.Child("daemonEndpoints", "kubeletEndpoint", "Port"), p, "must be between 0 and 65535"))
+	}
 	return errs
 }
 
