@@ -49,9 +49,29 @@ func (ca *CA) IssueServerCert(id string, hosts []string, ttl time.Duration) (tls
 	if id == "" {
 		return tls.Certificate{}, fmt.Errorf("%w: id: must not be empty", ErrBadRequest)
 	}
+	return ca.issueServing(id, ServerOU, slices.Concat(defaultHosts, hosts), len(defaultHosts), ttl)
+}
+
+// IssueNodeCert issues a node agent's certificate, valid for ttl: common
+// name the node's name, organizational unit NodeOU, for serving the
+// agent's endpoint on hosts (and the node's name) and for client
+// authentication. The API server checks the name when it dials the agent;
+// raft peers refuse it, lacking ServerOU.
+func (ca *CA) IssueNodeCert(name string, hosts []string, ttl time.Duration) (tls.Certificate, error) {
+	if name == "" {
+		return tls.Certificate{}, fmt.Errorf("%w: name: must not be empty", ErrBadRequest)
+	}
+	return ca.issueServing(name, NodeOU, append(slices.Clone(hosts), name), 0, ttl)
+}
+
+// issueServing issues a certificate for serving and client authentication
+// to cn of unit ou, for hosts (IP addresses or DNS names; a "host:port"
+// form is accepted and the port ignored). Errors name a host by its index
+// less skip, the count of hosts the caller added itself.
+func (ca *CA) issueServing(cn, ou string, hosts []string, skip int, ttl time.Duration) (tls.Certificate, error) {
 	var ips []net.IP
 	var names []string
-	for i, h := range slices.Concat(defaultHosts, hosts) {
+	for i, h := range hosts {
 		if host, _, err := net.SplitHostPort(h); err == nil {
 			h = host
 		}
@@ -66,7 +86,7 @@ func (ca *CA) IssueServerCert(id string, hosts []string, ttl time.Duration) (tls
 			continue
 		}
 		if !validDNSName(h) {
-			return tls.Certificate{}, fmt.Errorf("%w: hosts[%d]: %q is neither an IP address nor a DNS name", ErrBadRequest, i-len(defaultHosts), h)
+			return tls.Certificate{}, fmt.Errorf("%w: hosts[%d]: %q is neither an IP address nor a DNS name", ErrBadRequest, i-skip, h)
 		}
 		h = strings.ToLower(h)
 		if !slices.Contains(names, h) {
@@ -74,7 +94,7 @@ func (ca *CA) IssueServerCert(id string, hosts []string, ttl time.Duration) (tls
 		}
 	}
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: id, OrganizationalUnit: []string{ServerOU}},
+		Subject:     pkix.Name{CommonName: cn, OrganizationalUnit: []string{ou}},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:    names,

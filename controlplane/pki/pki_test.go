@@ -439,3 +439,35 @@ func BenchmarkHandshake(b *testing.B) {
 func pkixName(cn, ou string) pkix.Name {
 	return pkix.Name{CommonName: cn, OrganizationalUnit: []string{ou}}
 }
+
+// A node's certificate names the node, carries NodeOU, serves its hosts,
+// and is not accepted where a raft peer is expected.
+func TestIssueNodeCert(t *testing.T) {
+	ca := mustCA(t, testSecret)
+	cert, err := ca.IssueNodeCert("edge-7", []string{"10.0.0.7", "edge-7.site.example"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := cert.Leaf
+	if leaf.Subject.CommonName != "edge-7" || !slices.Equal(leaf.Subject.OrganizationalUnit, []string{NodeOU}) {
+		t.Fatalf("subject = %v", leaf.Subject)
+	}
+	if err := leaf.VerifyHostname("10.0.0.7"); err != nil {
+		t.Errorf("does not serve its IP: %v", err)
+	}
+	if err := leaf.VerifyHostname("edge-7"); err != nil {
+		t.Errorf("does not serve its node name: %v", err)
+	}
+	if err := leaf.VerifyHostname("127.0.0.1"); err == nil {
+		t.Error("a node certificate must not serve loopback by default")
+	}
+	if err := verifyPeerOU(tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}); err == nil {
+		t.Error("a node certificate passed the raft peer check")
+	}
+	if _, err := ca.IssueNodeCert("", nil, time.Hour); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("empty name: %v", err)
+	}
+	if _, err := ca.IssueNodeCert("n", []string{"bad host!"}, time.Hour); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "hosts[0]") {
+		t.Errorf("bad host: %v", err)
+	}
+}
