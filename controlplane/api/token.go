@@ -32,3 +32,36 @@ const (
 	RoleDeveloper    = "developer"
 	RoleServer       = "server"
 )
+
+// NodeCredentialRequest is the body of POST
+// /apis/outpost.io/v1/nodecredentials: an agent holding a join token asks
+// for a credential of its own node. Not stored.
+type NodeCredentialRequest struct {
+	TypeMeta `json:",inline"`
+	// NodeName is the node the credential is for.
+	NodeName string `json:"nodeName"`
+	// Hosts are the addresses and names the agent's endpoint serves on;
+	// they go into its certificate.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// NodeCredential is the reply: everything an agent needs to act as its
+// node. The agent keeps it in its data dir, readable by root only.
+type NodeCredential struct {
+	TypeMeta `json:",inline"`
+	NodeName string `json:"nodeName"`
+	// Token is the node's bearer token, id.secret (role node, bound to
+	// NodeName).
+	Token string `json:"token"`
+	// CACert is the cluster CA certificate (PEM), the one the join
+	// string's pin named.
+	CACert string `json:"caCert"`
+	// Certificate and Key (PEM) are the agent's own: it serves its
+	// endpoint with them and the API server checks the node's name.
+	Certificate string `json:"certificate"`
+	Key         string `json:"key"`
+	// GossipKey (base64) encrypts the membership pool; GossipPeers are
+	// servers' gossip addresses to join.
+	GossipKey   string   `json:"gossipKey,omitempty"`
+	GossipPeers []string `json:"gossipPeers,omitempty"`
+}

@@ -44,6 +44,8 @@ func newTokenCommand(o *options) *cobra.Command {
 		Short: "Create a token and print it; the secret is shown only this once",
 		Long: "create makes a token here and stores only the hash of its secret in the cluster, so the\n" +
 			"secret never crosses the network. It prints the token, <id>.<secret>, on standard output.\n" +
+			"A node token without --node is a join token: it prints a join string, OP1::<CA pin>::<token>,\n" +
+			"for `outpost agent --token`, so the agent can trust the cluster CA without a copy of it.\n" +
 			"A developer token is limited to the namespaces of -n/--namespace (repeatable) and\n" +
 			"--namespaces; they need not exist yet.",
 		Example: `  outpost adm token create --role developer -n team-a --ttl 720h
@@ -67,7 +69,18 @@ func newTokenCommand(o *options) *cobra.Command {
 			if _, err := cl.CreateToken(cmd.Context(), t); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s.%s\n", id, secret)
+			tokStr := id + "." + secret
+			if spec.Role == api.RoleNode && spec.NodeName == "" {
+				// A join token goes to an agent that has no CA yet: the
+				// join string carries the CA's pin.
+				pin, err := cl.CAPin()
+				if err != nil {
+					printWarning(cmd.ErrOrStderr(), "printing the bare token: "+err.Error()+"; give the agent --ca-cert")
+				} else {
+					tokStr = auth.FormatJoin(pin, tokStr)
+				}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tokStr)
 			warnMissingNamespaces(cmd.Context(), cl, all, cmd.ErrOrStderr())
 			return nil
 		},

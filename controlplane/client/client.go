@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +27,9 @@ import (
 var (
 	// ErrNoServer is a configuration without a server URL.
 	ErrNoServer = errors.New("no server configured")
+	// ErrNoCA is a client configuration without the cluster CA's
+	// certificate (certificate-authority-data).
+	ErrNoCA = errors.New("the client configuration holds no cluster CA certificate")
 	// ErrNoConfig is a named configuration file that does not exist.
 	ErrNoConfig = errors.New("no client configuration")
 	// ErrBadServer is a server URL that is not http(s)://host[:port].
@@ -48,6 +53,7 @@ type Client struct {
 	timeout   time.Duration
 	userAgent string
 	onWarning func(string)
+	caData    []byte
 }
 
 // New checks cfg and builds a client. It does not contact the server.
@@ -70,7 +76,9 @@ func New(cfg Config) (*Client, error) {
 	var tlsCfg *tls.Config
 	switch u.Scheme {
 	case "https":
-		if len(cfg.CAData) > 0 {
+		if cfg.TLS != nil {
+			tlsCfg = cfg.TLS.Clone()
+		} else if len(cfg.CAData) > 0 {
 			tlsCfg, err = pki.ClientTLSConfig(cfg.CAData)
 			if err != nil {
 				return nil, fmt.Errorf("certificate-authority-data: %w", err)
@@ -113,7 +121,22 @@ func New(cfg Config) (*Client, error) {
 		namespace: ns,
 		timeout:   cfg.Timeout,
 		userAgent: "outpost/" + version.Version,
+		caData:    cfg.CAData,
 	}, nil
+}
+
+// CAPin is the pin (pki.Hash) of the cluster CA the client trusts, for a
+// join string; ErrNoCA when its configuration names no CA.
+func (c *Client) CAPin() (string, error) {
+	block, _ := pem.Decode(c.caData)
+	if block == nil {
+		return "", ErrNoCA
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoCA, err)
+	}
+	return pki.Hash(cert), nil
 }
 
 // Namespace is the namespace requests use when they name none.

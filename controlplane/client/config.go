@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,6 +30,9 @@ type Config struct {
 	Namespace string
 	// Timeout bounds each request except watches; 0 means no bound.
 	Timeout time.Duration
+	// TLS, when set, replaces the TLS configuration made from CAData: an
+	// agent that joins with only the CA's pin verifies by the pin.
+	TLS *tls.Config
 }
 
 // fileConfig is the on-disk shape of a Config. The keys follow

@@ -171,6 +171,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveSchedulers(w, r, id, segs[4:n])
 			return
 		}
+		if group == raftGroup && segs[3] == auth.ResourceNodeCredentials {
+			s.serveNodeCredentials(w, r, id, segs[4:n])
+			return
+		}
 		s.serveResource(w, r, id, group, segs[3:n])
 		return
 	}
