@@ -1,0 +1,106 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// ErrNotRoot is a test host asked for without the privileges to make one.
+var ErrNotRoot = errors.New("network namespaces need root and iproute2 (ip)")
+
+// Host is one test host: a network namespace with one uplink.
+type Host struct {
+	// Name is the namespace's name, for `ip netns exec`.
+	Name string
+	// Addr is the host's address; Gateway the test side's address of its
+	// link, which the host reaches the test's servers through.
+	Addr, Gateway string
+	// rootIf is the test side's end of the veth pair.
+	rootIf string
+}
+
+// Available reports whether test hosts can be made here (root and ip).
+func Available() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotRoot, err)
+	}
+	return nil
+}
+
+// New makes host number n (1-250) of the test; it is removed when the test
+// ends. Names carry the process ID, so parallel test binaries do not meet.
+func New(t testing.TB, n int) *Host {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 1 || n > 250 {
+		t.Fatalf("netns.New: host number %d out of 1-250", n)
+	}
+	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
+	h := &Host{
+		Name:    "op" + tag,
+		Addr:    fmt.Sprintf("10.213.%d.2", n),
+		Gateway: fmt.Sprintf("10.213.%d.1", n),
+		rootIf:  "opr" + tag,
+	}
+	nsIf := "opn" + tag
+	t.Cleanup(func() {
+		_ = run("ip", "netns", "del", h.Name)
+		_ = run("ip", "link", "del", h.rootIf)
+	})
+	steps := [][]string{
+		{"ip", "netns", "add", h.Name},
+		{"ip", "link", "add", h.rootIf, "type", "veth", "peer", "name", nsIf},
+		{"ip", "link", "set", nsIf, "netns", h.Name},
+		{"ip", "addr", "add", h.Gateway + "/24", "dev", h.rootIf},
+		{"ip", "link", "set", h.rootIf, "up"},
+		{"ip", "-n", h.Name, "addr", "add", h.Addr + "/24", "dev", nsIf},
+		{"ip", "-n", h.Name, "link", "set", nsIf, "up"},
+		{"ip", "-n", h.Name, "link", "set", "lo", "up"},
+		{"ip", "-n", h.Name, "route", "add", "default", "via", h.Gateway},
+	}
+	for _, s := range steps {
+		if err := run(s...); err != nil {
+			t.Fatalf("make test host %s: %v", h.Name, err)
+		}
+	}
+	return h
+}
+
+// Cut takes the host's link down: nothing passes either way.
+func (h *Host) Cut(t testing.TB) {
+	t.Helper()
+	if err := run("ip", "link", "set", h.rootIf, "down"); err != nil {
+		t.Fatalf("cut %s: %v", h.Name, err)
+	}
+}
+
+// Restore brings the link back (with its address and the host's route).
+func (h *Host) Restore(t testing.TB) {
+	t.Helper()
+	if err := run("ip", "link", "set", h.rootIf, "up"); err != nil {
+		t.Fatalf("restore %s: %v", h.Name, err)
+	}
+}
+
+// Command is name run inside the host's namespace.
+func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.Name, name}, args...)...)
+}
+
+func run(args ...string) error {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
