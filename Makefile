@@ -14,11 +14,12 @@ BIN := bin/outpost
 DATA ?= $(HOME)/.local/share/outpost
 # Packages whose tests exercise concurrency run under the race detector.
 RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/server/... ./controlplane/client/... \
-	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/...
+	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
+	./runtime/... ./gossip/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
 	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/...
 
-.PHONY: all build run test test-deps deps vet unit race fuzz bench soak clean
+.PHONY: all build run test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image
 
 all: build
 
@@ -32,28 +33,43 @@ deps:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required: install it from https://go.dev/dl and put it on PATH"; exit 1; }
 	$(GO) mod download
 
-test-deps: deps
+# host-deps installs, as root on Debian, what the agent and its tests
+# drive for real: containerd and runc (the agent starts its own
+# containerd), iproute2 (test hosts in network namespaces), procps.
+HOST_PKGS := containerd runc iproute2 procps
+host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		need=""; for p in iproute2 procps; do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \
+		need=""; for p in $(HOST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \
 		if [ -n "$$need" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; fi; \
 	fi
+
+test-deps: deps host-deps
 
 # run builds outpost, starts a one-process dev cluster (control plane on
 # 127.0.0.1:6443, data under $(DATA)) and loads examples/; the admin config
 # goes to ~/.config/outpost/config so `bin/outpost get pods` works in another
 # shell.
-run: deps build
+run: deps host-deps build demo-image
 	BIN=$(BIN) DATA=$(DATA) packaging/run-dev.sh
+
+# demo-image builds the demo's workload, a static binary, and packs it into
+# an OCI archive that `outpost image import` loads (there is no registry).
+demo-image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/demo ./packaging/demo
+	$(GO) run ./packaging/demoimage -bin bin/demo -out bin/demo-image.tar
 
 vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -count=1 $(OTHER_PKGS)
+	OUTPOST_TEST_REAL=1 $(GO) test -count=1 $(OTHER_PKGS)
 
+# OUTPOST_TEST_REAL=1: tests of real parts (containerd, network
+# namespaces) must run, and fail when what they need is missing, instead
+# of skipping.
 race:
-	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+	OUTPOST_TEST_REAL=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 test: test-deps vet build unit race
 	@echo "make test: all passed"

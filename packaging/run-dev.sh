@@ -1,47 +1,54 @@
 #!/usr/bin/env bash
-# `make run`: start `outpost dev`, wait until it answers, load the examples,
-# say how to look at them, and keep running until Ctrl-C.
+# `make run`: start `outpost dev` (control plane and this host's agent in
+# one process), wait until the node is Ready, load the demo image onto it,
+# apply examples/demo.yaml, say how to look at it, and keep running until
+# Ctrl-C.
 set -euo pipefail
 BIN=${BIN:-bin/outpost}
 DATA=${DATA:-$HOME/.local/share/outpost}
+IMAGE=${IMAGE:-bin/demo-image.tar}
 
 "$BIN" dev --data-dir "$DATA" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' INT TERM EXIT
 
-for _ in $(seq 1 150); do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		echo "outpost dev exited; see the messages above" >&2
-		exit 1
-	fi
-	if "$BIN" get namespaces >/dev/null 2>&1; then
-		break
-	fi
-	sleep 0.2
-done
-# Simulated nodes stand in for agents until `outpost agent` exists: they
-# register, heartbeat and mark the pods bound to them Running.
-"$BIN" sim agents -f examples/sim/nodes.yaml &
-simpid=$!
-trap 'kill "$simpid" "$pid" 2>/dev/null; wait "$simpid" "$pid" 2>/dev/null || true' INT TERM EXIT
-"$BIN" apply -f examples/
+wait_for() { # what, command...
+	local what=$1; shift
+	for _ in $(seq 1 300); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "outpost dev exited; see the messages above" >&2
+			exit 1
+		fi
+		if "$@" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "timed out waiting for $what" >&2
+	exit 1
+}
+wait_for "the API" "$BIN" get namespaces
+node=$(hostname)
+echo "waiting for node $node to register and become Ready..."
+wait_for "node $node" bash -c "'$BIN' get node '$node' | grep -qw Ready"
+"$BIN" image import "$IMAGE" --all
+"$BIN" apply -f examples/demo.yaml
 
 cat <<MSG
 
-outpost dev is running (API https://127.0.0.1:6443, data in $DATA).
+outpost dev is running (API https://127.0.0.1:6443, data in $DATA), with
+this host as node $node running real containers through containerd.
 The admin config is in ~/.config/outpost/config. In another shell:
 
-  $BIN get namespaces
   $BIN get nodes
   $BIN get pods -o wide
-  $BIN describe pod hello-pod
-  $BIN rollout status deployment/hello
-  $BIN adm taint nodes us-a dedicated=db:NoSchedule
-  $BIN sim silence eu-a
-  $BIN adm raft list-peers
+  $BIN logs -f deployment/ticker       # or a pod's name
+  $BIN exec \$($BIN get pods -l app=hello-node -o name | head -1) -- /demo
+  curl http://127.0.0.1:8088/
+  $BIN scale deployment/ticker --replicas 4
+  $BIN describe node $node
 
-The nodes are simulated ('outpost sim agents', examples/sim/nodes.yaml): they
-mark pods Running without starting containers until 'outpost agent' exists.
-Ctrl-C stops it; run 'make run' again and every object is still there.
+Ctrl-C stops it; containers keep running until the agent comes back, and
+'make run' again finds every object where it was.
 MSG
 wait "$pid"

@@ -104,3 +104,16 @@ func run(args ...string) error {
 	}
 	return nil
 }
+
+// Require skips the test when test hosts cannot be made here, unless
+// OUTPOST_TEST_REAL=1 (as `make test` sets) says the real parts must be
+// tested, in which case it fails.
+func Require(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("OUTPOST_TEST_REAL") == "1" {
+			t.Fatalf("OUTPOST_TEST_REAL=1 but %v", err)
+		}
+		t.Skip(err)
+	}
+}

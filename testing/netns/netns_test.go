@@ -9,9 +9,7 @@ import (
 
 // A host reaches the test side through its link, and not once it is cut.
 func TestCutAndRestore(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skip(err)
-	}
+	Require(t)
 	h := New(t, 201)
 	ln, err := net.Listen("tcp", h.Gateway+":0")
 	if err != nil {

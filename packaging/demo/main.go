@@ -1,0 +1,65 @@
+// Command demo is the workload of `make run`'s demo: a static binary the
+// repository builds and packs into an image itself, since there is no
+// registry to pull from. "tick" logs a line every few seconds (the
+// deployment), "serve" answers HTTP with the node's name (the daemon set;
+// pods share the host's network, so its port is a host port).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088]")
+		os.Exit(2)
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+	host, _ := os.Hostname()
+	pod := os.Getenv("POD_NAME")
+	switch os.Args[1] {
+	case "tick":
+		fs := flag.NewFlagSet("tick", flag.ExitOnError)
+		every := fs.Duration("every", 5*time.Second, "interval")
+		_ = fs.Parse(os.Args[2:])
+		t := time.NewTicker(*every)
+		n := 0
+		for {
+			n++
+			fmt.Printf("tick %d from pod %s on %s\n", n, pod, host)
+			select {
+			case <-t.C:
+			case <-stop:
+				fmt.Println("SIGTERM: bye")
+				return
+			}
+		}
+	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ExitOnError)
+		port := fs.Int("port", 8088, "port")
+		_ = fs.Parse(os.Args[2:])
+		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "hello from pod %s on %s\n", pod, host)
+		})
+		srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			<-stop
+			_ = srv.Close()
+		}()
+		fmt.Printf("serving on :%d\n", *port)
+		if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "demo: unknown command %q\n", os.Args[1])
+		os.Exit(2)
+	}
+}
