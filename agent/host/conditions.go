@@ -1,0 +1,251 @@
+package host
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// Reasons of the conditions the agent reports, in the kubelet's words with
+// "Agent" for "Kubelet".
+const (
+	ReasonReady              = "AgentReady"
+	ReasonRuntimeDown        = "ContainerRuntimeDown"
+	ReasonNetworkNotReady    = "NetworkNotReady"
+	ReasonSufficientMemory   = "AgentHasSufficientMemory"
+	ReasonInsufficientMemory = "AgentHasInsufficientMemory"
+	ReasonNoDiskPressure     = "AgentHasNoDiskPressure"
+	ReasonDiskPressure       = "AgentHasDiskPressure"
+	ReasonSufficientPID      = "AgentHasSufficientPID"
+	ReasonInsufficientPID    = "AgentHasInsufficientPID"
+	ReasonHasNetwork         = "AgentHasNetwork"
+	ReasonNoDefaultRoute     = "NoDefaultRoute"
+	ReasonInterfaceDown      = "InterfaceDown"
+	ReasonNotObserved        = "AgentCannotObserve"
+	readyMessage             = "outpost agent is posting ready status"
+	sufficientMemoryMessage  = "outpost agent has sufficient memory available"
+	noDiskPressureMessage    = "outpost agent has no disk pressure"
+	sufficientPIDMessage     = "outpost agent has sufficient PID available"
+)
+
+// Conditions computes the agent's five node conditions (NetworkUnavailable,
+// MemoryPressure, DiskPressure, PIDPressure, Ready, in the kubelet's order)
+// from one observation. A condition keeps prev's LastTransitionTime while
+// its status stays the same; LastHeartbeatTime is now. Conditions of prev
+// of other types are not carried over: the agent owns these five only.
+//
+// Ready is False when runtimeErr is not nil (ContainerRuntimeDown, with the
+// error's text) or the network is unavailable (NetworkNotReady). A
+// pressure condition whose inputs were not observed is Unknown
+// (AgentCannotObserve): no taint follows from it, and nobody is told the
+// node is fine when the agent does not know.
+func Conditions(prev []api.NodeCondition, obs Observation, thresholds []Threshold, runtimeErr error, now time.Time) []api.NodeCondition {
+	net := networkCondition(obs.Network)
+	next := []api.NodeCondition{
+		net,
+		memoryCondition(obs, thresholds),
+		diskCondition(obs, thresholds),
+		pidCondition(obs, thresholds),
+		readyCondition(net, runtimeErr),
+	}
+	ts := api.NewTime(now)
+	for i := range next {
+		c := &next[i]
+		c.LastHeartbeatTime = ts
+		c.LastTransitionTime = ts
+		if p := find(prev, c.Type); p != nil && p.Status == c.Status && p.LastTransitionTime != nil {
+			t := *p.LastTransitionTime
+			c.LastTransitionTime = &t
+		}
+	}
+	return next
+}
+
+// Changed reports whether next differs from prev in what the control
+// plane acts on: the set of types, a status or a reason. Heartbeat times
+// are ignored, and so are messages: under pressure they carry the
+// observed amount, which moves on every look, and would turn every look
+// into a write; they travel with the next heartbeat instead.
+func Changed(prev, next []api.NodeCondition) bool {
+	if len(prev) != len(next) {
+		return true
+	}
+	for _, n := range next {
+		p := find(prev, n.Type)
+		if p == nil || p.Status != n.Status || p.Reason != n.Reason {
+			return true
+		}
+	}
+	return false
+}
+
+func find(cs []api.NodeCondition, typ string) *api.NodeCondition {
+	for i := range cs {
+		if cs[i].Type == typ {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func cond(typ string, pressure bool, reason, msg string) api.NodeCondition {
+	st := api.ConditionFalse
+	if pressure {
+		st = api.ConditionTrue
+	}
+	return api.NodeCondition{Type: typ, Status: st, Reason: reason, Message: msg}
+}
+
+func unknown(typ, msg string) api.NodeCondition {
+	return api.NodeCondition{Type: typ, Status: api.ConditionUnknown, Reason: ReasonNotObserved, Message: msg}
+}
+
+func networkCondition(n NetworkStats) api.NodeCondition {
+	switch {
+	case n.Available():
+		how := "default route via " + n.Interface
+		if n.Configured {
+			how = "interface " + n.Interface
+		}
+		return cond(api.NodeNetworkUnavailable, false, ReasonHasNetwork, how+" is "+n.OperState)
+	case n.Interface == "" || n.Interface == "lo":
+		return cond(api.NodeNetworkUnavailable, true, ReasonNoDefaultRoute, "no default route except through loopback")
+	default:
+		return cond(api.NodeNetworkUnavailable, true, ReasonInterfaceDown,
+			fmt.Sprintf("interface %s is %s", n.Interface, n.OperState))
+	}
+}
+
+func readyCondition(net api.NodeCondition, runtimeErr error) api.NodeCondition {
+	var reason string
+	var why []string
+	if runtimeErr != nil {
+		reason = ReasonRuntimeDown
+		why = append(why, "container runtime is down: "+runtimeErr.Error())
+	}
+	if net.Status == api.ConditionTrue {
+		if reason == "" {
+			reason = ReasonNetworkNotReady
+		}
+		why = append(why, "network is unavailable: "+net.Message)
+	}
+	if reason == "" {
+		return api.NodeCondition{Type: api.NodeReady, Status: api.ConditionTrue, Reason: ReasonReady, Message: readyMessage}
+	}
+	return api.NodeCondition{Type: api.NodeReady, Status: api.ConditionFalse, Reason: reason, Message: strings.Join(why, "; ")}
+}
+
+// crossing describes the thresholds of the given signals that obs
+// crosses, one phrase each; observed reports whether any of the signals
+// given a threshold could be judged.
+func crossing(obs Observation, thresholds []Threshold, sigs ...Signal) (msgs []string, observed bool) {
+	observed = true
+	for _, t := range thresholds {
+		if !contains(sigs, t.Signal) {
+			continue
+		}
+		v, total, unit, ok := signalValue(obs, t.Signal)
+		if !ok {
+			observed = false
+			continue
+		}
+		if limit := t.Limit(total); v < limit {
+			msgs = append(msgs, fmt.Sprintf("%s is %s (%s of %s), under the threshold %s",
+				t.Signal, amount(v, unit), percent(v, total), amount(total, unit), t))
+		}
+	}
+	return msgs, observed
+}
+
+func contains(sigs []Signal, s Signal) bool {
+	for _, x := range sigs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// signalValue is the observed amount of a signal and the total it is a
+// share of; ok is false when the observation lacks it (inode counts on
+// filesystems without an inode table included).
+func signalValue(obs Observation, s Signal) (v, total int64, bytes, ok bool) {
+	switch s {
+	case SignalMemoryAvailable:
+		return obs.Memory.AvailableBytes, obs.Memory.TotalBytes, true, obs.Memory.TotalBytes > 0
+	case SignalNodeFSAvailable:
+		return obs.NodeFS.AvailableBytes, obs.NodeFS.CapacityBytes, true, obs.NodeFS.CapacityBytes > 0
+	case SignalNodeFSInodesFree:
+		return obs.NodeFS.InodesFree, obs.NodeFS.Inodes, false, obs.NodeFS.Inodes > 0
+	case SignalImageFSAvailable:
+		return obs.ImageFS.AvailableBytes, obs.ImageFS.CapacityBytes, true, obs.ImageFS.CapacityBytes > 0
+	case SignalImageFSInodesFree:
+		return obs.ImageFS.InodesFree, obs.ImageFS.Inodes, false, obs.ImageFS.Inodes > 0
+	case SignalPIDAvailable:
+		return obs.PIDs.Available(), obs.PIDs.Max, false, obs.PIDs.Max > 0
+	}
+	return 0, 0, false, false
+}
+
+func memoryCondition(obs Observation, ts []Threshold) api.NodeCondition {
+	msgs, ok := crossing(obs, ts, SignalMemoryAvailable)
+	switch {
+	case len(msgs) > 0:
+		return cond(api.NodeMemoryPressure, true, ReasonInsufficientMemory, strings.Join(msgs, "; "))
+	case !ok:
+		return unknown(api.NodeMemoryPressure, "memory could not be read from /proc/meminfo")
+	}
+	return cond(api.NodeMemoryPressure, false, ReasonSufficientMemory, sufficientMemoryMessage)
+}
+
+func diskCondition(obs Observation, ts []Threshold) api.NodeCondition {
+	msgs, ok := crossing(obs, ts, SignalNodeFSAvailable, SignalNodeFSInodesFree, SignalImageFSAvailable, SignalImageFSInodesFree)
+	switch {
+	case len(msgs) > 0:
+		return cond(api.NodeDiskPressure, true, ReasonDiskPressure, strings.Join(msgs, "; "))
+	case !ok && obs.NodeFS.CapacityBytes == 0 && obs.ImageFS.CapacityBytes == 0:
+		return unknown(api.NodeDiskPressure, "the data and image filesystems could not be read")
+	}
+	// An inode signal on a filesystem without inode counts (btrfs) is not
+	// judged; the byte signals still are.
+	return cond(api.NodeDiskPressure, false, ReasonNoDiskPressure, noDiskPressureMessage)
+}
+
+func pidCondition(obs Observation, ts []Threshold) api.NodeCondition {
+	msgs, ok := crossing(obs, ts, SignalPIDAvailable)
+	switch {
+	case len(msgs) > 0:
+		return cond(api.NodePIDPressure, true, ReasonInsufficientPID, strings.Join(msgs, "; "))
+	case !ok:
+		return unknown(api.NodePIDPressure, "pid_max and the number of tasks could not be read")
+	}
+	return cond(api.NodePIDPressure, false, ReasonSufficientPID, sufficientPIDMessage)
+}
+
+// amount writes bytes in binary units with one decimal ("79.5Mi"), counts
+// as they are.
+func amount(v int64, bytes bool) string {
+	if !bytes {
+		return strconv.FormatInt(v, 10)
+	}
+	units := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	f, i := float64(v), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i == 0 {
+		return strconv.FormatInt(v, 10)
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + units[i]
+}
+
+func percent(v, total int64) string {
+	if total <= 0 {
+		return "?%"
+	}
+	return strconv.FormatFloat(float64(v)*100/float64(total), 'f', 1, 64) + "%"
+}
