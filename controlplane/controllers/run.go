@@ -40,6 +40,9 @@ type Config struct {
 	// Workers is how many keys each controller reconciles at once;
 	// default 2.
 	Workers int
+	// NodeLifecycle configures the node lifecycle controller (Ready
+	// Unknown for silent nodes, from gossip and heartbeats).
+	NodeLifecycle NodeLifecycle
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -57,6 +60,8 @@ const (
 type hooks struct {
 	// synced is called after every reconcile of a key.
 	synced func(controller, key string)
+	// nodeMonitorPeriod replaces nodeMonitorPeriod when > 0.
+	nodeMonitorPeriod time.Duration
 }
 
 // shared is what every controller of one Run uses: the client, the
@@ -76,8 +81,8 @@ type shared struct {
 	pods, rss *index
 }
 
-// Run runs the ReplicaSet, Deployment and DaemonSet controllers and the
-// garbage collector until ctx ends, then returns nil. They share one set
+// Run runs the ReplicaSet, Deployment and DaemonSet controllers, the
+// garbage collector and the node lifecycle controller until ctx ends, then returns nil. They share one set
 // of informers (pods, replicasets, deployments, daemonsets, nodes) and
 // start working once every informer has listed.
 func Run(ctx context.Context, cfg Config) error { return run(ctx, cfg, hooks{}) }
@@ -123,6 +128,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	dc := newDeploymentController(s)
 	dsc := newDaemonSetController(s, sched, pol)
 	gc := newGarbageCollector(s)
+	nlc := newNodeLifecycle(s, cfg.NodeLifecycle)
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -159,6 +165,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		dsc.view.onNode(ev)
 		dsc.onNode(ev)
 		gc.onObject(ev, "")
+		nlc.onNode(ev)
 	}
 
 	var wg sync.WaitGroup
@@ -168,7 +175,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	}{{s.podInf, onPod}, {s.rsInf, onRS}, {s.deployInf, onDeploy}, {s.dsInf, onDS}, {s.nodeInf, onNode}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
@@ -182,6 +189,11 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		case <-inf.Synced():
 		}
 	}
+	period := h.nodeMonitorPeriod
+	if period <= 0 {
+		period = nodeMonitorPeriod
+	}
+	wg.Go(func() { nlc.run(ctx, period) })
 	log.Info("workload controllers started", "workers", cfg.Workers)
 	for _, l := range loops {
 		for range cfg.Workers {

@@ -1,0 +1,258 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/store"
+)
+
+// Membership is what the node lifecycle controller needs of the gossip
+// pool (package gossip; the server adapts it).
+type Membership interface {
+	// MemberState reports the state the pool last heard of the member
+	// named name, when the pool learned it (this host's clock), and
+	// whether the pool knows the member at all.
+	MemberState(name string) (state MemberState, since time.Time, known bool)
+	// Subscribe returns the names of members as their state changes,
+	// until cancel is called.
+	Subscribe() (names <-chan string, cancel func())
+}
+
+// MemberState is a gossip member's state.
+type MemberState string
+
+// Member states the controller tells apart.
+const (
+	MemberAlive MemberState = "alive"
+	// MemberDead: the pool declared the member failed.
+	MemberDead MemberState = "dead"
+	// MemberLeft: the member said goodbye; its agent stopped.
+	MemberLeft MemberState = "left"
+)
+
+// NodeLifecycle configures the node lifecycle controller.
+type NodeLifecycle struct {
+	// Membership is the gossip pool's view of the nodes; nil judges
+	// nodes by their heartbeats alone.
+	Membership Membership
+	// MonitorGracePeriod is how long a node may go without a new
+	// heartbeat (a new lastHeartbeatTime of its Ready condition) before
+	// its conditions become Unknown; default DefaultNodeMonitorGracePeriod.
+	MonitorGracePeriod time.Duration
+}
+
+// DefaultNodeMonitorGracePeriod is the heartbeat backstop: four of the
+// agent's 10 s heartbeats, as Kubernetes' 40 s, so that three status
+// posts lost on a flaky edge link do not mark a node. Gossip is the fast
+// path (a few seconds, see package gossip); this only catches what
+// gossip cannot see: nodes that never joined it (simulated nodes) and an
+// agent whose gossip works while its API client does not.
+const DefaultNodeMonitorGracePeriod = 40 * time.Second
+
+// nodeMonitorPeriod is how often every node is looked at again even when
+// nothing happened, a safety net under the per-node deadline timers.
+const nodeMonitorPeriod = 5 * time.Second
+
+// Reasons and messages of the conditions the controller writes; the
+// reason is Kubernetes'.
+const (
+	reasonNodeStatusUnknown = "NodeStatusUnknown"
+	msgHeartbeatsStopped    = "outpost agent stopped posting node status"
+	msgGossipFailed         = "node is unreachable: gossip reports it failed"
+	msgGossipLeft           = "node is unreachable: gossip reports its agent left"
+)
+
+// nodeLifecycle marks nodes whose agent went silent: every condition
+// Unknown, as Kubernetes' node lifecycle controller does, from gossip
+// (dead or left) at once, or from missed heartbeats after the grace
+// period. It never sets a condition back: only the agent does, by
+// posting its status. See DESIGN.md.
+type nodeLifecycle struct {
+	*loop
+	s     *shared
+	m     Membership
+	grace time.Duration
+
+	mu   sync.Mutex
+	seen map[string]heartbeat
+}
+
+// heartbeat is the last Ready heartbeat seen of a node, and when this
+// controller saw it (its own clock: the agent's clock may be off, the
+// grace period is measured here, as Kubernetes measures it).
+type heartbeat struct {
+	posted time.Time
+	at     time.Time
+	// changed is false until the controller has seen the heartbeat move:
+	// then at is only when it started watching, no evidence of life.
+	changed bool
+}
+
+func newNodeLifecycle(s *shared, cfg NodeLifecycle) *nodeLifecycle {
+	c := &nodeLifecycle{s: s, m: cfg.Membership, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}}
+	if c.grace <= 0 {
+		c.grace = DefaultNodeMonitorGracePeriod
+	}
+	c.loop = newLoop(s, "nodelifecycle", c.sync)
+	return c
+}
+
+// onNode notes heartbeats as the informer delivers them, so that a
+// heartbeat's time of arrival is known even if the queue is busy.
+func (c *nodeLifecycle) onNode(ev controller.Event) {
+	name := ev.Object.GetObjectMeta().Name
+	if ev.Type == store.Deleted {
+		c.mu.Lock()
+		delete(c.seen, name)
+		c.mu.Unlock()
+		c.q.Add(name)
+		return
+	}
+	if n, ok := ev.Object.(*api.Node); ok {
+		c.observe(n)
+	}
+	c.q.Add(name)
+}
+
+// observe records n's Ready heartbeat, and when it changed.
+func (c *nodeLifecycle) observe(n *api.Node) heartbeat {
+	var posted time.Time
+	if r := nodeReadyCondition(n); r != nil && r.LastHeartbeatTime != nil {
+		posted = r.LastHeartbeatTime.Time
+	}
+	now := c.s.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.seen[n.Name]
+	switch {
+	case !ok:
+		h = heartbeat{posted: posted, at: now}
+	case !posted.Equal(h.posted):
+		h = heartbeat{posted: posted, at: now, changed: true}
+	}
+	c.seen[n.Name] = h
+	return h
+}
+
+// run feeds the queue from gossip and from a periodic sweep until ctx
+// ends.
+func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
+	var names <-chan string
+	if c.m != nil {
+		var cancel func()
+		names, cancel = c.m.Subscribe()
+		defer cancel()
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case name, ok := <-names:
+			if !ok {
+				names = nil
+				continue
+			}
+			c.q.Add(name)
+		case <-tick.C:
+			for _, obj := range c.s.nodeInf.List() {
+				c.q.Add(obj.GetObjectMeta().Name)
+			}
+		}
+	}
+}
+
+// sync decides whether node name is unreachable and, if it is, marks its
+// conditions Unknown.
+func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, error) {
+	obj, ok := c.s.nodeInf.Get("", name)
+	if !ok {
+		return 0, nil
+	}
+	n, ok := obj.(*api.Node)
+	if !ok || nodeReadyCondition(n) == nil {
+		// No agent ever reported this node (made by hand): there is no
+		// status to distrust.
+		return 0, nil
+	}
+	h := c.observe(n)
+	now := c.s.now()
+	msg := ""
+	if c.m != nil {
+		// Gossip counts only if it is newer than the last heartbeat seen:
+		// an agent that posts its status while the pool still calls it
+		// dead is alive (its gossip is what is broken), and must not be
+		// marked again at every sweep.
+		if st, since, known := c.m.MemberState(name); known && (!h.changed || h.at.Before(since)) {
+			switch st {
+			case MemberDead:
+				msg = msgGossipFailed
+			case MemberLeft:
+				msg = msgGossipLeft
+			}
+		}
+	}
+	var after time.Duration
+	if msg == "" {
+		deadline := h.at.Add(c.grace)
+		if now.Before(deadline) {
+			after = deadline.Sub(now)
+		} else {
+			msg = msgHeartbeatsStopped
+		}
+	}
+	if msg == "" || allConditionsUnknown(n) {
+		return after, nil
+	}
+	cp, err := controller.Copy(n)
+	if err != nil {
+		return 0, err
+	}
+	upd := cp.(*api.Node)
+	ts := api.NewTime(now)
+	for i := range upd.Status.Conditions {
+		cd := &upd.Status.Conditions[i]
+		if cd.Status == api.ConditionUnknown {
+			continue
+		}
+		// lastHeartbeatTime stays: it is the agent's last word.
+		cd.Status = api.ConditionUnknown
+		cd.Reason = reasonNodeStatusUnknown
+		cd.Message = msg
+		cd.LastTransitionTime = ts
+	}
+	if _, err := c.s.client.UpdateStatus(ctx, upd); err != nil {
+		// A conflict is usually the agent's own new status: the retry
+		// looks again with it.
+		return 0, fmt.Errorf("marking node %s unreachable: %w", name, err)
+	}
+	c.log.Info("node marked unreachable", "node", name, "reason", msg,
+		"heartbeat_seen_ago", now.Sub(h.at).Round(time.Millisecond))
+	return 0, nil
+}
+
+// nodeReadyCondition returns n's Ready condition, or nil.
+func nodeReadyCondition(n *api.Node) *api.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == api.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// allConditionsUnknown reports whether every condition of n is Unknown.
+func allConditionsUnknown(n *api.Node) bool {
+	for _, cd := range n.Status.Conditions {
+		if cd.Status != api.ConditionUnknown {
+			return false
+		}
+	}
+	return true
+}
