@@ -1,0 +1,260 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/identifiers"
+	"github.com/containerd/containerd/namespaces"
+
+	"github.com/outpost-edge/outpost/runtime"
+)
+
+// Errors of this package, beyond the runtime package's.
+var (
+	// ErrConfig is a Config or SupervisorConfig that cannot work; the
+	// message names the field.
+	ErrConfig = errors.New("invalid runtime config")
+	// ErrNotOurs is a container that exists in the namespace but does not
+	// carry runtime.LabelPodUID: outpost never touches it. It is always
+	// wrapped together with runtime.ErrNotFound.
+	ErrNotOurs = errors.New("container is not managed by outpost")
+)
+
+// DefaultNamespace is the containerd namespace outpost's containers live
+// in, apart from anything else the host runs on the same containerd.
+const DefaultNamespace = "outpost"
+
+// runcRuntime is the shim every container runs under.
+const runcRuntime = "io.containerd.runc.v2"
+
+// Labels outpost keeps on a container for its own bookkeeping: what the
+// status needs once the task is gone. They are not shown in
+// ContainerStatus.Labels.
+const (
+	internalPrefix   = "io.outpost.runtime."
+	labelImageDigest = internalPrefix + "image-digest"
+	labelStartedAt   = internalPrefix + "started-at"
+	labelFinishedAt  = internalPrefix + "finished-at"
+	labelExitCode    = internalPrefix + "exit-code"
+	labelReason      = internalPrefix + "reason"
+	labelMessage     = internalPrefix + "message"
+	// labelStartError marks a container whose process could not start;
+	// its message is in labelMessage.
+	labelStartError = internalPrefix + "start-error"
+)
+
+// Config configures New.
+type Config struct {
+	// Socket is containerd's gRPC socket (required).
+	Socket string
+	// Namespace is the containerd namespace; DefaultNamespace if empty.
+	Namespace string
+	// LogDir holds one log file per container (required; created).
+	LogDir string
+	// Logger gets the runtime's own log; slog.Default() if nil.
+	Logger *slog.Logger
+	// LogWriter is the executable containerd's shim runs to write a
+	// container's log file; it must call RunLogWriterIfAsked first thing
+	// in main. Empty means this process's own executable.
+	LogWriter string
+	// Snapshotter forces "overlayfs" or "native"; empty detects overlayfs
+	// and falls back to native.
+	Snapshotter string
+	// DialTimeout bounds each connection attempt (default 3 s).
+	DialTimeout time.Duration
+}
+
+// Runtime is runtime.Runtime on containerd. It connects lazily: New does
+// not need containerd to be up, and every call made while it is down
+// returns an error wrapping runtime.ErrUnavailable.
+type Runtime struct {
+	cfg Config
+	log *slog.Logger
+
+	mu          sync.Mutex
+	client      *containerd.Client
+	snapshotter string
+	closed      bool
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New checks cfg and returns a Runtime; it tries to connect once so that
+// a reachable containerd is ready at once, but a containerd that is down
+// is not an error here (see Runtime).
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Socket == "" {
+		return nil, fmt.Errorf("%w: socket is required", ErrConfig)
+	}
+	if cfg.LogDir == "" {
+		return nil, fmt.Errorf("%w: logDir is required", ErrConfig)
+	}
+	if !filepath.IsAbs(cfg.LogDir) {
+		abs, err := filepath.Abs(cfg.LogDir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: logDir %q: %w", ErrConfig, cfg.LogDir, err)
+		}
+		cfg.LogDir = abs
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if err := identifiers.Validate(cfg.Namespace); err != nil {
+		return nil, fmt.Errorf("%w: namespace %q: %w", ErrConfig, cfg.Namespace, err)
+	}
+	switch cfg.Snapshotter {
+	case "", "overlayfs", "native":
+	default:
+		return nil, fmt.Errorf("%w: snapshotter %q: want overlayfs or native", ErrConfig, cfg.Snapshotter)
+	}
+	if cfg.LogWriter == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("%w: logWriter: own executable: %w", ErrConfig, err)
+		}
+		cfg.LogWriter = exe
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 3 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.LogDir, 0o750); err != nil {
+		return nil, fmt.Errorf("%w: logDir: %w", ErrConfig, err)
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
+	if _, err := r.conn(ctx); err != nil {
+		r.log.Warn("containerd not reachable yet", "err", err)
+	}
+	return r, nil
+}
+
+// Close drops the connection. Containers keep running: nothing of theirs
+// depends on it.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.client == nil {
+		return nil
+	}
+	err := r.client.Close()
+	r.client = nil
+	if err != nil {
+		return fmt.Errorf("close containerd client: %w", err)
+	}
+	return nil
+}
+
+// conn returns the client, connecting first if needed, with ctx carrying
+// outpost's namespace.
+func (r *Runtime) conn(ctx context.Context) (*containerd.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, fmt.Errorf("%w: runtime closed", runtime.ErrUnavailable)
+	}
+	if r.client != nil {
+		return r.client, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := containerd.New(r.cfg.Socket, containerd.WithTimeout(r.cfg.DialTimeout), containerd.WithDefaultNamespace(r.cfg.Namespace))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runtime.ErrUnavailable, err)
+	}
+	r.client = c
+	return c, nil
+}
+
+// ns returns ctx in outpost's namespace.
+func (r *Runtime) ns(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+// wrap maps containerd's error kinds onto the runtime package's.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf(format, args...)
+	switch {
+	case errors.Is(err, runtime.ErrUnavailable):
+		return fmt.Errorf("%s: %w", msg, err)
+	case errdefs.IsUnavailable(err) || isConnErr(err):
+		return fmt.Errorf("%s: %w: %w", msg, runtime.ErrUnavailable, err)
+	case errdefs.IsNotFound(err):
+		return fmt.Errorf("%s: %w: %w", msg, runtime.ErrNotFound, err)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// isConnErr reports whether err is the gRPC transport failing (containerd
+// gone) rather than containerd answering.
+func isConnErr(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "connection refused") || strings.Contains(s, "transport is closing") ||
+		strings.Contains(s, "connection error") || strings.Contains(s, "no such file or directory\"") ||
+		strings.Contains(s, "error reading from server: EOF")
+}
+
+// Version reports "containerd VERSION".
+func (r *Runtime) Version(ctx context.Context) (string, error) {
+	c, err := r.conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	v, err := c.Version(r.ns(ctx))
+	if err != nil {
+		return "", wrap(err, "containerd version")
+	}
+	return "containerd " + v.Version, nil
+}
+
+// snapshotterName picks the snapshotter once per connection: overlayfs
+// when containerd loaded it without error (it needs a kernel and a backing
+// filesystem that support overlay), native otherwise.
+func (r *Runtime) snapshotterName(ctx context.Context, c *containerd.Client) (string, error) {
+	r.mu.Lock()
+	sn := r.snapshotter
+	r.mu.Unlock()
+	if sn != "" {
+		return sn, nil
+	}
+	if r.cfg.Snapshotter != "" {
+		sn = r.cfg.Snapshotter
+	} else {
+		resp, err := c.IntrospectionService().Plugins(r.ns(ctx), []string{`type==io.containerd.snapshotter.v1,id==overlayfs`})
+		if err != nil {
+			return "", wrap(err, "list snapshotters")
+		}
+		sn = "native"
+		for _, p := range resp.Plugins {
+			if p.InitErr == nil {
+				sn = "overlayfs"
+			}
+		}
+		r.log.Info("snapshotter chosen", "snapshotter", sn)
+	}
+	r.mu.Lock()
+	r.snapshotter = sn
+	r.mu.Unlock()
+	return sn, nil
+}
+
+// logPath is the one log file of container id.
+func (r *Runtime) logPath(id string) string {
+	return filepath.Join(r.cfg.LogDir, id+".log")
+}

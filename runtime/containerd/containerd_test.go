@@ -1,0 +1,300 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
+
+	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/runtimetest"
+)
+
+func TestMain(m *testing.M) {
+	// containerd's shim runs this test binary as the containers' log
+	// writer (Config.LogWriter defaults to the running executable).
+	RunLogWriterIfAsked()
+	os.Exit(m.Run())
+}
+
+// requireReal gates the tests that need root, containerd and runc: with
+// OUTPOST_TEST_REAL=1 a missing piece fails the test, otherwise it skips
+// with the reason.
+func requireReal(t *testing.T) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, b := range []string{"containerd", "runc", "containerd-shim-runc-v2"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("OUTPOST_TEST_REAL") == "1" {
+		t.Fatalf("OUTPOST_TEST_REAL=1 but %v missing (apt-get install containerd runc; run as root)", missing)
+	}
+	t.Skipf("real containerd tests need %v (set OUTPOST_TEST_REAL=1 to make this a failure)", missing)
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tlogWriter struct{ t *testing.T }
+
+func (w tlogWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// privateRoot is a short temp dir (unix socket paths are limited), removed
+// at the end of the test.
+func privateRoot(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("remove %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+func startSupervised(t *testing.T, root string) *Supervisor {
+	t.Helper()
+	sup, err := StartSupervised(context.Background(), SupervisorConfig{Root: root, Logger: testLogger(t)})
+	if err != nil {
+		if b, rerr := os.ReadFile(root + "/containerd.log"); rerr == nil {
+			t.Logf("containerd.log:\n%s", b)
+		}
+		t.Fatal(err)
+	}
+	return sup
+}
+
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestContract(t *testing.T) {
+	requireReal(t)
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	t.Cleanup(func() {
+		if err := sup.Stop(); err != nil {
+			t.Errorf("stop containerd: %v", err)
+		}
+	})
+	cfg := Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t)}
+	runtimetest.Run(t, func(t *testing.T) (runtime.Runtime, runtimetest.Env) {
+		rt, err := New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		current := rt
+		t.Cleanup(func() { current.Close() })
+		raw, err := containerd.New(sup.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { raw.Close() })
+		nctx := namespaces.WithNamespace(context.Background(), DefaultNamespace)
+		env := runtimetest.Env{
+			Name:           "containerd",
+			ClosedRegistry: closedPort(t),
+			CreateForeign: func(t *testing.T, id string) {
+				img, err := raw.GetImage(nctx, runtimetest.TestImageRef)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := raw.NewContainer(nctx, id, containerd.WithImage(img), containerd.WithNewSnapshot(id, img),
+					containerd.WithNewSpec(oci.WithImageConfig(img)), containerd.WithContainerLabels(map[string]string{"owner": "someone-else"}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if err := c.Delete(nctx, containerd.WithSnapshotCleanup); err != nil {
+						t.Errorf("delete foreign container: %v", err)
+					}
+				})
+			},
+			ForeignExists: func(t *testing.T, id string) bool {
+				_, err := raw.LoadContainer(nctx, id)
+				return err == nil
+			},
+			Reopen: func(t *testing.T) runtime.Runtime {
+				if err := current.Close(); err != nil {
+					t.Fatal(err)
+				}
+				next, err := New(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				current = next
+				return next
+			},
+			Unreachable: func(t *testing.T) runtime.Runtime {
+				down, err := New(context.Background(), Config{Socket: root + "/nothing.sock", LogDir: t.TempDir(), DialTimeout: 200 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { down.Close() })
+				return down
+			},
+		}
+		return rt, env
+	})
+}
+
+// processAlive reports whether pid exists (and is not a zombie).
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// Field 3 is the state; Z is a zombie.
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == ')' {
+			return b[i+2] != 'Z'
+		}
+	}
+	return true
+}
+
+// TestSupervisor: the socket answers, a killed containerd is restarted,
+// and stopping containerd (the agent going away) leaves containers
+// running, with their status readable from a new containerd on the same
+// root.
+func TestSupervisor(t *testing.T) {
+	requireReal(t)
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t)}
+	rt, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := rt.Version(ctx); err != nil || len(v) < len("containerd 1") {
+		t.Fatalf("Version = %q, %v", v, err)
+	}
+	if _, err := StartSupervised(ctx, SupervisorConfig{Root: root}); !errors.Is(err, ErrSocketInUse) {
+		t.Errorf("a second supervisor on the same root: %v, want ErrSocketInUse", err)
+	}
+
+	// Killed: restarted on the same socket.
+	oldPid := sup.Pid()
+	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "containerd restarted", func() bool {
+		p := sup.Pid()
+		if p == 0 || p == oldPid {
+			return false
+		}
+		_, err := rt.Version(ctx)
+		return err == nil
+	})
+
+	// A container outlives containerd being stopped.
+	archive := runtimetest.TestImage(t)
+	if _, err := rt.ImportImages(ctx, bytesReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	spec := runtime.ContainerSpec{ID: "survivor", Image: runtimetest.TestImageRef, Args: []string{"sleep"},
+		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.ContainerStatus(ctx, spec.ID)
+	if err != nil || st.State != runtime.StateRunning {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	rt.Close()
+	if err := sup.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(oldPid) || processAlive(sup.Pid()) {
+		t.Error("containerd still runs after Stop")
+	}
+	if !processAlive(int(st.Pid)) {
+		t.Fatal("the container died with containerd")
+	}
+
+	sup2 := startSupervised(t, root)
+	defer sup2.Stop()
+	rt2, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt2.Close()
+	st2, err := rt2.ContainerStatus(ctx, spec.ID)
+	if err != nil || st2.State != runtime.StateRunning || st2.Pid != st.Pid {
+		t.Fatalf("after a containerd restart: %+v, %v; was pid %d", st2, err, st.Pid)
+	}
+	if err := rt2.StopContainer(ctx, spec.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt2.RemoveContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval of a wait with a deadline
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no socket":       {LogDir: t.TempDir()},
+		"no log dir":      {Socket: "/x.sock"},
+		"bad namespace":   {Socket: "/x.sock", LogDir: t.TempDir(), Namespace: "no spaces"},
+		"bad snapshotter": {Socket: "/x.sock", LogDir: t.TempDir(), Snapshotter: "zfs"},
+	} {
+		if _, err := New(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	if _, err := StartSupervised(context.Background(), SupervisorConfig{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("supervisor without root: %v, want ErrConfig", err)
+	}
+	_ = fmt.Sprint()
+}

@@ -1,0 +1,542 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/identifiers"
+	"github.com/containerd/containerd/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/outpost-edge/outpost/runtime"
+)
+
+// cfsPeriod is the CFS period every limited container gets (100 ms, as
+// Kubernetes uses), so CPUMillis maps to quota = millis * 100 µs.
+const cfsPeriod = 100_000
+
+// maxLabelMessage bounds a message kept in a label (containerd refuses
+// labels over 4 KiB).
+const maxLabelMessage = 1024
+
+// validate checks a spec before anything reaches containerd; every error
+// names the field.
+func validate(spec runtime.ContainerSpec) error {
+	if err := identifiers.Validate(spec.ID); err != nil {
+		return fmt.Errorf("id: %w", err)
+	}
+	if spec.Image == "" {
+		return errors.New("image: required")
+	}
+	if spec.Labels[runtime.LabelPodUID] == "" {
+		return fmt.Errorf("labels: %s is required", runtime.LabelPodUID)
+	}
+	for k := range spec.Labels {
+		if strings.HasPrefix(k, internalPrefix) {
+			return fmt.Errorf("labels: %s: the prefix %s is reserved", k, internalPrefix)
+		}
+	}
+	res := spec.Resources
+	for name, v := range map[string]int64{"cpuMillis": res.CPUMillis, "cpuRequestMillis": res.CPURequestMillis, "memoryBytes": res.MemoryBytes, "pids": res.PIDs} {
+		if v < 0 {
+			return fmt.Errorf("resources.%s: %d is negative", name, v)
+		}
+	}
+	if spec.WorkingDir != "" && !filepath.IsAbs(spec.WorkingDir) {
+		return fmt.Errorf("workingDir: %q is not absolute", spec.WorkingDir)
+	}
+	for i, m := range spec.Mounts {
+		if !filepath.IsAbs(m.HostPath) {
+			return fmt.Errorf("mounts[%d].hostPath: %q is not absolute", i, m.HostPath)
+		}
+		if !filepath.IsAbs(m.ContainerPath) {
+			return fmt.Errorf("mounts[%d].containerPath: %q is not absolute", i, m.ContainerPath)
+		}
+	}
+	for i, e := range spec.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("env[%d]: %q is not KEY=value", i, e)
+		}
+	}
+	return nil
+}
+
+// processArgs applies Kubernetes' rules: Command replaces the entrypoint
+// (and drops the image's cmd), Args replace the cmd.
+func processArgs(entrypoint, cmd, command, args []string) []string {
+	if len(command) > 0 {
+		return append(append([]string{}, command...), args...)
+	}
+	if len(args) > 0 {
+		return append(append([]string{}, entrypoint...), args...)
+	}
+	return append(append([]string{}, entrypoint...), cmd...)
+}
+
+// CreateContainer creates the container and its runc task (runc create),
+// so that whatever runc refuses (a limit the host cannot honour, a bad
+// mount) is a create error wrapping runtime.ErrCreate. When runc fails
+// only because the process cannot be executed, the container is kept and
+// marked: StartContainer then fails with runtime.ErrStart and the status
+// says why, as a pod's status should.
+func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpec) error {
+	if err := validate(spec); err != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrCreate, err)
+	}
+	c, err := r.conn(ctx)
+	if err != nil {
+		return err
+	}
+	sn, err := r.snapshotterName(ctx, c)
+	if err != nil {
+		return err
+	}
+	nctx := r.ns(ctx)
+	name, err := normalizeRef(spec.Image)
+	if err != nil {
+		return fmt.Errorf("%w: image: %w", runtime.ErrCreate, err)
+	}
+	img, err := c.GetImage(nctx, name)
+	if err != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrCreate, wrap(err, "image %s", name))
+	}
+	if err := unpack(nctx, img, sn); err != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrCreate, err)
+	}
+	icfg, err := img.Spec(nctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrCreate, wrap(err, "image %s config", name))
+	}
+	hostname, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("%w: hostname: %w", runtime.ErrCreate, err)
+	}
+	opts := []oci.SpecOpts{
+		oci.WithImageConfig(img),
+		oci.WithProcessArgs(processArgs(icfg.Config.Entrypoint, icfg.Config.Cmd, spec.Command, spec.Args)...),
+		oci.WithHostNamespace(specs.NetworkNamespace),
+		oci.WithHostHostsFile,
+		oci.WithHostResolvconf,
+		oci.WithHostname(hostname),
+	}
+	if len(spec.Env) > 0 {
+		opts = append(opts, oci.WithEnv(spec.Env))
+	}
+	if spec.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(spec.WorkingDir))
+	}
+	if len(spec.Mounts) > 0 {
+		ms := make([]specs.Mount, 0, len(spec.Mounts))
+		for _, m := range spec.Mounts {
+			mode := "rw"
+			if m.ReadOnly {
+				mode = "ro"
+			}
+			ms = append(ms, specs.Mount{Type: "bind", Source: m.HostPath, Destination: m.ContainerPath, Options: []string{"rbind", "rprivate", mode}})
+		}
+		opts = append(opts, oci.WithMounts(ms))
+	}
+	res := spec.Resources
+	if res.MemoryBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(res.MemoryBytes)))
+	}
+	if res.CPUMillis > 0 {
+		opts = append(opts, oci.WithCPUCFS(res.CPUMillis*cfsPeriod/1000, cfsPeriod))
+	}
+	if res.CPURequestMillis > 0 {
+		opts = append(opts, oci.WithCPUShares(cpuShares(res.CPURequestMillis)))
+	}
+	if res.PIDs > 0 {
+		opts = append(opts, oci.WithPidsLimit(res.PIDs))
+	}
+	labels := make(map[string]string, len(spec.Labels)+1)
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	labels[labelImageDigest] = img.Target().Digest.String()
+
+	ctr, err := c.NewContainer(nctx, spec.ID,
+		containerd.WithImage(img),
+		containerd.WithSnapshotter(sn),
+		containerd.WithNewSnapshot(spec.ID, img),
+		containerd.WithRuntime(runcRuntime, nil),
+		containerd.WithNewSpec(opts...),
+		containerd.WithContainerLabels(labels),
+	)
+	if err != nil {
+		if errdefs.IsAlreadyExists(err) {
+			return fmt.Errorf("%w: id %s: already exists", runtime.ErrCreate, spec.ID)
+		}
+		return fmt.Errorf("%w: %w", runtime.ErrCreate, wrap(err, "container %s", spec.ID))
+	}
+	if _, err := r.newTask(nctx, ctr); err != nil {
+		if isExecError(err) {
+			r.markStartError(nctx, ctr, err)
+			return nil
+		}
+		if derr := ctr.Delete(nctx, containerd.WithSnapshotCleanup); derr != nil {
+			r.log.Warn("delete container after failed create", "id", spec.ID, "err", derr)
+		}
+		_ = os.Remove(r.logPath(spec.ID))
+		return fmt.Errorf("%w: %w", runtime.ErrCreate, wrap(err, "container %s", spec.ID))
+	}
+	r.log.Info("container created", "id", spec.ID, "image", name, "pod", spec.Labels[runtime.LabelPodName])
+	return nil
+}
+
+// cpuShares is Kubernetes' milli-CPU to shares rule: 1024 per core, at
+// least 2.
+func cpuShares(milli int64) uint64 {
+	s := milli * 1024 / 1000
+	if s < 2 {
+		s = 2
+	}
+	return uint64(s)
+}
+
+// newTask creates the runc task with its output going to the log writer
+// that the shim runs, so logs do not pass through this process.
+func (r *Runtime) newTask(ctx context.Context, ctr containerd.Container) (containerd.Task, error) {
+	io := cio.BinaryIO(r.cfg.LogWriter, map[string]string{LogWriterArg: r.logPath(ctr.ID())})
+	return ctr.NewTask(ctx, io)
+}
+
+// isExecError reports whether runc failed because the process itself
+// could not be executed (missing file, not executable, wrong format).
+func isExecError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, `exec: "`) || strings.Contains(s, "executable file not found") ||
+		strings.Contains(s, "exec format error")
+}
+
+// runcReason trims containerd's wrapping from runc's message so a pod's
+// status reads like the cause.
+func runcReason(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "unable to start container process: "); i >= 0 {
+		s = s[i+len("unable to start container process: "):]
+	}
+	s = strings.TrimSuffix(s, ": unknown")
+	if len(s) > maxLabelMessage {
+		s = s[:maxLabelMessage]
+	}
+	return s
+}
+
+// markStartError records on the container that its process could not
+// start, so the status reports it after any restart of the agent.
+func (r *Runtime) markStartError(ctx context.Context, ctr containerd.Container, cause error) {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if _, err := ctr.SetLabels(ctx, map[string]string{
+		labelStartError: "true",
+		labelReason:     "StartError",
+		labelMessage:    runcReason(cause),
+		labelExitCode:   "128",
+		labelFinishedAt: now,
+	}); err != nil {
+		r.log.Warn("record start error", "id", ctr.ID(), "err", err)
+	}
+}
+
+// load returns outpost's container id; one without LabelPodUID is
+// reported as not found.
+func (r *Runtime) load(ctx context.Context, id string) (*containerd.Client, containerd.Container, error) {
+	c, err := r.conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctr, err := c.LoadContainer(r.ns(ctx), id)
+	if err != nil {
+		return nil, nil, wrap(err, "container %s", id)
+	}
+	labels, err := ctr.Labels(r.ns(ctx))
+	if err != nil {
+		return nil, nil, wrap(err, "container %s", id)
+	}
+	if labels[runtime.LabelPodUID] == "" {
+		return nil, nil, fmt.Errorf("container %s: %w: %w", id, runtime.ErrNotFound, ErrNotOurs)
+	}
+	return c, ctr, nil
+}
+
+// StartContainer starts the created task. A process that cannot start
+// leaves the container Exited with Reason StartError.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	_, ctr, err := r.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	nctx := r.ns(ctx)
+	labels, err := ctr.Labels(nctx)
+	if err != nil {
+		return wrap(err, "container %s", id)
+	}
+	if labels[labelStartError] != "" {
+		return fmt.Errorf("container %s: %w: %s", id, runtime.ErrStart, labels[labelMessage])
+	}
+	if labels[labelStartedAt] != "" {
+		return fmt.Errorf("container %s: %w: already started", id, runtime.ErrStart)
+	}
+	task, err := ctr.Task(nctx, nil)
+	if errdefs.IsNotFound(err) {
+		// The task is gone (a host reboot between create and start):
+		// create it again.
+		task, err = r.newTask(nctx, ctr)
+		if err != nil && isExecError(err) {
+			r.markStartError(nctx, ctr, err)
+			return fmt.Errorf("container %s: %w: %s", id, runtime.ErrStart, runcReason(err))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", runtime.ErrStart, wrap(err, "container %s", id))
+	}
+	if err := task.Start(nctx); err != nil {
+		r.markStartError(nctx, ctr, err)
+		if _, derr := task.Delete(nctx, containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
+			r.log.Warn("delete task after failed start", "id", id, "err", derr)
+		}
+		return fmt.Errorf("container %s: %w: %s", id, runtime.ErrStart, runcReason(err))
+	}
+	if _, err := ctr.SetLabels(nctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+		r.log.Warn("record start time", "id", id, "err", err)
+	}
+	r.log.Info("container started", "id", id, "pid", task.Pid())
+	return nil
+}
+
+// StopContainer sends SIGTERM, waits up to grace, sends SIGKILL to every
+// process of the container, and returns once the task has exited.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	_, ctr, err := r.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	nctx := r.ns(ctx)
+	task, err := ctr.Task(nctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return wrap(err, "container %s", id)
+	}
+	st, err := task.Status(nctx)
+	if err != nil {
+		return wrap(err, "container %s status", id)
+	}
+	if st.Status == containerd.Stopped {
+		_, err := r.finish(nctx, ctr, task)
+		return err
+	}
+	if st.Status == containerd.Created {
+		// Never started: there is no process to signal.
+		if _, err := task.Delete(nctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return wrap(err, "container %s", id)
+		}
+		return nil
+	}
+	exited, err := task.Wait(nctx)
+	if err != nil {
+		return wrap(err, "container %s wait", id)
+	}
+	if grace > 0 {
+		if err := task.Kill(nctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
+			return wrap(err, "container %s SIGTERM", id)
+		}
+		t := time.NewTimer(grace)
+		select {
+		case <-exited:
+			t.Stop()
+			_, err := r.finish(nctx, ctr, task)
+			return err
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("container %s: stop: %w", id, ctx.Err())
+		}
+	}
+	if err := task.Kill(nctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		return wrap(err, "container %s SIGKILL", id)
+	}
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		return fmt.Errorf("container %s: stop: %w", id, ctx.Err())
+	}
+	_, err = r.finish(nctx, ctr, task)
+	return err
+}
+
+// finish records an exited task's result in the container's labels and
+// deletes the task. Deleting it frees the shim and, with it, makes the
+// shim wait for the log writer to drain: once a container reads Exited,
+// its log is complete. OOM is read from the container's cgroup before the
+// delete removes it.
+func (r *Runtime) finish(ctx context.Context, ctr containerd.Container, task containerd.Task) (map[string]string, error) {
+	st, err := task.Status(ctx)
+	if err != nil {
+		return nil, wrap(err, "container %s status", ctr.ID())
+	}
+	code := int32(st.ExitStatus)
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	if spec, err := ctr.Spec(ctx); err == nil && spec.Linux != nil && oomKilled(spec.Linux.CgroupsPath) {
+		reason = "OOMKilled"
+	}
+	finished := st.ExitTime
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	labels, err := ctr.SetLabels(ctx, map[string]string{
+		labelExitCode:   strconv.Itoa(int(code)),
+		labelReason:     reason,
+		labelFinishedAt: finished.UTC().Format(time.RFC3339Nano),
+	})
+	if err != nil {
+		return nil, wrap(err, "container %s: record exit", ctr.ID())
+	}
+	if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		r.log.Warn("delete exited task", "id", ctr.ID(), "err", err)
+	}
+	return labels, nil
+}
+
+// RemoveContainer kills what is left of the container's process, deletes
+// the task, the container, its snapshot and its log file. Removing a
+// container that is already gone is not an error.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	_, ctr, err := r.load(ctx, id)
+	if errors.Is(err, ErrNotOurs) {
+		return err
+	}
+	if errors.Is(err, runtime.ErrNotFound) {
+		_ = os.Remove(r.logPath(id))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	nctx := r.ns(ctx)
+	if task, err := ctr.Task(nctx, nil); err == nil {
+		if _, err := task.Delete(nctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return wrap(err, "container %s: delete task", id)
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return wrap(err, "container %s", id)
+	}
+	if err := ctr.Delete(nctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return wrap(err, "container %s: delete", id)
+	}
+	if err := os.Remove(r.logPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("container %s: remove log: %w", id, err)
+	}
+	r.log.Info("container removed", "id", id)
+	return nil
+}
+
+// ContainerStatus reports one of outpost's containers.
+func (r *Runtime) ContainerStatus(ctx context.Context, id string) (runtime.ContainerStatus, error) {
+	_, ctr, err := r.load(ctx, id)
+	if err != nil {
+		return runtime.ContainerStatus{}, err
+	}
+	return r.status(r.ns(ctx), ctr)
+}
+
+// ListContainers reports every container that carries LabelPodUID.
+func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.ContainerStatus, error) {
+	c, err := r.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nctx := r.ns(ctx)
+	ctrs, err := c.Containers(nctx, fmt.Sprintf("labels.%q", runtime.LabelPodUID))
+	if err != nil {
+		return nil, wrap(err, "list containers")
+	}
+	out := make([]runtime.ContainerStatus, 0, len(ctrs))
+	for _, ctr := range ctrs {
+		st, err := r.status(nctx, ctr)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (r *Runtime) status(ctx context.Context, ctr containerd.Container) (runtime.ContainerStatus, error) {
+	info, err := ctr.Info(ctx)
+	if err != nil {
+		return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
+	}
+	labels := info.Labels
+	st := runtime.ContainerStatus{ID: info.ID, Image: info.Image, CreatedAt: info.CreatedAt, State: runtime.StateCreated}
+	if labels[labelExitCode] == "" {
+		task, err := ctr.Task(ctx, nil)
+		switch {
+		case errdefs.IsNotFound(err):
+			// Created, the task not yet made again (see StartContainer).
+		case err != nil:
+			return runtime.ContainerStatus{}, wrap(err, "container %s task", ctr.ID())
+		default:
+			ts, err := task.Status(ctx)
+			if err != nil {
+				return runtime.ContainerStatus{}, wrap(err, "container %s task status", ctr.ID())
+			}
+			switch ts.Status {
+			case containerd.Running, containerd.Paused, containerd.Pausing:
+				st.State = runtime.StateRunning
+				st.Pid = task.Pid()
+			case containerd.Created:
+			case containerd.Stopped:
+				if labels, err = r.finish(ctx, ctr, task); err != nil {
+					return runtime.ContainerStatus{}, err
+				}
+			default:
+				st.State = runtime.StateUnknown
+				st.Message = fmt.Sprintf("task status %q", ts.Status)
+			}
+		}
+	}
+	st.Labels = map[string]string{}
+	for k, v := range labels {
+		if !strings.HasPrefix(k, internalPrefix) {
+			st.Labels[k] = v
+		}
+	}
+	st.ImageDigest = labels[labelImageDigest]
+	st.StartedAt = parseTime(labels[labelStartedAt])
+	if code := labels[labelExitCode]; code != "" {
+		n, _ := strconv.Atoi(code)
+		st.State = runtime.StateExited
+		st.Pid = 0
+		st.ExitCode = int32(n)
+		st.Reason = labels[labelReason]
+		st.Message = labels[labelMessage]
+		st.FinishedAt = parseTime(labels[labelFinishedAt])
+	}
+	return st, nil
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}

@@ -1,0 +1,132 @@
+package containerd
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// LogWriterArg is the first argument with which containerd's shim runs
+// the log writer (Config.LogWriter), followed by the log file's path.
+const LogWriterArg = "outpost-container-log-writer"
+
+// RunLogWriterIfAsked turns this process into a container's log writer
+// when it was started as one (os.Args[1] == LogWriterArg) and then exits;
+// otherwise it returns at once. The outpost binary's main and any test
+// binary that runs real containers call it before anything else.
+//
+// The shim starts the writer with the container's stdout on fd 3, stderr
+// on fd 4 and a pipe on fd 5 that it closes to say it is ready (the
+// "binary://" logging protocol of containerd's shims). The writer outlives
+// the agent: it is the shim's child.
+func RunLogWriterIfAsked() {
+	if len(os.Args) < 3 || os.Args[1] != LogWriterArg {
+		return
+	}
+	os.Exit(runLogWriter(os.Args[2]))
+}
+
+// drainAfterTerm is how long the writer keeps copying after the shim's
+// SIGTERM (sent once the container's pipes are closed), in case a
+// descendant of the container still holds them open.
+const drainAfterTerm = 2 * time.Second
+
+func runLogWriter(path string) int {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	ready := os.NewFile(5, "ready")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "outpost log writer: %v\n", err)
+		if ready != nil {
+			ready.Close()
+		}
+		return 1
+	}
+	defer f.Close()
+	stdout, stderr := os.NewFile(3, "stdout"), os.NewFile(4, "stderr")
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	if ready != nil {
+		ready.Close()
+	}
+	w := &lineWriter{f: f}
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		name string
+		r    *os.File
+	}{{"stdout", stdout}, {"stderr", stderr}} {
+		if s.r == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.copy(s.name, s.r)
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-term:
+		select {
+		case <-done:
+		case <-time.After(drainAfterTerm):
+		}
+	}
+	return 0
+}
+
+// maxLine is the longest piece of a line written as one entry; longer
+// lines are split into partial entries.
+const maxLine = 16 << 10
+
+// lineWriter writes entries of the log format (see logs.go) to one file
+// from both streams; each entry is one write, so entries never interleave.
+type lineWriter struct {
+	mu sync.Mutex
+	f  io.Writer
+}
+
+func (w *lineWriter) copy(stream string, r io.Reader) {
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			tag := "P"
+			if line[len(line)-1] == '\n' {
+				tag = "F"
+				line = line[:len(line)-1]
+			}
+			w.write(stream, tag, line)
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+func (w *lineWriter) write(stream, tag string, text []byte) {
+	buf := make([]byte, 0, len(text)+64)
+	buf = time.Now().UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, ' ')
+	buf = append(buf, stream...)
+	buf = append(buf, ' ')
+	buf = append(buf, tag...)
+	buf = append(buf, ' ')
+	buf = append(buf, text...)
+	buf = append(buf, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// A failed write has nowhere to be reported: the writer has no
+	// terminal and the shim ignores its stderr.
+	_, _ = w.f.Write(buf)
+}
