@@ -2,8 +2,8 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -41,13 +41,15 @@ func linuxEnv() osEnv {
 }
 
 // readFileInto reads path into buf. Files of /proc and /sys report size
-// 0, so it reads until EOF, growing buf as needed.
+// 0, so it reads until EOF, growing buf as needed. Plain system calls, not
+// os.File: these are small files read every few seconds, and os.File's
+// poller registration and finalizer cost more than the read.
 func readFileInto(path string, buf []byte) ([]byte, error) {
-	f, err := os.Open(path)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return buf, err
+		return buf, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	if cap(buf) == 0 {
 		buf = make([]byte, 0, 512)
 	}
@@ -55,14 +57,17 @@ func readFileInto(path string, buf []byte) ([]byte, error) {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
 		}
 		if err != nil {
-			return buf, fmt.Errorf("read %s: %w", path, err)
+			return buf, &os.PathError{Op: "read", Path: path, Err: err}
 		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
 	}
 }
 

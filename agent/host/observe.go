@@ -167,35 +167,42 @@ func observeNetwork(env osEnv, bp *[]byte, iface string) (NetworkStats, error) {
 	var (
 		routes []defaultRoute
 		errs   []error
+		first  NetworkStats
 	)
+	// pick returns the first route of rs, by metric as the kernel picks,
+	// whose interface is up; it remembers the first route seen at all.
+	pick := func(rs []defaultRoute) (NetworkStats, bool) {
+		slices.SortStableFunc(rs, func(a, b defaultRoute) int { return cmpUint(a.metric, b.metric) })
+		for _, r := range rs {
+			st := NetworkStats{Interface: r.iface, OperState: readOperState(env, bp, r.iface)}
+			if st.Available() {
+				return st, true
+			}
+			if first.Interface == "" {
+				first = st
+			}
+		}
+		return NetworkStats{}, false
+	}
+	// IPv4 first; the IPv6 table (often the longer one) is read only when
+	// IPv4 has no usable default route.
 	b, err := read(env, bp, pathRoute)
 	if err != nil {
 		errs = append(errs, err)
 	} else {
 		routes = parseRoutes4(b, routes)
+		if st, ok := pick(routes); ok {
+			return st, nil
+		}
 	}
-	n4 := len(routes)
 	b, err = read(env, bp, pathIPv6Route)
 	switch {
 	case errors.Is(err, fs.ErrNotExist): // IPv6 disabled: nothing to learn
 	case err != nil:
 		errs = append(errs, err)
 	default:
-		routes = parseRoutes6(b, routes)
-	}
-	// IPv4 first, then IPv6; by metric within each, as the kernel picks.
-	byMetric := func(a, b defaultRoute) int { return cmpUint(a.metric, b.metric) }
-	slices.SortStableFunc(routes[:n4], byMetric)
-	slices.SortStableFunc(routes[n4:], byMetric)
-
-	var first NetworkStats
-	for _, r := range routes {
-		st := NetworkStats{Interface: r.iface, OperState: readOperState(env, bp, r.iface)}
-		if st.Available() {
+		if st, ok := pick(parseRoutes6(b, routes[:0])); ok {
 			return st, nil
-		}
-		if first.Interface == "" {
-			first = st
 		}
 	}
 	return first, errors.Join(errs...)
