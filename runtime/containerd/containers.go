@@ -128,6 +128,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 		oci.WithHostHostsFile,
 		oci.WithHostResolvconf,
 		oci.WithHostname(hostname),
+		// The container's own cgroup, read-only: runtimes such as Go's
+		// (GOMAXPROCS) and Java size themselves from its limits.
+		oci.WithMounts([]specs.Mount{{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup",
+			Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}}),
 	}
 	if len(spec.Env) > 0 {
 		opts = append(opts, oci.WithEnv(spec.Env))
@@ -300,6 +304,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", runtime.ErrStart, wrap(err, "container %s", id))
 	}
+	startedAt := time.Now()
 	if err := task.Start(nctx); err != nil {
 		r.markStartError(nctx, ctr, err)
 		if _, derr := task.Delete(nctx, containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
@@ -307,7 +312,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		}
 		return fmt.Errorf("container %s: %w: %s", id, runtime.ErrStart, runcReason(err))
 	}
-	if _, err := ctr.SetLabels(nctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+	if _, err := ctr.SetLabels(nctx, map[string]string{labelStartedAt: startedAt.UTC().Format(time.RFC3339Nano)}); err != nil {
 		r.log.Warn("record start time", "id", id, "err", err)
 	}
 	r.log.Info("container started", "id", id, "pid", task.Pid())

@@ -34,7 +34,11 @@ func main() {
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ignoring SIGTERM")
-		select {}
+		for {
+			// Not select{}: with no other goroutine, Go would call
+			// that a deadlock and exit.
+			time.Sleep(time.Hour)
+		}
 	case "exit":
 		code := 0
 		if len(args) > 0 {
