@@ -57,6 +57,21 @@ type Config struct {
 	// AdvertiseRaft is the raft address other servers dial; default:
 	// derived from RaftAddr as AdvertiseAPI is.
 	AdvertiseRaft string
+	// GossipAddr is where the gossip pool listens, IP:port, UDP and TCP;
+	// default: RaftAddr's host with port DefaultGossipPort (6445), or
+	// port 0 (any free port) when RaftAddr's port is 0, as in tests.
+	GossipAddr string
+	// AdvertiseGossip is the IP other members reach the pool at; default:
+	// GossipAddr's IP, or the advertised raft host when it listens on
+	// every address.
+	AdvertiseGossip string
+	// GossipJoin lists other servers' gossip addresses; default: the
+	// hosts of Join with this server's gossip port.
+	GossipJoin []string
+	// NodeMonitorGracePeriod is how long a node may go without a
+	// heartbeat before the leader marks it Ready=Unknown (default 40s;
+	// gossip marks a silent node within seconds, see package gossip).
+	NodeMonitorGracePeriod time.Duration
 	// BootstrapExpect forms a new cluster once this many servers know each
 	// other; 0 joins an existing cluster or restarts from DataDir.
 	BootstrapExpect int
@@ -139,6 +154,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RaftAddr == "" {
 		c.RaftAddr = DefaultRaftAddr
+	}
+	if c.GossipAddr == "" {
+		host, port, err := net.SplitHostPort(c.RaftAddr)
+		if err != nil {
+			return c, fmt.Errorf("%w: RaftAddr %q: want host:port", ErrConfig, c.RaftAddr)
+		}
+		if port != "0" {
+			port = strconv.Itoa(DefaultGossipPort)
+		}
+		c.GossipAddr = net.JoinHostPort(host, port)
+	}
+	if c.AdvertiseGossip != "" && net.ParseIP(c.AdvertiseGossip) == nil {
+		return c, fmt.Errorf("%w: AdvertiseGossip %q: want an IP address", ErrConfig, c.AdvertiseGossip)
 	}
 	if c.AdminConfigPath == "" {
 		c.AdminConfigPath = filepath.Join(c.DataDir, adminConfigFile)

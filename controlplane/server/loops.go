@@ -37,7 +37,14 @@ func (s *Server) runLoops(ctx context.Context) {
 	}
 	if !s.cfg.DisableControllers {
 		wg.Go(func() {
-			err := controllers.Run(ctx, controllers.Config{Client: c, Logger: s.cfg.Logger.With("component", "controllers")})
+			err := controllers.Run(ctx, controllers.Config{
+				Client: c,
+				Logger: s.cfg.Logger.With("component", "controllers"),
+				NodeLifecycle: controllers.NodeLifecycle{
+					Membership:         s.nodeMembership(),
+					MonitorGracePeriod: s.cfg.NodeMonitorGracePeriod,
+				},
+			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)
 			}

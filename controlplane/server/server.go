@@ -19,6 +19,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/gossip"
 	"github.com/outpost-edge/outpost/raftstore"
 )
 
@@ -46,6 +47,10 @@ type Server struct {
 	admission []Admission
 	// schedulers are the policies of the schedulers the leader runs.
 	schedulers *schedulerSet
+
+	// gossip is the server's member of the gossip pool; gossipKey its key.
+	gossip    *gossip.Pool
+	gossipKey []byte
 
 	metrics        *metrics
 	metricsHandler http.Handler
@@ -242,6 +247,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	fail := func(err error) (*Server, error) {
 		s.stop()
+		if s.gossip != nil {
+			_ = s.gossip.Close()
+		}
 		ln.Close()
 		_ = node.Close()
 		return nil, err
@@ -251,6 +259,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// object, and cannot be locked out by deleting that object.
 	if err := s.authn.AddStatic(adminID+"."+adminSecret, auth.Identity{Name: "admin", Role: api.RoleClusterAdmin}); err != nil {
 		return fail(fmt.Errorf("admin token: %w", err))
+	}
+	if err := s.startGossip(ctx); err != nil {
+		return fail(err)
 	}
 	if s.metrics, err = newMetrics(cfg.Registry); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
@@ -332,6 +343,9 @@ func (s *Server) Close() error {
 			err = errors.Join(fmt.Errorf("API shutdown: %w", err), s.httpSrv.Close())
 		}
 		s.wg.Wait()
+		if gerr := s.stopGossip(); gerr != nil {
+			err = errors.Join(err, gerr)
+		}
 		s.transport.CloseIdleConnections()
 		if nerr := s.node.Close(); nerr != nil {
 			err = errors.Join(err, fmt.Errorf("raft: %w", nerr))

@@ -117,6 +117,8 @@ func (c *Cluster) config(m *Member, expect int) server.Config {
 	cfg := server.Config{
 		ID: m.ID, DataDir: m.DataDir,
 		APIAddr: m.APIAddr, RaftAddr: m.RaftAddr,
+		// Any free port: start joins the pools (see there).
+		GossipAddr:      "127.0.0.1:0",
 		BootstrapExpect: expect, Join: join,
 		ClusterSecret: c.secret,
 		Logger:        c.opts.Logger.With("server", m.ID),
@@ -150,6 +152,19 @@ func (c *Cluster) start(m *Member, expect int) error {
 	c.mu.Lock()
 	m.Server = s
 	c.mu.Unlock()
+	// With gossip on free ports the servers cannot find each other by
+	// the shared port; point the new one at the others.
+	var seeds []string
+	c.mu.Lock()
+	for _, o := range c.Members {
+		if o != m && o.Server != nil {
+			seeds = append(seeds, o.Server.Gossip().LocalAddr())
+		}
+	}
+	c.mu.Unlock()
+	if err := s.Gossip().Join(seeds); err != nil {
+		return fmt.Errorf("server %s: gossip: %w", m.ID, err)
+	}
 	return nil
 }
 
