@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -51,14 +52,13 @@ func Conditions(prev []api.NodeCondition, obs Observation, thresholds []Threshol
 		pidCondition(obs, thresholds),
 		readyCondition(net, runtimeErr),
 	}
-	ts := api.NewTime(now)
 	for i := range next {
 		c := &next[i]
-		c.LastHeartbeatTime = ts
-		c.LastTransitionTime = ts
+		// Each time its own value: the caller may change one.
+		c.LastHeartbeatTime = api.NewTime(now)
+		c.LastTransitionTime = api.NewTime(now)
 		if p := find(prev, c.Type); p != nil && p.Status == c.Status && p.LastTransitionTime != nil {
-			t := *p.LastTransitionTime
-			c.LastTransitionTime = &t
+			*c.LastTransitionTime = *p.LastTransitionTime
 		}
 	}
 	return next
@@ -139,17 +139,19 @@ func readyCondition(net api.NodeCondition, runtimeErr error) api.NodeCondition {
 }
 
 // crossing describes the thresholds of the given signals that obs
-// crosses, one phrase each; observed reports whether any of the signals
-// given a threshold could be judged.
-func crossing(obs Observation, thresholds []Threshold, sigs ...Signal) (msgs []string, observed bool) {
-	observed = true
+// crosses, one phrase each, and names the signals with a threshold that
+// could not be judged because obs lacks them. An inode signal on a
+// filesystem that was read but has no inode table (btrfs) is neither.
+func crossing(obs Observation, thresholds []Threshold, sigs ...Signal) (msgs []string, unobserved []string) {
 	for _, t := range thresholds {
 		if !contains(sigs, t.Signal) {
 			continue
 		}
 		v, total, unit, ok := signalValue(obs, t.Signal)
 		if !ok {
-			observed = false
+			if !inodesNotApplicable(obs, t.Signal) {
+				unobserved = append(unobserved, string(t.Signal))
+			}
 			continue
 		}
 		if limit := t.Limit(total); v < limit {
@@ -157,7 +159,17 @@ func crossing(obs Observation, thresholds []Threshold, sigs ...Signal) (msgs []s
 				t.Signal, amount(v, unit), percent(v, total), amount(total, unit), t))
 		}
 	}
-	return msgs, observed
+	return msgs, unobserved
+}
+
+func inodesNotApplicable(obs Observation, s Signal) bool {
+	switch s {
+	case SignalNodeFSInodesFree:
+		return obs.NodeFS.CapacityBytes > 0
+	case SignalImageFSInodesFree:
+		return obs.ImageFS.CapacityBytes > 0
+	}
+	return false
 }
 
 func contains(sigs []Signal, s Signal) bool {
@@ -191,42 +203,42 @@ func signalValue(obs Observation, s Signal) (v, total int64, bytes, ok bool) {
 }
 
 func memoryCondition(obs Observation, ts []Threshold) api.NodeCondition {
-	msgs, ok := crossing(obs, ts, SignalMemoryAvailable)
+	msgs, unobserved := crossing(obs, ts, SignalMemoryAvailable)
 	switch {
 	case len(msgs) > 0:
 		return cond(api.NodeMemoryPressure, true, ReasonInsufficientMemory, strings.Join(msgs, "; "))
-	case !ok:
-		return unknown(api.NodeMemoryPressure, "memory could not be read from /proc/meminfo")
+	case len(unobserved) > 0:
+		return unknown(api.NodeMemoryPressure, "memory.available not observed: /proc/meminfo could not be read")
 	}
 	return cond(api.NodeMemoryPressure, false, ReasonSufficientMemory, sufficientMemoryMessage)
 }
 
 func diskCondition(obs Observation, ts []Threshold) api.NodeCondition {
-	msgs, ok := crossing(obs, ts, SignalNodeFSAvailable, SignalNodeFSInodesFree, SignalImageFSAvailable, SignalImageFSInodesFree)
+	msgs, unobserved := crossing(obs, ts, SignalNodeFSAvailable, SignalNodeFSInodesFree, SignalImageFSAvailable, SignalImageFSInodesFree)
 	switch {
 	case len(msgs) > 0:
+		// A signal that crosses is pressure even when another is unknown.
 		return cond(api.NodeDiskPressure, true, ReasonDiskPressure, strings.Join(msgs, "; "))
-	case !ok && obs.NodeFS.CapacityBytes == 0 && obs.ImageFS.CapacityBytes == 0:
-		return unknown(api.NodeDiskPressure, "the data and image filesystems could not be read")
+	case len(unobserved) > 0:
+		return unknown(api.NodeDiskPressure, strings.Join(unobserved, ", ")+" not observed: statfs failed")
 	}
-	// An inode signal on a filesystem without inode counts (btrfs) is not
-	// judged; the byte signals still are.
 	return cond(api.NodeDiskPressure, false, ReasonNoDiskPressure, noDiskPressureMessage)
 }
 
 func pidCondition(obs Observation, ts []Threshold) api.NodeCondition {
-	msgs, ok := crossing(obs, ts, SignalPIDAvailable)
+	msgs, unobserved := crossing(obs, ts, SignalPIDAvailable)
 	switch {
 	case len(msgs) > 0:
 		return cond(api.NodePIDPressure, true, ReasonInsufficientPID, strings.Join(msgs, "; "))
-	case !ok:
-		return unknown(api.NodePIDPressure, "pid_max and the number of tasks could not be read")
+	case len(unobserved) > 0:
+		return unknown(api.NodePIDPressure, "pid.available not observed: pid_max or the number of tasks could not be read")
 	}
 	return cond(api.NodePIDPressure, false, ReasonSufficientPID, sufficientPIDMessage)
 }
 
 // amount writes bytes in binary units with one decimal ("79.5Mi"), counts
-// as they are.
+// as they are. Decimals are cut, not rounded, so an amount under a
+// threshold never reads as equal to it.
 func amount(v int64, bytes bool) string {
 	if !bytes {
 		return strconv.FormatInt(v, 10)
@@ -240,12 +252,12 @@ func amount(v int64, bytes bool) string {
 	if i == 0 {
 		return strconv.FormatInt(v, 10)
 	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + units[i]
+	return strconv.FormatFloat(math.Floor(f*10)/10, 'f', 1, 64) + units[i]
 }
 
 func percent(v, total int64) string {
 	if total <= 0 {
 		return "?%"
 	}
-	return strconv.FormatFloat(float64(v)*100/float64(total), 'f', 1, 64) + "%"
+	return strconv.FormatFloat(math.Floor(float64(v)*1000/float64(total))/10, 'f', 1, 64) + "%"
 }

@@ -55,7 +55,7 @@ func TestConditions(t *testing.T) {
 				o.Memory = MemoryStats{AvailableBytes: 100<<20 - 1, TotalBytes: 1 << 30}
 			},
 			want: map[string]want{api.NodeMemoryPressure: {"True", "AgentHasInsufficientMemory",
-				[]string{"memory.available is 100.0Mi", "under the threshold memory.available<100Mi", "of 1.0Gi"}}},
+				[]string{"memory.available is 99.9Mi", "under the threshold memory.available<100Mi", "of 1.0Gi"}}},
 		},
 		{
 			name:   "memory exactly at 100Mi is not under it",
@@ -72,7 +72,7 @@ func TestConditions(t *testing.T) {
 			name:   "nodefs 1 byte under 10%",
 			change: func(o *Observation) { o.NodeFS.AvailableBytes = 10*gi - 1 },
 			want: map[string]want{api.NodeDiskPressure: {"True", "AgentHasDiskPressure",
-				[]string{"nodefs.available is 10.0Gi", "under the threshold nodefs.available<10%"}}},
+				[]string{"nodefs.available is 9.9Gi (9.9% of 100.0Gi)", "under the threshold nodefs.available<10%"}}},
 		},
 		{
 			name:   "nodefs at 10% exactly",
@@ -82,7 +82,7 @@ func TestConditions(t *testing.T) {
 			name:   "nodefs inodes under 5%",
 			change: func(o *Observation) { o.NodeFS.InodesFree = 327679 },
 			want: map[string]want{api.NodeDiskPressure: {"True", "AgentHasDiskPressure",
-				[]string{"nodefs.inodesFree is 327679 (5.0% of 6553600), under the threshold nodefs.inodesFree<5%"}}},
+				[]string{"nodefs.inodesFree is 327679 (4.9% of 6553600), under the threshold nodefs.inodesFree<5%"}}},
 		},
 		{
 			name:   "nodefs inodes at 5%",
@@ -126,7 +126,7 @@ func TestConditions(t *testing.T) {
 			name:   "pids: available 1637 is under 5% of 32768 (1638)",
 			change: func(o *Observation) { o.PIDs.Running = 31131 },
 			want: map[string]want{api.NodePIDPressure: {"True", "AgentHasInsufficientPID",
-				[]string{"pid.available is 1637 (5.0% of 32768), under the threshold pid.available<5%"}}},
+				[]string{"pid.available is 1637 (4.9% of 32768), under the threshold pid.available<5%"}}},
 		},
 		{
 			name:   "pids: available 1638 is not",
@@ -192,6 +192,17 @@ func TestConditions(t *testing.T) {
 			name:   "no filesystem observed",
 			change: func(o *Observation) { o.NodeFS, o.ImageFS = FSStats{}, FSStats{} },
 			want:   map[string]want{api.NodeDiskPressure: {"Unknown", "AgentCannotObserve", nil}},
+		},
+		{
+			name:   "imagefs not observed while nodefs is: Unknown, naming the imagefs signals",
+			change: func(o *Observation) { o.ImageFS = FSStats{} },
+			want: map[string]want{api.NodeDiskPressure: {"Unknown", "AgentCannotObserve",
+				[]string{"imagefs.available, imagefs.inodesFree not observed"}}},
+		},
+		{
+			name:   "imagefs not observed, nodefs crossing: pressure wins",
+			change: func(o *Observation) { o.ImageFS = FSStats{}; o.NodeFS.AvailableBytes = 1 },
+			want:   map[string]want{api.NodeDiskPressure: {"True", "AgentHasDiskPressure", []string{"nodefs.available is 1 "}}},
 		},
 		{
 			name:       "memory not observed, no memory threshold: nothing to judge",
@@ -338,11 +349,15 @@ func TestConditionsTransitionTimes(t *testing.T) {
 		t.Error("a condition of another type was carried over")
 	}
 
-	// The returned times are not shared with prev.
+	// The returned times are not shared with prev, nor with each other.
 	c6 := Conditions(c1, okObs(), ts, nil, t3)
 	c6[0].LastTransitionTime.Time = t3
+	c6[0].LastHeartbeatTime.Time = t0
 	if !c1[0].LastTransitionTime.Equal(t0) {
 		t.Error("changing a returned condition's time changed prev's")
+	}
+	if !c6[1].LastHeartbeatTime.Equal(t3) || !c6[0].LastTransitionTime.Equal(t3) {
+		t.Error("changing one returned time changed another")
 	}
 }
 

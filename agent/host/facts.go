@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/version"
 )
 
 // DefaultMaxPods is the pods capacity when FactsConfig.MaxPods is zero
@@ -49,8 +50,8 @@ type FactsConfig struct {
 type NodeFacts struct {
 	Capacity    api.ResourceList
 	Allocatable api.ResourceList
-	// NodeInfo is filled but for ContainerRuntimeVersion and
-	// KubeletVersion, which the agent knows.
+	// NodeInfo is filled but for ContainerRuntimeVersion, which the
+	// agent learns from its runtime; KubeletVersion is outpost's version.
 	NodeInfo  api.NodeSystemInfo
 	Addresses []api.NodeAddress
 }
@@ -216,7 +217,7 @@ func bytesQuantity(b int64) api.Quantity {
 // that are missing on some hosts (machine-id in minimal images, DMI on
 // boards without it) leave their field empty.
 func systemInfo(env osEnv) (api.NodeSystemInfo, error) {
-	info := api.NodeSystemInfo{OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH}
+	info := api.NodeSystemInfo{OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH, KubeletVersion: version.Version}
 	rel, err := env.kernelRelease()
 	if err != nil {
 		return info, fmt.Errorf("host facts: kernel release: %w", err)

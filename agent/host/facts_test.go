@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/version"
 )
 
 func q(s string) api.Quantity { return api.MustParseQuantity(s) }
@@ -128,6 +129,7 @@ func TestFacts(t *testing.T) {
 		OSImage:         "Debian GNU/Linux 12 (bookworm)",
 		OperatingSystem: runtime.GOOS,
 		Architecture:    runtime.GOARCH,
+		KubeletVersion:  version.Version,
 	}
 	if f.NodeInfo != wantInfo {
 		t.Errorf("node info\n got %+v\nwant %+v", f.NodeInfo, wantInfo)
