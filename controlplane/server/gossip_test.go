@@ -1,14 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/gossip"
 )
@@ -185,4 +190,46 @@ func BenchmarkFailureDetection(b *testing.B) {
 		total += measureFailureDetection(b)
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/detect")
+}
+
+// An agent's join reply carries what it needs to gossip: the pool's key
+// and the servers' addresses; with them a member joins the server's pool.
+func TestJoinReplyCarriesGossip(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Logger = quietLogger(t)
+	s := startServer(t, cfg)
+	cl, err := client.New(s.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, secret := auth.NewToken()
+	if _, err := cl.CreateToken(ctx, &api.Token{ObjectMeta: api.ObjectMeta{Name: id}, Spec: api.TokenSpec{Role: api.RoleNode, SecretHash: auth.HashSecret(secret)}}); err != nil {
+		t.Fatal(err)
+	}
+	body, _, err := cl.WithToken(id+"."+secret).Do(ctx, http.MethodPost, "/apis/outpost.io/v1/nodecredentials", nil, []byte(`{"nodeName":"edge-7"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred api.NodeCredential
+	if err := json.Unmarshal(body, &cred); err != nil {
+		t.Fatal(err)
+	}
+	key, err := base64.StdEncoding.DecodeString(cred.GossipKey)
+	if err != nil || !bytes.Equal(key, gossip.KeyFromSecret(testSecret)) {
+		t.Fatalf("gossipKey %q is not the pool's key (%v)", cred.GossipKey, err)
+	}
+	if len(cred.GossipPeers) != 1 || cred.GossipPeers[0] != s.Gossip().LocalAddr() {
+		t.Fatalf("gossipPeers = %v, want [%s]", cred.GossipPeers, s.Gossip().LocalAddr())
+	}
+	agent, err := gossip.Start(ctx, gossip.Config{Name: "edge-7", Role: gossip.RoleAgent, BindAddr: "127.0.0.1", Key: key, Join: cred.GossipPeers, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	waitUntil(t, 10*time.Second, "the server sees edge-7", func() (bool, string) {
+		m, ok := s.Gossip().Member("edge-7")
+		return ok && m.State == gossip.StateAlive && m.Role == gossip.RoleAgent, "member " + string(m.State)
+	})
 }
