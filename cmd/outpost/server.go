@@ -51,6 +51,7 @@ func newServerCommand() *cobra.Command {
 		join  string
 		logs  logFlags
 		sched schedulerFlags
+		gf    gossipFlags
 		// configFile is the master-config-shaped file of the admission
 		// plugins (ADM-1, ADM-2).
 		configFile string
@@ -87,6 +88,9 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if err := sched.apply(&cfg); err != nil {
 				return err
 			}
+			if err := gf.apply(cmd, &cfg); err != nil {
+				return err
+			}
 			if configFile != "" {
 				if cfg.AdmissionConfig, err = admission.LoadConfig(configFile); err != nil {
 					return fmt.Errorf("--config: %w", err)
@@ -111,6 +115,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept")
 	f.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks whether to snapshot (0: 2m)")
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
+	gf.add(cmd, "")
 	f.StringVar(&configFile, "config", "", "server config file: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist) and PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists), as OpenShift's master config writes them")
 	sched.add(cmd)
 	logs.add(cmd)
@@ -119,9 +124,10 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 
 func newDevCommand() *cobra.Command {
 	var (
-		cfg   server.Config
-		logs  logFlags
-		sched schedulerFlags
+		cfg       server.Config
+		logs      logFlags
+		sched     schedulerFlags
+		devGossip gossipFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -147,6 +153,9 @@ every object is still there. The admin config is written to
 			if err := sched.apply(&cfg); err != nil {
 				return err
 			}
+			if err := devGossip.apply(cmd, &cfg); err != nil {
+				return err
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			return server.Run(cmd.Context(), cfg)
@@ -157,6 +166,7 @@ every object is still there. The admin config is written to
 	f.StringVar(&cfg.DataDir, "data-dir", filepath.Join(home, ".local", "share", "outpost"), "directory for all state")
 	f.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:6443", "address the HTTPS API listens on")
 	f.StringVar(&cfg.RaftAddr, "raft-addr", "127.0.0.1:6444", "address raft listens on")
+	devGossip.add(cmd, "127.0.0.1:6445")
 	f.StringVar(&cfg.AdminConfigPath, "admin-config", "", "where to write the admin client config (default ~/.config/outpost/config)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP, no TLS")
 	sched.add(cmd)

@@ -99,6 +99,9 @@ func (c *Cluster) Start(s *Server) error {
 	args := append([]string{"server",
 		"--id", s.ID, "--data-dir", s.Dir,
 		"--api-addr", s.APIAddr, "--raft-addr", s.RaftAddr,
+		// Several servers on one host cannot all have gossip's port
+		// 6445; these processes do not need to find each other in it.
+		"--gossip-addr", "127.0.0.1:0",
 		"--bootstrap-expect", fmt.Sprint(len(c.Servers)),
 		"--join", strings.Join(join, ","),
 		"--cluster-secret", c.Secret,

@@ -70,6 +70,36 @@ func TestBinaryDependencies(t *testing.T) {
 		"github.com/mattn/go-colorable",
 		"github.com/mattn/go-isatty",
 		"golang.org/x/sys",
+		// hashicorp/memberlist: the gossip pool of servers and agents
+		// (package gossip), and what it links.
+		"github.com/hashicorp/memberlist",
+		"github.com/hashicorp/go-multierror",
+		"github.com/hashicorp/errwrap",
+		"github.com/hashicorp/go-sockaddr", // advertise address discovery
+		"github.com/miekg/dns",             // resolving join addresses
+		"golang.org/x/net",                 // miekg/dns
+		"github.com/google/btree",
+		"github.com/sean-/seed",
+		// runtime/containerd: the containerd client and what it links.
+		"github.com/containerd/",
+		"github.com/opencontainers/", // OCI image and runtime specs, selinux labels
+		"github.com/distribution/reference",
+		"github.com/docker/go-events",
+		"github.com/cyphar/filepath-securejoin",
+		"github.com/moby/",
+		"github.com/sirupsen/logrus", // containerd's log package
+		"github.com/gogo/protobuf",
+		"github.com/golang/protobuf",
+		"github.com/google/uuid",
+		"github.com/google/go-cmp", // protobuf's generated code (grpc)
+		"github.com/klauspost/compress",
+		"github.com/felixge/httpsnoop", // otel's grpc/http instrumentation
+		"github.com/go-logr/",
+		"go.opentelemetry.io/",
+		"golang.org/x/sync",
+		"golang.org/x/text",
+		"google.golang.org/grpc",
+		"google.golang.org/genproto",
 	}
 	ps := goList(t, "github.com/outpost-edge/outpost/cmd/outpost")
 	if len(ps) != 1 {
