@@ -354,19 +354,18 @@ func nodeRow(obj api.Object, now time.Time, wide bool) []string {
 	return row
 }
 
-// nodeStatus is Ready, NotReady or Unknown (no heartbeat), with
-// ",SchedulingDisabled" for a cordoned node.
+// nodeStatus is Ready, NotReady (Ready False, or Unknown: the control
+// plane lost the node) or Unknown (no Ready condition at all), as kubectl
+// prints it, with ",SchedulingDisabled" for a cordoned node.
 func nodeStatus(n *api.Node) string {
 	s := "Unknown"
 	for _, c := range n.Status.Conditions {
 		if c.Type != api.NodeReady {
 			continue
 		}
-		switch c.Status {
-		case api.ConditionTrue:
+		s = "NotReady"
+		if c.Status == api.ConditionTrue {
 			s = "Ready"
-		case api.ConditionFalse:
-			s = "NotReady"
 		}
 	}
 	if n.Spec.Unschedulable {

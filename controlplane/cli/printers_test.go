@@ -157,11 +157,13 @@ func TestNodeTable(t *testing.T) {
 		ObjectMeta: api.ObjectMeta{Name: "edge-3", CreationTimestamp: ago(50 * time.Hour)},
 		Status:     api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionUnknown}}},
 	}
-	checkGolden(t, "nodes", render(t, "Node", printOptions{}, ready, cordoned, lost), `
+	unreported := &api.Node{ObjectMeta: api.ObjectMeta{Name: "edge-4", CreationTimestamp: ago(time.Minute)}}
+	checkGolden(t, "nodes", render(t, "Node", printOptions{}, ready, cordoned, lost, unreported), `
 NAME     STATUS                        ROLES                  AGE    VERSION
 edge-1   Ready                         control-plane,worker   3h     v0.3.0
 edge-2   NotReady,SchedulingDisabled   <none>                 2m     <none>
-edge-3   Unknown                       <none>                 2d2h   <none>
+edge-3   NotReady                      <none>                 2d2h   <none>
+edge-4   Unknown                       <none>                 60s    <none>
 `)
 	checkGolden(t, "nodes wide", render(t, "Node", printOptions{wide: true}, ready), `
 NAME     STATUS   ROLES                  AGE   VERSION   INTERNAL-IP    OS-IMAGE    KERNEL-VERSION   CONTAINER-RUNTIME
