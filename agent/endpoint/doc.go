@@ -1,0 +1,32 @@
+// Package endpoint is the node agent's HTTPS endpoint, through which the
+// control plane reads a container's logs, runs a command in it and loads
+// image archives onto the node (Kubernetes' kubelet API in spirit, not in
+// wire format). Users never call it: the API server does, for `outpost
+// logs`, `outpost exec` and `outpost image import`, after it has
+// authorized the user and found the pod's node.
+//
+// Trust: the agent serves with its node certificate (cluster CA, common
+// name the node's name, organizational unit pki.NodeOU) and requires a
+// client certificate of the cluster CA with organizational unit
+// pki.ServerOU (TLSConfig), so only control-plane servers get in; users'
+// and other nodes' certificates are refused in the handshake. The
+// handler itself does no authorization: the API server did it.
+//
+// Routes (errors are Kubernetes Status JSON):
+//
+//	GET  /containerLogs/{ns}/{pod}/{container}?follow=&tailLines=&timestamps=&previous=
+//	     the container's output as text/plain, flushed as it is written;
+//	     with follow=true the stream lasts until the container exits or
+//	     the caller goes away.
+//	POST /exec/{ns}/{pod}/{container}?command=a&command=b&stdin=true&tty=false
+//	     full duplex: the request body is the command's stdin, the reply
+//	     body the framed stdout, stderr and exit status of package wire.
+//	POST /images
+//	     the body is an OCI or docker archive (a tar), streamed into the
+//	     runtime; the reply is a wire.ImageList.
+//	GET  /healthz
+//
+// The container for (ns, pod, container) is found among the runtime's
+// containers by their outpost labels; the highest attempt is the current
+// one, previous=true selects the one before it.
+package endpoint
