@@ -34,8 +34,8 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 // agent is one endpoint served over real TLS on loopback.
 type agent struct {
-	t   *testing.T
-	ca  *pki.CA
+	t    *testing.T
+	ca   *pki.CA
 	rt   *endpointtest.Runtime
 	url  string
 	logs *lockedBuffer
