@@ -11,12 +11,15 @@ import (
 
 	"github.com/outpost-edge/outpost/agent/sim"
 	"github.com/outpost-edge/outpost/controlplane/cli"
+	"github.com/outpost-edge/outpost/runtime/containerd"
 )
 
 func main() {
+	// containerd's shims start this binary to write containers' logs.
+	containerd.RunLogWriterIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRootCommand()
-	root.AddCommand(newServerCommand(), newDevCommand(), sim.Command())
+	root.AddCommand(newServerCommand(), newDevCommand(), newAgentCommand(), sim.Command())
 	addAdmCommands(root)
 	code := cli.Execute(ctx, root)
 	stop()

@@ -124,18 +124,23 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 
 func newDevCommand() *cobra.Command {
 	var (
-		cfg       server.Config
-		logs      logFlags
-		sched     schedulerFlags
-		devGossip gossipFlags
+		cfg              server.Config
+		logs             logFlags
+		sched            schedulerFlags
+		noAgent          bool
+		containerdSocket string
+		devGossip        gossipFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a one-process development cluster",
 		Long: `Run the control plane as a one-member raft cluster in one process, with the
-API on localhost. Stop it and start it again with the same --data-dir and
+API on localhost, and a node agent for this host in the same process (it
+starts a private containerd from the installed binary: apt-get install
+containerd runc). Stop it and start it again with the same --data-dir and
 every object is still there. The admin config is written to
-~/.config/outpost/config, so "outpost get namespaces" works from another shell.`,
+~/.config/outpost/config, so "outpost get namespaces" works from another shell.
+--no-agent runs the control plane alone (for simulated nodes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -158,7 +163,14 @@ every object is still there. The admin config is written to
 			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
-			return server.Run(cmd.Context(), cfg)
+			s, err := server.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if !noAgent {
+				go runDevAgent(cmd.Context(), s, cfg.DataDir, containerdSocket, log)
+			}
+			return s.Wait(cmd.Context())
 		},
 	}
 	home, _ := os.UserHomeDir()
@@ -169,6 +181,8 @@ every object is still there. The admin config is written to
 	devGossip.add(cmd, "127.0.0.1:6445")
 	f.StringVar(&cfg.AdminConfigPath, "admin-config", "", "where to write the admin client config (default ~/.config/outpost/config)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP, no TLS")
+	f.BoolVar(&noAgent, "no-agent", false, "run the control plane only, without a node agent for this host")
+	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd

@@ -80,7 +80,7 @@ func (s *Server) serveNodeCredentials(w *recorder, r *http.Request, id *auth.Ide
 		writeError(w, err)
 		return
 	}
-	key, peers := s.gossipJoinInfo()
+	key, peers := s.GossipKey(), s.GossipAddrs()
 	s.log.Info("issued a node credential", "node", req.NodeName, "token", tokID, "joinToken", id.Name)
 	writeJSON(w, http.StatusCreated, &api.NodeCredential{
 		TypeMeta:    api.TypeMeta{APIVersion: "outpost.io/v1", Kind: "NodeCredential"},

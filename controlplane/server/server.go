@@ -363,6 +363,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	return s.Wait(ctx)
+}
+
+// Wait serves until ctx ends or the server fails, re-reading scheduler
+// policies on Config.Reload, then closes the server. Run is Start and
+// Wait; `outpost dev` starts its agent in between.
+func (s *Server) Wait(ctx context.Context) error {
 	var serveErr error
 	for done := false; !done; {
 		select {
@@ -372,7 +379,7 @@ func Run(ctx context.Context, cfg Config) error {
 			done = true
 		case serveErr = <-s.fatal:
 			done = true
-		case <-cfg.Reload:
+		case <-s.cfg.Reload:
 			// Logged by ReloadSchedulers; a bad file keeps the last good
 			// policy and the server goes on.
 			_ = s.ReloadSchedulers()

@@ -1,0 +1,284 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/runtime"
+)
+
+var (
+	podsResource   = api.ResourceForKind("Pod")
+	nodesResource  = api.ResourceForKind("Node")
+	eventsResource = api.ResourceForKind("Event")
+)
+
+// Agent is one running node agent.
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	cred  *credential
+	cl    *client.Client
+	rt    Runtime
+	state *state
+	pods  *pods
+	// address is the node's InternalIP, also every pod's IP (host
+	// network).
+	address string
+	now     func() time.Time
+
+	// online is whether the control plane answered last time; since is
+	// when it stopped answering.
+	online      atomic.Bool
+	offlineMu   sync.Mutex
+	offlineFrom time.Time
+
+	// alive is when the node loop last turned (UnixNano), for the
+	// watchdog.
+	alive atomic.Int64
+	// endpointPort is the port the agent's endpoint listens on.
+	endpointPort int
+
+	wg sync.WaitGroup
+}
+
+// contact records that the control plane answered.
+func (a *Agent) contact() {
+	if a.online.Swap(true) {
+		return
+	}
+	a.offlineMu.Lock()
+	from := a.offlineFrom
+	a.offlineFrom = time.Time{}
+	a.offlineMu.Unlock()
+	if err := a.state.setLastContact(a.now()); err != nil {
+		a.log.Warn("state file", "err", err)
+	}
+	if !from.IsZero() {
+		away := a.now().Sub(from).Round(time.Second)
+		a.log.Info("control plane reachable again: reconciling with it", "away", away)
+		a.event(context.Background(), "ControlPlaneReachable",
+			fmt.Sprintf("the control plane was unreachable for %s; the agent kept the node's %d pods running from its state file and now follows the control plane's view", away, a.podCount()))
+	}
+}
+
+// offline records that the control plane did not answer.
+func (a *Agent) offline(err error) {
+	if !a.online.Swap(false) {
+		return
+	}
+	a.offlineMu.Lock()
+	a.offlineFrom = a.now()
+	a.offlineMu.Unlock()
+	a.log.Warn("control plane unreachable: pods keep running from the state file", "err", err)
+}
+
+func (a *Agent) podCount() int {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	return len(a.pods.desired)
+}
+
+// registryAuth is the configured registry credentials in the runtime's
+// shape.
+func (a *Agent) registryAuth() []runtime.RegistryAuth {
+	out := make([]runtime.RegistryAuth, 0, len(a.cfg.Registries))
+	for _, r := range a.cfg.Registries {
+		out = append(out, runtime.RegistryAuth(r))
+	}
+	return out
+}
+
+// event records an Event about this node (best effort).
+func (a *Agent) event(ctx context.Context, reason, msg string) {
+	now := api.NewTime(a.now())
+	ev := &api.Event{
+		ObjectMeta:     api.ObjectMeta{GenerateName: a.cfg.NodeName + ".", Namespace: "default"},
+		InvolvedObject: api.ObjectReference{Kind: "Node", Name: a.cfg.NodeName},
+		Reason:         reason,
+		Message:        msg,
+		Source:         api.EventSource{Component: "outpost-agent", Host: a.cfg.NodeName},
+		FirstTimestamp: now,
+		LastTimestamp:  now,
+		Count:          1,
+		Type:           "Normal",
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, _, err := a.cl.Create(ctx, ev); err != nil {
+		a.log.Debug("event not recorded", "reason", reason, "err", err)
+	}
+}
+
+// Run joins (once), then runs the agent until ctx ends. Pods keep running
+// after it returns: containers outlive the agent, and the next Run adopts
+// them.
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger.With("node", cfg.NodeName)
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now}
+	a.address = cfg.Address
+	if a.address == "" {
+		a.address = defaultAddress(ctx, cfg.DataDir)
+	}
+	if a.cred, err = a.credential(ctx); err != nil {
+		return err
+	}
+	if a.cl, err = client.New(a.cred.clientConfig()); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if a.state, err = openState(filepath.Join(cfg.DataDir, "state.db")); err != nil {
+		return err
+	}
+	defer a.state.Close()
+
+	rt, stopRuntime, err := a.startRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopRuntime()
+	a.rt = rt
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		a.wg.Wait()
+	}()
+	// Autonomy first: the pods of the state file run before the control
+	// plane is asked anything.
+	if err := a.restore(runCtx); err != nil {
+		return err
+	}
+	stopExtras, err := a.startExtras(runCtx)
+	if err != nil {
+		return err
+	}
+	defer stopExtras()
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	a.alive.Store(time.Now().UnixNano())
+	a.wg.Go(func() { a.watchdog(runCtx, &a.alive) })
+	a.wg.Go(func() { a.nodeLoop(runCtx) })
+	a.wg.Go(func() { a.watchPods(runCtx) })
+	a.wg.Go(func() { a.reportLoop(runCtx) })
+	a.wg.Go(func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				a.removeOrphans(runCtx)
+			}
+		}
+	})
+	log.Info("agent running", "server", a.cred.Server, "address", a.address, "pods", a.podCount())
+	<-ctx.Done()
+	return nil
+}
+
+// credential loads the node's credential, or joins to get one, retrying
+// while the control plane cannot be reached.
+func (a *Agent) credential(ctx context.Context) (*credential, error) {
+	c, err := loadCredential(a.cfg.DataDir)
+	if err != nil || c != nil {
+		return c, err
+	}
+	if a.cfg.JoinToken == "" || a.cfg.Server == "" {
+		return nil, fmt.Errorf("%w: %s holds no credential yet: give --server and --token (a join string from `outpost adm token create --role node`)", ErrConfig, a.cfg.DataDir)
+	}
+	var caPEM []byte
+	if a.cfg.CAFile != "" {
+		if caPEM, err = os.ReadFile(a.cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("%w: --ca-cert: %w", ErrConfig, err)
+		}
+	}
+	hosts := []string{a.address}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	wait := time.Second
+	for {
+		c, err = join(ctx, a.cfg.Server, a.cfg.JoinToken, caPEM, a.cfg.NodeName, hosts)
+		if err == nil {
+			break
+		}
+		if permanent(err) {
+			return nil, err
+		}
+		a.log.Warn("join failed; trying again", "server", a.cfg.Server, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+	if err := c.save(a.cfg.DataDir); err != nil {
+		return nil, err
+	}
+	a.log.Info("joined the cluster", "server", a.cfg.Server)
+	return c, nil
+}
+
+// restore starts the pods of the state file, adopting the containers a
+// previous run left.
+func (a *Agent) restore(ctx context.Context) error {
+	saved, err := a.state.pods()
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	existing := map[string][]runtime.ContainerStatus{}
+	if all, err := a.rt.ListContainers(ctx); err == nil {
+		for _, st := range all {
+			uid := st.Labels[runtime.LabelPodUID]
+			existing[uid] = append(existing[uid], st)
+		}
+	} else {
+		a.log.Warn("list containers", "err", err)
+	}
+	for _, p := range saved {
+		a.setPod(ctx, p, existing[string(p.UID)])
+	}
+	if len(saved) > 0 {
+		last := a.state.lastContact()
+		a.log.Info("pods restored from the state file", "pods", len(saved), "lastContact", last)
+		// Away for longer than a few heartbeats: say so once the control
+		// plane answers (contact reports it).
+		if !last.IsZero() && a.now().Sub(last) > 3*a.cfg.Heartbeat {
+			a.offlineMu.Lock()
+			a.offlineFrom = last
+			a.offlineMu.Unlock()
+		}
+	}
+	return nil
+}
+
+// permanent reports whether a join error will not go away by trying
+// again: a refused token, a bad request, a wrong pin.
+func permanent(err error) bool {
+	switch api.ReasonOf(err) {
+	case api.ReasonUnauthorized, api.ReasonForbidden, api.ReasonInvalid, api.ReasonBadRequest:
+		return true
+	}
+	return errors.Is(err, ErrConfig) || errors.Is(err, ErrBadReply) || errors.Is(err, auth.ErrInvalidToken) || errors.Is(err, pki.ErrPinMismatch)
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// Errors of this package.
+var (
+	// ErrConfig is a configuration the agent cannot start with.
+	ErrConfig = errors.New("agent configuration")
+	// ErrBadReply is a server reply the agent cannot use.
+	ErrBadReply = errors.New("unexpected reply from the server")
+	// ErrNoRuntime is a host with neither a containerd socket given nor a
+	// containerd binary to start.
+	ErrNoRuntime = errors.New("no container runtime: give --containerd-socket, or install containerd and runc (apt-get install containerd runc)")
+)
+
+// Defaults of Config.
+const (
+	DefaultHeartbeat     = 10 * time.Second
+	DefaultStatusCheck   = 2 * time.Second
+	DefaultEndpointPort  = 10250
+	DefaultGossipPort    = 6445
+	DefaultMaxPods       = 110
+	DefaultRestartBase   = 10 * time.Second
+	DefaultRestartMax    = 5 * time.Minute
+	DefaultTerminateWait = 30 * time.Second
+)
+
+// Config is everything the agent needs; cmd/outpost fills it from flags
+// and an optional config file.
+type Config struct {
+	// Server is the API URL, https://host:6443.
+	Server string
+	// JoinToken is the join string of `outpost adm token create --role
+	// node` (used once, when DataDir holds no credential yet).
+	JoinToken string
+	// CAFile is the cluster CA's PEM, for a bare id.secret join token.
+	CAFile string
+	// DataDir holds the credential, the state file, containers' logs and,
+	// when supervised, containerd's root.
+	DataDir string
+	// NodeName defaults to the host name.
+	NodeName string
+	// Labels are put on the Node at registration, beside the well-known
+	// ones the agent sets itself.
+	Labels map[string]string
+	// Taints are registered with the Node when it is created.
+	Taints []api.Taint
+	// Address is the node's InternalIP (default: the address of the
+	// default route's interface).
+	Address string
+	// EndpointAddr is where the agent's endpoint (logs, exec, image
+	// import) listens; default ":10250".
+	EndpointAddr string
+	// GossipPort is the membership pool's port (default 6445); GossipAddr
+	// the address to bind (default all).
+	GossipPort int
+	GossipAddr string
+	// ContainerdSocket is the runtime's socket; empty means: start and
+	// supervise a private containerd if the binary is installed.
+	ContainerdSocket string
+	// Heartbeat is the period of status updates when nothing changes;
+	// StatusCheck the period of looking at the host.
+	Heartbeat   time.Duration
+	StatusCheck time.Duration
+	// Reserved is taken from capacity for the system (cpu, memory,
+	// ephemeral-storage); MaxPods is the pods capacity.
+	Reserved api.ResourceList
+	MaxPods  int64
+	// EvictionHard are the thresholds, Kubernetes syntax
+	// ("memory.available<100Mi,nodefs.available<10%"); empty: defaults.
+	EvictionHard string
+	// RestartBackoff and RestartBackoffMax bound the wait before a
+	// crashed container is restarted (doubling, like the kubelet).
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+	// Registries are credentials for image pulls.
+	Registries []RegistryConfig
+	// Logger gets the agent's records.
+	Logger *slog.Logger
+
+	// Runtime, when set, is used instead of containerd (tests).
+	Runtime Runtime
+	// DisableGossip runs without the membership pool (tests).
+	DisableGossip bool
+	// Ready, when set, is called once the agent runs its pods (after a
+	// restart: from the state file); tests and sd_notify use it.
+	Ready func()
+}
+
+// RegistryConfig is one registry's credentials, from the agent's config
+// file (the Secret-like shape of a docker config's auths).
+type RegistryConfig struct {
+	Host          string `json:"host"`
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	IdentityToken string `json:"identityToken,omitempty"`
+	Insecure      bool   `json:"insecure,omitempty"`
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" {
+		return c, fmt.Errorf("%w: a data dir is required", ErrConfig)
+	}
+	if c.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return c, fmt.Errorf("%w: no --node-name and no host name: %w", ErrConfig, err)
+		}
+		c.NodeName = h
+	}
+	if msgs := api.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		return c, fmt.Errorf("%w: node name %q: %v", ErrConfig, c.NodeName, msgs)
+	}
+	if c.EndpointAddr == "" {
+		c.EndpointAddr = fmt.Sprintf(":%d", DefaultEndpointPort)
+	}
+	if c.GossipPort == 0 {
+		c.GossipPort = DefaultGossipPort
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.StatusCheck <= 0 {
+		c.StatusCheck = DefaultStatusCheck
+	}
+	if c.MaxPods <= 0 {
+		c.MaxPods = DefaultMaxPods
+	}
+	if c.RestartBackoff <= 0 {
+		c.RestartBackoff = DefaultRestartBase
+	}
+	if c.RestartBackoffMax <= 0 {
+		c.RestartBackoffMax = DefaultRestartMax
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"context"
+	"maps"
+	goruntime "runtime"
+	"slices"
+	"time"
+
+	"github.com/outpost-edge/outpost/agent/host"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/version"
+	"github.com/outpost-edge/outpost/runtime"
+)
+
+// Well-known labels the agent sets on its Node.
+const (
+	LabelHostname = "kubernetes.io/hostname"
+	LabelOS       = "kubernetes.io/os"
+	LabelArch     = "kubernetes.io/arch"
+)
+
+// nodeLoop registers the Node, then looks at the host every StatusCheck
+// and sends the node's status when it changed, and at least every
+// Heartbeat.
+func (a *Agent) nodeLoop(ctx context.Context) {
+	var (
+		prev     []api.NodeCondition
+		lastSent time.Time
+		node     *api.Node
+	)
+	thresholds, _ := a.thresholds()
+	t := time.NewTicker(a.cfg.StatusCheck)
+	defer t.Stop()
+	for {
+		a.alive.Store(time.Now().UnixNano())
+		if node == nil {
+			node = a.register(ctx)
+		}
+		if node != nil {
+			_, rtErr := a.rt.Version(ctx)
+			obs, err := host.Observe(ctx, host.ObserveConfig{DataDir: a.cfg.DataDir, ImageDir: a.cfg.DataDir})
+			if err != nil {
+				a.log.Warn("observe host", "err", err)
+			}
+			now := a.now()
+			conds := host.Conditions(prev, obs, thresholds, rtErr, now)
+			if host.Changed(prev, conds) || now.Sub(lastSent) >= a.cfg.Heartbeat {
+				sent, gone := a.sendNodeStatus(ctx, node, conds)
+				switch {
+				case gone:
+					node = nil
+				case sent != nil:
+					node, prev, lastSent = sent, conds, now
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) thresholds() ([]host.Threshold, error) {
+	if a.cfg.EvictionHard == "" {
+		return host.DefaultThresholds(), nil
+	}
+	return host.ParseThresholds(a.cfg.EvictionHard)
+}
+
+// nodeStatus is the status the agent reports: the host's facts, the
+// runtime's images and conds.
+func (a *Agent) nodeStatus(ctx context.Context, conds []api.NodeCondition) (api.NodeStatus, error) {
+	thresholds, _ := a.thresholds()
+	facts, err := host.Facts(ctx, host.FactsConfig{
+		DataDir:   a.cfg.DataDir,
+		ImageDir:  a.cfg.DataDir,
+		Reserved:  a.cfg.Reserved,
+		MaxPods:   a.cfg.MaxPods,
+		Evictions: thresholds,
+	})
+	if err != nil {
+		return api.NodeStatus{}, err
+	}
+	st := api.NodeStatus{
+		Capacity:    facts.Capacity,
+		Allocatable: facts.Allocatable,
+		Conditions:  conds,
+		NodeInfo:    facts.NodeInfo,
+		Addresses:   facts.Addresses,
+	}
+	if a.address != "" {
+		st.Addresses = withInternalIP(st.Addresses, a.address)
+	}
+	st.NodeInfo.KubeletVersion = version.Version
+	if v, err := a.rt.Version(ctx); err == nil {
+		st.NodeInfo.ContainerRuntimeVersion = v
+	}
+	st.DaemonEndpoints.KubeletEndpoint.Port = int32(a.endpointPort)
+	if imgs, err := a.rt.ListImages(ctx); err == nil {
+		st.Images = nodeImages(imgs)
+	}
+	return st, nil
+}
+
+func withInternalIP(addrs []api.NodeAddress, ip string) []api.NodeAddress {
+	out := []api.NodeAddress{{Type: "InternalIP", Address: ip}}
+	for _, a := range addrs {
+		if a.Type != "InternalIP" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func nodeImages(imgs []runtime.Image) []api.ContainerImage {
+	out := make([]api.ContainerImage, 0, len(imgs))
+	for _, im := range imgs {
+		if len(im.Names) == 0 {
+			continue
+		}
+		out = append(out, api.ContainerImage{Names: slices.Clone(im.Names), SizeBytes: im.Size})
+	}
+	slices.SortFunc(out, func(x, y api.ContainerImage) int {
+		switch {
+		case x.Names[0] < y.Names[0]:
+			return -1
+		case x.Names[0] > y.Names[0]:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// labels are the Node's labels the agent owns: the well-known ones and
+// the configured ones.
+func (a *Agent) labels() map[string]string {
+	l := map[string]string{
+		LabelHostname: a.cfg.NodeName,
+		LabelOS:       goruntime.GOOS,
+		LabelArch:     goruntime.GOARCH,
+	}
+	maps.Copy(l, a.cfg.Labels)
+	return l
+}
+
+// register creates the Node, or puts the agent's labels back on an
+// existing one; nil while the control plane cannot be reached.
+func (a *Agent) register(ctx context.Context) *api.Node {
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	obj, err := a.cl.Get(rctx, nodesResource, "", a.cfg.NodeName, client.GetOptions{})
+	switch {
+	case err == nil:
+		node, ok := obj.(*api.Node)
+		if !ok {
+			return nil
+		}
+		a.contact()
+		want := a.labels()
+		cur := node.Labels
+		changed := false
+		for k, v := range want {
+			if cur[k] != v {
+				changed = true
+			}
+		}
+		if !changed {
+			return node
+		}
+		upd := *node
+		upd.Labels = maps.Clone(cur)
+		if upd.Labels == nil {
+			upd.Labels = map[string]string{}
+		}
+		maps.Copy(upd.Labels, want)
+		res, _, err := a.cl.Update(rctx, &upd)
+		if err != nil {
+			a.log.Warn("update node labels", "err", err)
+			return node
+		}
+		n, _ := res.(*api.Node)
+		return n
+	case api.IsNotFound(err):
+		st, serr := a.nodeStatus(rctx, nil)
+		if serr != nil {
+			a.log.Error("read the host", "err", serr)
+			return nil
+		}
+		node := &api.Node{
+			ObjectMeta: api.ObjectMeta{Name: a.cfg.NodeName, Labels: a.labels()},
+			Spec:       api.NodeSpec{Taints: a.cfg.Taints},
+			Status:     st,
+		}
+		res, _, err := a.cl.Create(rctx, node)
+		if err != nil {
+			if !api.IsAlreadyExists(err) {
+				a.log.Warn("register node", "err", err)
+			}
+			return nil
+		}
+		a.contact()
+		a.log.Info("node registered", "labels", node.Labels)
+		n, _ := res.(*api.Node)
+		return n
+	default:
+		a.offline(err)
+		return nil
+	}
+}
+
+// sendNodeStatus writes the node's status with conds; it returns the
+// stored node, or nil when it could not (the next tick tries again), and
+// whether the Node is gone (deleted by an administrator: register again).
+func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, conds []api.NodeCondition) (*api.Node, bool) {
+	st, err := a.nodeStatus(ctx, conds)
+	if err != nil {
+		a.log.Warn("read the host", "err", err)
+		return nil, false
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		upd := *node
+		upd.Status = st
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		res, _, err := a.cl.UpdateStatus(rctx, &upd)
+		cancel()
+		switch {
+		case err == nil:
+			a.contact()
+			n, _ := res.(*api.Node)
+			return n, false
+		case api.IsConflict(err):
+			obj, gerr := a.cl.Get(ctx, nodesResource, "", a.cfg.NodeName, client.GetOptions{})
+			if gerr != nil {
+				return nil, api.IsNotFound(gerr)
+			}
+			if fresh, ok := obj.(*api.Node); ok {
+				node = fresh
+			}
+		case api.IsNotFound(err):
+			return nil, true
+		default:
+			a.offline(err)
+			return nil, false
+		}
+	}
+	return nil, false
+}
+

@@ -1,0 +1,354 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/runtime"
+)
+
+// podHandle is a running worker and how to reach it.
+type podHandle struct {
+	updates chan *api.Pod
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// pods is the desired set and its workers.
+type pods struct {
+	mu      sync.Mutex
+	desired map[string]*api.Pod // by UID
+	workers map[string]*podHandle
+	// sent is the last status sent for each pod; pending the next one.
+	sent    map[string]api.PodStatus
+	pending map[string]pendingStatus
+	kick    chan struct{}
+}
+
+type pendingStatus struct {
+	pod    *api.Pod
+	status api.PodStatus
+}
+
+func newPods() *pods {
+	return &pods{
+		desired: map[string]*api.Pod{},
+		workers: map[string]*podHandle{},
+		sent:    map[string]api.PodStatus{},
+		pending: map[string]pendingStatus{},
+		kick:    make(chan struct{}, 1),
+	}
+}
+
+// wants reports whether the agent should run pod: bound here, not being
+// deleted, and not finished.
+func (a *Agent) wants(p *api.Pod) bool {
+	return p.Spec.NodeName == a.cfg.NodeName && p.DeletionTimestamp == nil
+}
+
+// setPod makes p desired (or not) and tells its worker, starting or
+// stopping it. It saves the desired set first, so that a restart finds
+// what was last asked.
+func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.ContainerStatus) {
+	uid := string(p.UID)
+	if !a.wants(p) {
+		a.dropPod(uid)
+		return
+	}
+	if err := a.state.putPod(p); err != nil {
+		a.log.Error("save pod to the state file", "pod", p.Namespace+"/"+p.Name, "err", err)
+	}
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	a.pods.desired[uid] = p
+	if h := a.pods.workers[uid]; h != nil {
+		// The newest version wins; never block here, under the lock the
+		// worker needs to report.
+		select {
+		case <-h.updates:
+		default:
+		}
+		h.updates <- p
+		return
+	}
+	h := &podHandle{updates: make(chan *api.Pod, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	a.pods.workers[uid] = h
+	w := newWorker(a, p, existing)
+	a.wg.Go(func() {
+		defer close(h.done)
+		w.run(ctx, h.updates, h.stop)
+	})
+}
+
+// dropPod stops the pod's worker (which stops its containers) and forgets
+// the pod.
+func (a *Agent) dropPod(uid string) {
+	if err := a.state.deletePod(uid); err != nil {
+		a.log.Error("remove pod from the state file", "uid", uid, "err", err)
+	}
+	a.pods.mu.Lock()
+	delete(a.pods.desired, uid)
+	h := a.pods.workers[uid]
+	delete(a.pods.workers, uid)
+	delete(a.pods.pending, uid)
+	delete(a.pods.sent, uid)
+	a.pods.mu.Unlock()
+	if h != nil {
+		close(h.stop)
+	}
+}
+
+// resetPods makes the desired set exactly list (the control plane's view
+// wins), stopping pods that are no longer there.
+func (a *Agent) resetPods(ctx context.Context, list []*api.Pod, existing map[string][]runtime.ContainerStatus) {
+	keep := map[string]bool{}
+	var wanted []*api.Pod
+	for _, p := range list {
+		if a.wants(p) {
+			keep[string(p.UID)] = true
+			wanted = append(wanted, p)
+		}
+	}
+	if err := a.state.replacePods(wanted); err != nil {
+		a.log.Error("save pods to the state file", "err", err)
+	}
+	a.pods.mu.Lock()
+	var gone []string
+	for uid := range a.pods.desired {
+		if !keep[uid] {
+			gone = append(gone, uid)
+		}
+	}
+	a.pods.mu.Unlock()
+	for _, uid := range gone {
+		a.log.Info("pod no longer bound here: stopping it", "uid", uid)
+		a.dropPod(uid)
+	}
+	for _, p := range wanted {
+		a.setPod(ctx, p, existing[string(p.UID)])
+	}
+}
+
+// reportPod queues pod's status for the reporter if it changed.
+func (a *Agent) reportPod(pod *api.Pod, st api.PodStatus) {
+	uid := string(pod.UID)
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	if _, ok := a.pods.desired[uid]; !ok {
+		return
+	}
+	if prev, ok := a.pods.sent[uid]; ok && reflect.DeepEqual(prev, st) {
+		delete(a.pods.pending, uid)
+		return
+	}
+	a.pods.pending[uid] = pendingStatus{pod: pod, status: st}
+	select {
+	case a.pods.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reportLoop sends queued pod statuses; while the control plane is away
+// they wait (the newest status of each pod only) and go when it answers.
+func (a *Agent) reportLoop(ctx context.Context) {
+	retry := time.NewTicker(2 * time.Second)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.pods.kick:
+		case <-retry.C:
+		}
+		a.pods.mu.Lock()
+		batch := make([]pendingStatus, 0, len(a.pods.pending))
+		for _, p := range a.pods.pending {
+			batch = append(batch, p)
+		}
+		a.pods.mu.Unlock()
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for _, p := range batch {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				a.sendStatus(ctx, p)
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// sendStatus writes one pod's status, reading the pod again on a
+// conflict.
+func (a *Agent) sendStatus(ctx context.Context, p pendingStatus) {
+	uid := string(p.pod.UID)
+	pod := p.pod
+	for attempt := 0; attempt < 3; attempt++ {
+		upd := *pod
+		upd.Status = p.status
+		upd.Status.QOSClass = pod.Status.QOSClass
+		upd.Status.NominatedNodeName = pod.Status.NominatedNodeName
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, _, err := a.cl.UpdateStatus(rctx, &upd)
+		cancel()
+		switch {
+		case err == nil:
+			a.contact()
+			a.pods.mu.Lock()
+			if cur, ok := a.pods.pending[uid]; ok && reflect.DeepEqual(cur.status, p.status) {
+				delete(a.pods.pending, uid)
+			}
+			if _, ok := a.pods.desired[uid]; ok {
+				a.pods.sent[uid] = p.status
+			}
+			a.pods.mu.Unlock()
+			return
+		case api.IsConflict(err):
+			obj, gerr := a.cl.Get(ctx, podsResource, pod.Namespace, pod.Name, client.GetOptions{})
+			if gerr != nil {
+				return
+			}
+			fresh, ok := obj.(*api.Pod)
+			if !ok || fresh.UID != pod.UID {
+				return
+			}
+			pod = fresh
+		case api.IsNotFound(err), api.ReasonOf(err) == api.ReasonForbidden:
+			// Deleted, or bound elsewhere since: the watch will say so.
+			return
+		case api.ReasonOf(err) != "":
+			// The control plane answered, and refused.
+			a.contact()
+			a.log.Warn("pod status refused", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			return
+		default:
+			if ctx.Err() == nil {
+				a.offline(err)
+			}
+			return
+		}
+	}
+}
+
+// watchPods keeps the desired set in line with the pods bound to this
+// node: a list (the control plane's view wins), then a watch, listing
+// again when the watch falls behind or the connection drops.
+func (a *Agent) watchPods(ctx context.Context) {
+	opts := client.ListOptions{FieldSelector: "spec.nodeName=" + a.cfg.NodeName}
+	wait := 200 * time.Millisecond
+	pause := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+		return true
+	}
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			objs, listRV, err := a.cl.List(ctx, podsResource, "", opts)
+			if err != nil {
+				if ctx.Err() == nil {
+					a.offline(err)
+				}
+				if !pause() {
+					return
+				}
+				continue
+			}
+			a.contact()
+			list := make([]*api.Pod, 0, len(objs))
+			for _, o := range objs {
+				if p, ok := o.(*api.Pod); ok {
+					list = append(list, p)
+				}
+			}
+			a.resetPods(ctx, list, nil)
+			rv = listRV
+		}
+		ch, err := a.cl.Watch(ctx, podsResource, "", opts, rv)
+		if err != nil {
+			if api.IsGone(err) {
+				rv = ""
+				continue
+			}
+			if ctx.Err() == nil {
+				a.offline(err)
+			}
+			rv = "" // relist once back: deletions may have been missed
+			if !pause() {
+				return
+			}
+			continue
+		}
+		events := 0
+		for ev := range ch {
+			events++
+			switch ev.Type {
+			case client.EventAdded, client.EventModified:
+				rv = ev.Object.GetObjectMeta().ResourceVersion
+				if p, ok := ev.Object.(*api.Pod); ok {
+					a.setPod(ctx, p, nil)
+				}
+			case client.EventDeleted:
+				rv = ev.Object.GetObjectMeta().ResourceVersion
+				if p, ok := ev.Object.(*api.Pod); ok {
+					a.log.Info("pod deleted: stopping it", "pod", p.Namespace+"/"+p.Name)
+					a.dropPod(string(p.UID))
+				}
+			case client.EventBookmark:
+				rv = ev.Object.GetObjectMeta().ResourceVersion
+			case client.EventError:
+				if api.IsGone(ev.Err) {
+					rv = ""
+				}
+			}
+		}
+		if events > 0 {
+			wait = 200 * time.Millisecond
+		} else if !pause() {
+			return
+		}
+	}
+}
+
+// removeOrphans stops and removes outpost's containers whose pod is not
+// desired (deleted while the agent was down). Containers without
+// outpost's labels are never listed, so never touched.
+func (a *Agent) removeOrphans(ctx context.Context) {
+	all, err := a.rt.ListContainers(ctx)
+	if err != nil {
+		return
+	}
+	a.pods.mu.Lock()
+	var orphans []runtime.ContainerStatus
+	for _, st := range all {
+		uid := st.Labels[runtime.LabelPodUID]
+		if _, ok := a.pods.desired[uid]; !ok {
+			if _, busy := a.pods.workers[uid]; !busy {
+				orphans = append(orphans, st)
+			}
+		}
+	}
+	a.pods.mu.Unlock()
+	for _, st := range orphans {
+		a.log.Info("removing a container of a pod no longer bound here", "container", st.ID,
+			"pod", st.Labels[runtime.LabelPodNamespace]+"/"+st.Labels[runtime.LabelPodName])
+		if st.State == runtime.StateRunning {
+			if err := a.rt.StopContainer(ctx, st.ID, DefaultTerminateWait); err != nil {
+				a.log.Warn("stop orphan", "container", st.ID, "err", err)
+			}
+		}
+		if err := a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			a.log.Warn("remove orphan", "container", st.ID, "err", err)
+		}
+	}
+}

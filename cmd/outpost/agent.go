@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/outpost-edge/outpost/agent"
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// agentFile is the shape of `outpost agent --config FILE`: the flags'
+// names in camelCase, plus registry credentials, which have no flag.
+type agentFile struct {
+	Server           string                 `json:"server,omitempty"`
+	Token            string                 `json:"token,omitempty"`
+	CACert           string                 `json:"caCert,omitempty"`
+	DataDir          string                 `json:"dataDir,omitempty"`
+	NodeName         string                 `json:"nodeName,omitempty"`
+	Labels           map[string]string      `json:"labels,omitempty"`
+	Address          string                 `json:"address,omitempty"`
+	Listen           string                 `json:"listen,omitempty"`
+	GossipPort       int                    `json:"gossipPort,omitempty"`
+	ContainerdSocket string                 `json:"containerdSocket,omitempty"`
+	Heartbeat        string                 `json:"heartbeat,omitempty"`
+	Reserved         map[string]string      `json:"reserved,omitempty"`
+	MaxPods          int64                  `json:"maxPods,omitempty"`
+	EvictionHard     string                 `json:"evictionHard,omitempty"`
+	Registries       []agent.RegistryConfig `json:"registries,omitempty"`
+}
+
+func newAgentCommand() *cobra.Command {
+	var (
+		cfg        agent.Config
+		logs       logFlags
+		configFile string
+		labels     string
+		reserved   string
+	)
+	cmd := &cobra.Command{
+		Use:   "agent --server URL --token JOIN-STRING",
+		Short: "Run the node agent: register this host and run the pods placed on it",
+		Long: `Run the node agent on this host. The first start joins the cluster with a join
+string from "outpost adm token create --role node" (it carries the cluster CA's
+pin, so the agent trusts the control plane without a copy of its CA) and saves
+the node's own credential in --data-dir; later starts use that.
+
+The agent registers a Node named after the host, reports its capacity and
+conditions (memory, disk and PID pressure, network, runtime), joins the gossip
+pool so a silent node is noticed within seconds, and runs the pods bound to it
+through containerd: its own, started from the installed containerd binary, or
+the one at --containerd-socket. Pods share the host's network.
+
+The pods it must run are kept in a state file: with the control plane away they
+keep running, and an agent restarted meanwhile brings them back.`,
+		Example: `  outpost agent --server https://10.0.0.1:6443 --token OP1::sha256:…::abcdef.0123456789abcdef
+  outpost agent --config /etc/outpost/agent.yaml --labels topology.kubernetes.io/zone=shop-3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			if configFile != "" {
+				if err := loadAgentFile(configFile, &cfg, cmd); err != nil {
+					return err
+				}
+			}
+			if labels != "" {
+				if cfg.Labels, err = parsePairs(labels, "--labels"); err != nil {
+					return err
+				}
+			}
+			if reserved != "" {
+				if cfg.Reserved, err = parseResources(reserved); err != nil {
+					return err
+				}
+			}
+			cfg.Logger = log
+			cfg.Ready = sdNotifyReady(log)
+			return agent.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Server, "server", "", "API URL of the control plane (https://host:6443)")
+	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_TOKEN"), "join string (or OUTPOST_TOKEN); needed on the first start only")
+	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")
+	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/outpost/agent", "directory for the credential, the state file, logs and containerd's root")
+	f.StringVar(&cfg.NodeName, "node-name", "", "the Node's name (default: the host name)")
+	f.StringVar(&labels, "labels", "", "labels to put on the Node, k=v,k2=v2")
+	f.StringVar(&cfg.Address, "address", "", "the node's InternalIP (default: the address of the default route's interface)")
+	f.StringVar(&cfg.EndpointAddr, "listen", ":10250", "address of the agent's endpoint (logs, exec, image import; control plane only)")
+	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "port of the gossip membership pool")
+	f.StringVar(&cfg.ContainerdSocket, "containerd-socket", "", "containerd's socket (default: start a private containerd)")
+	f.DurationVar(&cfg.Heartbeat, "heartbeat", agent.DefaultHeartbeat, "how often the node's status is sent when nothing changed")
+	f.StringVar(&reserved, "reserved", "", "resources kept for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi")
+	f.Int64Var(&cfg.MaxPods, "max-pods", agent.DefaultMaxPods, "the node's pods capacity")
+	f.StringVar(&cfg.EvictionHard, "eviction-hard", "", "pressure thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
+	f.StringVar(&configFile, "config", "", "YAML file with the same settings (flags win) and registry credentials")
+	logs.add(cmd)
+	return cmd
+}
+
+// loadAgentFile fills cfg from the file for every flag not given.
+func loadAgentFile(path string, cfg *agent.Config, cmd *cobra.Command) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var fc agentFile
+	if err := yaml.UnmarshalStrict(b, &fc); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	set := func(flag string, apply func()) {
+		if !cmd.Flags().Changed(flag) {
+			apply()
+		}
+	}
+	str := func(flag string, dst *string, v string) {
+		if v != "" {
+			set(flag, func() { *dst = v })
+		}
+	}
+	str("server", &cfg.Server, fc.Server)
+	str("token", &cfg.JoinToken, fc.Token)
+	str("ca-cert", &cfg.CAFile, fc.CACert)
+	str("data-dir", &cfg.DataDir, fc.DataDir)
+	str("node-name", &cfg.NodeName, fc.NodeName)
+	str("address", &cfg.Address, fc.Address)
+	str("listen", &cfg.EndpointAddr, fc.Listen)
+	str("containerd-socket", &cfg.ContainerdSocket, fc.ContainerdSocket)
+	str("eviction-hard", &cfg.EvictionHard, fc.EvictionHard)
+	if fc.GossipPort != 0 {
+		set("gossip-port", func() { cfg.GossipPort = fc.GossipPort })
+	}
+	if fc.MaxPods != 0 {
+		set("max-pods", func() { cfg.MaxPods = fc.MaxPods })
+	}
+	if fc.Heartbeat != "" {
+		d, err := time.ParseDuration(fc.Heartbeat)
+		if err != nil {
+			return fmt.Errorf("--config %s: heartbeat: %w", path, err)
+		}
+		set("heartbeat", func() { cfg.Heartbeat = d })
+	}
+	if len(fc.Labels) > 0 {
+		cfg.Labels = fc.Labels
+	}
+	if len(fc.Reserved) > 0 {
+		cfg.Reserved = api.ResourceList{}
+		for k, v := range fc.Reserved {
+			q, err := api.ParseQuantity(v)
+			if err != nil {
+				return fmt.Errorf("--config %s: reserved.%s: %w", path, k, err)
+			}
+			cfg.Reserved[k] = q
+		}
+	}
+	cfg.Registries = fc.Registries
+	return nil
+}
+
+// parsePairs parses k=v,k2=v2.
+func parsePairs(s, flag string) (map[string]string, error) {
+	out := map[string]string{}
+	var bad []string
+	for _, p := range splitList(s) {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			bad = append(bad, p)
+			continue
+		}
+		out[k] = v
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("%s: want key=value pairs, got %q", flag, bad)
+	}
+	return out, nil
+}
+
+// parseResources parses cpu=100m,memory=256Mi.
+func parseResources(s string) (api.ResourceList, error) {
+	pairs, err := parsePairs(s, "--reserved")
+	if err != nil {
+		return nil, err
+	}
+	out := api.ResourceList{}
+	for k, v := range pairs {
+		q, err := api.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("--reserved %s: %w", k, err)
+		}
+		out[k] = q
+	}
+	return out, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/outpost-edge/outpost/agent"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/server"
+)
+
+// Ports of the dev agent: beside the server's, on loopback.
+const (
+	devAgentEndpoint = "127.0.0.1:10250"
+	devAgentGossip   = 6446
+)
+
+// runDevAgent runs `outpost dev`'s agent for this host. It joins through
+// the same join flow as any agent, with a short-lived join token the
+// server's admin makes for it, so dev exercises what production does.
+func runDevAgent(ctx context.Context, s *server.Server, dataDir, socket string, log *slog.Logger) {
+	log = log.With("component", "agent")
+	if err := s.WaitReady(ctx); err != nil {
+		return
+	}
+	cfg := agent.Config{
+		Server:           s.URL(),
+		DataDir:          filepath.Join(dataDir, "agent"),
+		Address:          "127.0.0.1",
+		EndpointAddr:     devAgentEndpoint,
+		GossipPort:       devAgentGossip,
+		GossipAddr:       "127.0.0.1",
+		ContainerdSocket: socket,
+		Logger:           log,
+		Ready:            sdNotifyReady(log),
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "credential.json")); err != nil {
+		join, err := devJoinString(ctx, s)
+		if err != nil {
+			log.Error("the dev agent cannot join; the control plane runs on without a node", "err", err)
+			return
+		}
+		cfg.JoinToken = join
+	}
+	if err := agent.Run(ctx, cfg); err != nil && ctx.Err() == nil {
+		log.Error("the dev agent stopped; the control plane runs on without it (outpost dev --no-agent skips it)", "err", err)
+	}
+}
+
+// devJoinString makes a join token valid for ten minutes.
+func devJoinString(ctx context.Context, s *server.Server) (string, error) {
+	cl, err := client.New(s.AdminConfig())
+	if err != nil {
+		return "", err
+	}
+	id, secret := auth.NewToken()
+	exp := api.NewTime(time.Now().Add(10 * time.Minute))
+	tok := &api.Token{
+		ObjectMeta: api.ObjectMeta{Name: id},
+		Spec: api.TokenSpec{Role: api.RoleNode, SecretHash: auth.HashSecret(secret), Expires: exp,
+			Description: "outpost dev: join token of the local agent"},
+	}
+	if _, err := cl.CreateToken(ctx, tok); err != nil {
+		return "", fmt.Errorf("create join token: %w", err)
+	}
+	return auth.FormatJoin(s.CA().Hash(), id+"."+secret), nil
+}
