@@ -250,4 +250,3 @@ func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, conds []api.
 	}
 	return nil, false
 }
-
