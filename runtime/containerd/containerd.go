@@ -28,6 +28,9 @@ var (
 	// carry runtime.LabelPodUID: outpost never touches it. It is always
 	// wrapped together with runtime.ErrNotFound.
 	ErrNotOurs = errors.New("container is not managed by outpost")
+	// ErrSocketInUse is a supervisor Root whose socket already answers:
+	// another containerd runs there.
+	ErrSocketInUse = errors.New("containerd socket already in use")
 )
 
 // DefaultNamespace is the containerd namespace outpost's containers live
@@ -206,8 +209,7 @@ func wrap(err error, format string, args ...any) error {
 func isConnErr(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "connection refused") || strings.Contains(s, "transport is closing") ||
-		strings.Contains(s, "connection error") || strings.Contains(s, "no such file or directory\"") ||
-		strings.Contains(s, "error reading from server: EOF")
+		strings.Contains(s, "connection error") || strings.Contains(s, "error reading from server: EOF")
 }
 
 // Version reports "containerd VERSION".

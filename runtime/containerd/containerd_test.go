@@ -3,7 +3,6 @@ package containerd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -125,6 +124,7 @@ func TestContract(t *testing.T) {
 		nctx := namespaces.WithNamespace(context.Background(), DefaultNamespace)
 		env := runtimetest.Env{
 			Name:           "containerd",
+			PullsOverHTTP:  true,
 			ClosedRegistry: closedPort(t),
 			CreateForeign: func(t *testing.T, id string) {
 				img, err := raw.GetImage(nctx, runtimetest.TestImageRef)
@@ -296,5 +296,4 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := StartSupervised(context.Background(), SupervisorConfig{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("supervisor without root: %v, want ErrConfig", err)
 	}
-	_ = fmt.Sprint()
 }

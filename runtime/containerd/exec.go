@@ -41,6 +41,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 	if err != nil {
 		return -1, wrap(err, "container %s spec", id)
 	}
+	if spec.Process == nil {
+		return -1, fmt.Errorf("exec in %s: the container's spec has no process", id)
+	}
 	p := *spec.Process
 	p.Args = opts.Command
 	p.Terminal = opts.TTY

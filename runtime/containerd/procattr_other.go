@@ -4,8 +4,6 @@ package containerd
 
 import "syscall"
 
-// procAttr puts containerd in its own process group (no parent-death
-// signal off Linux).
-func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
-}
+// procAttr has nothing to add off Linux (no parent-death signal; the
+// supervisor is only used on Linux hosts).
+func procAttr() *syscall.SysProcAttr { return nil }

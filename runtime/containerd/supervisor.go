@@ -173,10 +173,6 @@ func (s *Supervisor) writeConfig() error {
 	return nil
 }
 
-// ErrSocketInUse is a Root whose socket already answers: another
-// containerd runs there.
-var ErrSocketInUse = errors.New("containerd socket already in use")
-
 // clearSocket removes a stale socket file, refusing if a containerd still
 // answers on it.
 func (s *Supervisor) clearSocket() error {

@@ -38,6 +38,11 @@ type Env struct {
 	// ClosedRegistry is a registry host:port on 127.0.0.1 where nothing
 	// listens, for pulls that must fail.
 	ClosedRegistry string
+	// PullsOverHTTP says the runtime really pulls from a registry; the
+	// suite then pulls from a registry it serves on 127.0.0.1 with basic
+	// auth. A runtime without network pulls (the fake) leaves it false
+	// and tests its simulated registry on its own.
+	PullsOverHTTP bool
 	// Timeout bounds each wait of the suite (default 20 s).
 	Timeout time.Duration
 }
@@ -67,6 +72,9 @@ func Run(t *testing.T, newRuntime func(t *testing.T) (runtime.Runtime, Env)) {
 	t.Run("LogsFollow", s.logsFollow)
 	t.Run("Exec", s.exec)
 	t.Run("ImageNotFound", s.imageNotFound)
+	if env.PullsOverHTTP {
+		t.Run("PullWithCredentials", s.pullWithCredentials)
+	}
 	t.Run("CommandNotFound", s.commandNotFound)
 	t.Run("ForeignContainersLeftAlone", s.foreign)
 	t.Run("Remove", s.remove)
@@ -854,5 +862,45 @@ func (s *suite) reopen(t *testing.T) {
 	}
 	if got := s.logsOf(t, ticker.ID, runtime.LogOptions{TailLines: 1}); got != "tick 10\n" {
 		t.Errorf("log written while the client was away ends %q, want tick 10", got)
+	}
+}
+
+func (s *suite) pullWithCredentials(t *testing.T) {
+	reg := NewRegistry(t, TestImage(t), "outpost", "s3cret")
+	ctx := s.ctx(t)
+	for name, auth := range map[string][]runtime.RegistryAuth{
+		"no credentials": nil,
+		"wrong password": {{Host: reg.Host, Username: "outpost", Password: "wrong"}},
+		"another host's": {{Host: "127.0.0.2:1", Username: "outpost", Password: "s3cret"}},
+	} {
+		if _, err := s.rt.EnsureImage(ctx, reg.Ref, runtime.PullIfNotPresent, auth); !errors.Is(err, runtime.ErrImagePull) {
+			t.Errorf("%s: %v, want ErrImagePull", name, err)
+		}
+	}
+	good := []runtime.RegistryAuth{{Host: reg.Host, Username: "outpost", Password: "s3cret"}}
+	img, err := s.rt.EnsureImage(ctx, reg.Ref, runtime.PullIfNotPresent, good)
+	if err != nil {
+		t.Fatalf("pull with credentials: %v", err)
+	}
+	if img.Digest != reg.Digest || !slices.Contains(img.Names, reg.Ref) {
+		t.Errorf("pulled %+v, want %s named %s", img, reg.Digest, reg.Ref)
+	}
+	pulls := reg.pulls.Load()
+	if _, err := s.rt.EnsureImage(ctx, reg.Ref, runtime.PullIfNotPresent, nil); err != nil {
+		t.Errorf("IfNotPresent of the pulled image: %v", err)
+	}
+	if reg.pulls.Load() != pulls {
+		t.Error("IfNotPresent went to the registry for an image the node has")
+	}
+	if _, err := s.rt.EnsureImage(ctx, reg.Ref, runtime.PullAlways, good); err != nil || reg.pulls.Load() == pulls {
+		t.Errorf("Always: err %v, registry asked %d times before and %d after", err, pulls, reg.pulls.Load())
+	}
+	// The pulled image runs.
+	spec := s.spec(t, "echo", "pulled")
+	spec.Image = reg.Ref
+	s.start(t, spec)
+	s.waitExited(t, spec.ID)
+	if got := s.logsOf(t, spec.ID, runtime.LogOptions{}); got != "pulled\n" {
+		t.Errorf("container of the pulled image logged %q", got)
 	}
 }
