@@ -103,6 +103,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Timing is the timing preset; default TimingDefault.
 	Timing Timing
+
+	// wrapTransport, when set (tests), wraps the network transport, to
+	// cut a member off without stopping it.
+	wrapTransport func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
 }
 
 // meta is a member's metadata, JSON in memberlist's NodeMeta (512 bytes
@@ -183,6 +187,15 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	mc.Events = events{p}
 	mc.Logger = log.New(logWriter{p.log}, "", 0)
 	p.t.apply(mc)
+	if cfg.wrapTransport != nil {
+		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{cfg.BindAddr}, BindPort: cfg.BindPort, Logger: mc.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("gossip: transport: %w", err)
+		}
+		mc.Transport = cfg.wrapTransport(nt)
+		mc.BindPort = nt.GetAutoBindPort()
+		mc.AdvertisePort = mc.BindPort
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: starting member %s on %s: %w", cfg.Name, net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.BindPort)), err)

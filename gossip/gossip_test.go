@@ -191,6 +191,8 @@ func TestLeaveIsNotFailure(t *testing.T) {
 	s1 := start(t, Config{Name: "s1", Timing: TimingFast})
 	a1 := start(t, Config{Name: "a1", Role: RoleAgent, Join: []string{s1.LocalAddr()}, Timing: TimingFast})
 	waitMember(t, s1, "a1", StateAlive, 10*time.Second)
+	// Both ways: a member that knows no one has no one to say goodbye to.
+	waitMember(t, a1, "s1", StateAlive, 10*time.Second)
 	events, cancel := s1.Subscribe()
 	defer cancel()
 	if err := a1.Leave(2 * time.Second); err != nil {
