@@ -136,9 +136,10 @@ func measureFailureDetection(tb testing.TB) time.Duration {
 		m, ok := s.Gossip().Member("edge-1")
 		return ok && m.State == gossip.StateAlive, "member " + string(m.State)
 	})
-	if m, _ := agent.Member(serverGossipName("s1")); m.State != gossip.StateAlive || m.Role != gossip.RoleServer {
-		tb.Fatalf("the agent sees the server as %+v", m)
-	}
+	waitUntil(tb, 10*time.Second, "edge-1 sees the server in gossip", func() (bool, string) {
+		m, _ := agent.Member(serverGossipName("s1"))
+		return m.State == gossip.StateAlive && m.Role == gossip.RoleServer, "server member " + string(m.State)
+	})
 	getNode := func() *api.Node {
 		obj, err := cl.Get(ctx, nodes, "", "edge-1", client.GetOptions{})
 		if err != nil {
