@@ -127,6 +127,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 		cfg.LogWriter = exe
 	}
+	if err := probeLogWriter(ctx, cfg.LogWriter); err != nil {
+		return nil, fmt.Errorf("%w: logWriter: %w", ErrConfig, err)
+	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 3 * time.Second
 	}

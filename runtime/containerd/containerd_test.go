@@ -210,7 +210,25 @@ func TestSupervisor(t *testing.T) {
 		t.Errorf("a second supervisor on the same root: %v, want ErrSocketInUse", err)
 	}
 
-	// Killed: restarted on the same socket.
+	archive := runtimetest.TestImage(t)
+	if _, err := rt.ImportImages(ctx, bytesReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	spec := runtime.ContainerSpec{ID: "survivor", Image: runtimetest.TestImageRef, Args: []string{"ticks", "600", "50"},
+		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.ContainerStatus(ctx, spec.ID)
+	if err != nil || st.State != runtime.StateRunning {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+
+	// containerd killed: restarted on the same socket, and it still
+	// knows the container.
 	oldPid := sup.Pid()
 	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -223,24 +241,12 @@ func TestSupervisor(t *testing.T) {
 		_, err := rt.Version(ctx)
 		return err == nil
 	})
+	if st2, err := rt.ContainerStatus(ctx, spec.ID); err != nil || st2.State != runtime.StateRunning || st2.Pid != st.Pid {
+		t.Fatalf("after containerd was killed and restarted: %+v, %v; was pid %d", st2, err, st.Pid)
+	}
 
-	// A container outlives containerd being stopped.
-	archive := runtimetest.TestImage(t)
-	if _, err := rt.ImportImages(ctx, bytesReader(archive)); err != nil {
-		t.Fatal(err)
-	}
-	spec := runtime.ContainerSpec{ID: "survivor", Image: runtimetest.TestImageRef, Args: []string{"sleep"},
-		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
-	if err := rt.CreateContainer(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.StartContainer(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
-	st, err := rt.ContainerStatus(ctx, spec.ID)
-	if err != nil || st.State != runtime.StateRunning {
-		t.Fatalf("status %+v, %v", st, err)
-	}
+	// containerd stopped (the agent going away): the container runs on
+	// and its log keeps growing, written by the shim's log writer.
 	rt.Close()
 	if err := sup.Stop(); err != nil {
 		t.Fatal(err)
@@ -251,6 +257,16 @@ func TestSupervisor(t *testing.T) {
 	if !processAlive(int(st.Pid)) {
 		t.Fatal("the container died with containerd")
 	}
+	logFile := cfg.LogDir + "/" + spec.ID + ".log"
+	size := func() int64 {
+		fi, err := os.Stat(logFile)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	before := size()
+	waitUntil(t, 10*time.Second, "log growing while containerd is down", func() bool { return size() > before })
 
 	sup2 := startSupervised(t, root)
 	defer sup2.Stop()
@@ -288,6 +304,9 @@ func TestConfigErrors(t *testing.T) {
 		"no log dir":      {Socket: "/x.sock"},
 		"bad namespace":   {Socket: "/x.sock", LogDir: t.TempDir(), Namespace: "no spaces"},
 		"bad snapshotter": {Socket: "/x.sock", LogDir: t.TempDir(), Snapshotter: "zfs"},
+		// /bin/true exits 0 but is no log writer: containers' output
+		// would have nowhere to go.
+		"not a log writer": {Socket: "/x.sock", LogDir: t.TempDir(), LogWriter: "/bin/true"},
 	} {
 		if _, err := New(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)

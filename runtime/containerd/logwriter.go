@@ -2,11 +2,14 @@ package containerd
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,7 +32,43 @@ func RunLogWriterIfAsked() {
 	if len(os.Args) < 3 || os.Args[1] != LogWriterArg {
 		return
 	}
+	if os.Args[2] == logWriterProbe {
+		fmt.Println(logWriterProbeReply)
+		os.Exit(0)
+	}
 	os.Exit(runLogWriter(os.Args[2]))
+}
+
+// New runs the log writer with this argument to check that it is one: an
+// executable whose main does not call RunLogWriterIfAsked would make
+// every container's output pipe break.
+const (
+	logWriterProbe      = "--probe"
+	logWriterProbeReply = "outpost log writer ready"
+)
+
+// probeEnv marks the probe's process, so that an executable that is not a
+// log writer (a test binary without the hook runs its tests instead) and
+// calls New again does not probe in turn.
+const probeEnv = "OUTPOST_LOG_WRITER_PROBE"
+
+// probeLogWriter checks that exe answers as a log writer.
+func probeLogWriter(ctx context.Context, exe string) error {
+	if os.Getenv(probeEnv) != "" {
+		return errors.New("inside a log writer probe: this executable is not a log writer")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, LogWriterArg, logWriterProbe)
+	cmd.Env = append(os.Environ(), probeEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("run %s %s %s: %w", exe, LogWriterArg, logWriterProbe, err)
+	}
+	if strings.TrimSpace(string(out)) != logWriterProbeReply {
+		return fmt.Errorf("%s does not act as a log writer (its main must call containerd.RunLogWriterIfAsked first)", exe)
+	}
+	return nil
 }
 
 // drainAfterTerm is how long the writer keeps copying after the shim's
