@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -314,5 +315,49 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := StartSupervised(context.Background(), SupervisorConfig{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("supervisor without root: %v, want ErrConfig", err)
+	}
+}
+
+// The native snapshotter (the fallback where overlayfs is unavailable)
+// runs containers too.
+func TestNativeSnapshotter(t *testing.T) {
+	requireReal(t)
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	defer sup.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Snapshotter: "native", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+		t.Fatal(err)
+	}
+	spec := runtime.ContainerSpec{ID: "native", Image: runtimetest.TestImageRef, Args: []string{"echo", "on", "native"},
+		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemoveContainer(context.Background(), spec.ID)
+	if err := rt.StartContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rt.Logs(ctx, spec.ID, runtime.LogOptions{Follow: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "on native\n" {
+		t.Errorf("log %q", out.String())
+	}
+	raw, err := containerd.New(sup.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	info, err := raw.ContainerService().Get(namespaces.WithNamespace(ctx, DefaultNamespace), spec.ID)
+	if err != nil || info.Snapshotter != "native" {
+		t.Errorf("container snapshotter %q, %v", info.Snapshotter, err)
 	}
 }
