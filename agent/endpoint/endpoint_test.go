@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -350,9 +352,10 @@ func TestImportImages(t *testing.T) {
 	if list.Kind != wire.KindImageList || len(list.Images) != 1 || list.Images[0].Names[0] != "example.local/demo:1" || list.Images[0].Size != int64(len(archive)) {
 		t.Fatalf("reply: %+v", list)
 	}
+	sum := sha256.Sum256(archive)
 	got := a.rt.Imports()
-	if len(got) != 1 || !bytes.Equal(got[0], archive) {
-		t.Fatalf("runtime got %d archives; the first equal to what was sent: %v", len(got), len(got) == 1 && bytes.Equal(got[0], archive))
+	if len(got) != 1 || got[0].Size != int64(len(archive)) || got[0].SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("runtime got %+v, want one archive of %d bytes with the sent SHA-256", got, len(archive))
 	}
 	code, body = do(t, hc, "POST", a.url+"/images", strings.NewReader("bad archive"))
 	wantStatus(t, code, body, http.StatusBadRequest, "image import failed on node edge-1: archive is not a tar: unexpected EOF")

@@ -22,6 +22,13 @@ const (
 const (
 	SubresourceStatus  = "status"
 	SubresourceBinding = "binding"
+	// SubresourceLog (verb get) reads a container's output and
+	// SubresourceExec (verb create) runs a command in it, both through
+	// the pod's node agent; SubresourceImages (verb create, on nodes)
+	// loads an image archive onto a node, for cluster admins only.
+	SubresourceLog    = "log"
+	SubresourceExec   = "exec"
+	SubresourceImages = "images"
 )
 
 // ResourceNodeCredentials is what a join token may create: the agent trades
@@ -191,6 +198,17 @@ func developerCan(id *Identity, req Request) bool {
 		// namespace and is refused: it would show other tenants' objects.
 		if req.Namespace == "" || !slices.Contains(id.Namespaces, req.Namespace) {
 			return false
+		}
+		// A developer reads the logs of and execs into its own pods, as
+		// the user who runs them; nodes may not (an agent has no business
+		// in other nodes' containers).
+		if req.Resource == "pods" {
+			switch {
+			case req.Verb == VerbGet && req.Subresource == SubresourceLog:
+				return true
+			case req.Verb == VerbCreate && req.Subresource == SubresourceExec:
+				return true
+			}
 		}
 		switch req.Verb {
 		case VerbGet, VerbList, VerbWatch:

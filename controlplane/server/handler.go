@@ -138,6 +138,9 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveResourceList(w, r, "")
 			return
 		default:
+			if s.serveNodeStream(w, r, id, "", segs[2:n]) {
+				return
+			}
 			s.serveResource(w, r, id, "", segs[2:n])
 			return
 		}
@@ -173,6 +176,9 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		}
 		if group == raftGroup && segs[3] == auth.ResourceNodeCredentials {
 			s.serveNodeCredentials(w, r, id, segs[4:n])
+			return
+		}
+		if s.serveNodeStream(w, r, id, group, segs[3:n]) {
 			return
 		}
 		s.serveResource(w, r, id, group, segs[3:n])

@@ -32,7 +32,7 @@ type container struct {
 type Runtime struct {
 	mu         sync.Mutex
 	containers map[string]*container
-	imports    [][]byte
+	imports    []Import
 }
 
 // New returns an empty fake runtime.
@@ -85,11 +85,11 @@ func (r *Runtime) Exit(id string, code int32) {
 	c.changed = make(chan struct{})
 }
 
-// Imports returns the archives ImportImages was given, byte for byte.
-func (r *Runtime) Imports() [][]byte {
+// Imports returns what ImportImages was given, in order.
+func (r *Runtime) Imports() []Import {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([][]byte(nil), r.imports...)
+	return append([]Import(nil), r.imports...)
 }
 
 // Version implements runtime.Runtime.
@@ -100,27 +100,41 @@ func (r *Runtime) EnsureImage(context.Context, string, runtime.PullPolicy, []run
 	return runtime.Image{}, errors.ErrUnsupported
 }
 
-// ImportImages keeps the archive and reports one image named after the
-// archive's first line, with the archive's SHA-256 as digest. An archive
-// that starts with "bad" is refused, as a corrupt tar would be.
+// Import is what one ImportImages call received: its size, SHA-256 and
+// first bytes. The archive itself is not kept, so a test can send
+// hundreds of MiB and watch the memory of the path it travelled.
+type Import struct {
+	Size   int64
+	SHA256 string
+	Head   string
+}
+
+// ImportImages reads the archive to its end and reports one image named
+// after the archive's first line, with the archive's SHA-256 as digest.
+// An archive that starts with "bad" is refused, as a corrupt tar would
+// be.
 func (r *Runtime) ImportImages(ctx context.Context, archive io.Reader) ([]runtime.Image, error) {
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, archive); err != nil {
+	h := sha256.New()
+	head := make([]byte, 64)
+	n, err := io.ReadFull(archive, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read archive: %w", err)
 	}
-	data := buf.Bytes()
-	if bytes.HasPrefix(data, []byte("bad")) {
+	head = head[:n]
+	h.Write(head)
+	rest, err := io.Copy(h, archive)
+	if err != nil {
+		return nil, fmt.Errorf("read archive: %w", err)
+	}
+	if bytes.HasPrefix(head, []byte("bad")) {
 		return nil, errors.New("archive is not a tar: unexpected EOF")
 	}
+	imp := Import{Size: int64(n) + rest, SHA256: hex.EncodeToString(h.Sum(nil)), Head: string(head)}
 	r.mu.Lock()
-	r.imports = append(r.imports, data)
+	r.imports = append(r.imports, imp)
 	r.mu.Unlock()
-	name, _, _ := bytes.Cut(data, []byte("\n"))
-	if len(name) > 64 {
-		name = name[:64]
-	}
-	sum := sha256.Sum256(data)
-	return []runtime.Image{{Names: []string{"example.local/" + string(name) + ":1"}, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}}, nil
+	name, _, _ := bytes.Cut(head, []byte("\n"))
+	return []runtime.Image{{Names: []string{"example.local/" + string(name) + ":1"}, Digest: "sha256:" + imp.SHA256, Size: imp.Size}}, nil
 }
 
 // ListImages is not supported by the fake.
