@@ -521,6 +521,14 @@ func TestAdmToken(t *testing.T) {
 	expect(t, "token list", f.run("adm", "token", "list"), 0,
 		"NAME     ROLE        NODE     NAMESPACES   EXPIRES\n"+m[1]+"   developer   <none>   a,b          2026-01-01T03:00:00Z\n", "")
 	expect(t, "token delete", f.run("adm", "token", "delete", m[1]), 0, "token \""+m[1]+"\" deleted\n", "")
+	// A join token without a CA in the client's configuration cannot
+	// carry the CA's pin: the bare token, and a warning that says what
+	// the agent then needs.
+	join := f.run("adm", "token", "create", "--role", "node")
+	if join.code != 0 || !regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}\n$`).MatchString(join.stdout) ||
+		!strings.Contains(join.stderr, "--ca-cert") {
+		t.Errorf("join token without a CA: %+v", join)
+	}
 	expect(t, "bad role", f.run("adm", "token", "create", "--role", "root"), 1, "",
 		"error: --role \"root\" is not one of cluster-admin, node, developer\nSee 'outpost adm token create --help' for usage.\n")
 }
