@@ -47,9 +47,12 @@ func validate(spec runtime.ContainerSpec) error {
 		}
 	}
 	res := spec.Resources
-	for name, v := range map[string]int64{"cpuMillis": res.CPUMillis, "cpuRequestMillis": res.CPURequestMillis, "memoryBytes": res.MemoryBytes, "pids": res.PIDs} {
-		if v < 0 {
-			return fmt.Errorf("resources.%s: %d is negative", name, v)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"cpuMillis", res.CPUMillis}, {"cpuRequestMillis", res.CPURequestMillis}, {"memoryBytes", res.MemoryBytes}, {"pids", res.PIDs}} {
+		if f.v < 0 {
+			return fmt.Errorf("resources.%s: %d is negative", f.name, f.v)
 		}
 	}
 	if spec.WorkingDir != "" && !filepath.IsAbs(spec.WorkingDir) {

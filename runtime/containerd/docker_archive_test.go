@@ -1,0 +1,112 @@
+package containerd
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/runtimetest"
+)
+
+// dockerArchive turns the suite's OCI archive into a `docker save` one:
+// manifest.json naming the image by RepoTags, the config, and the layer
+// uncompressed.
+func dockerArchive(t *testing.T, oci []byte, tag string) []byte {
+	t.Helper()
+	blobs := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(oci))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		blobs[h.Name] = b
+	}
+	var idx struct {
+		Manifests []struct{ Digest string } `json:"manifests"`
+	}
+	if err := json.Unmarshal(blobs["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	blob := func(d string) []byte { return blobs["blobs/sha256/"+strings.TrimPrefix(d, "sha256:")] }
+	var m struct {
+		Config struct{ Digest string }   `json:"config"`
+		Layers []struct{ Digest string } `json:"layers"`
+	}
+	if err := json.Unmarshal(blob(idx.Manifests[0].Digest), &m); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(blob(m.Layers[0].Digest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgName := strings.TrimPrefix(m.Config.Digest, "sha256:") + ".json"
+	manifest, _ := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{tag}, "Layers": []string{"layer/layer.tar"}}})
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"manifest.json", manifest}, {cfgName, blob(m.Config.Digest)}, {"layer/layer.tar", layer}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(f.data)
+	}
+	tw.Close()
+	return out.Bytes()
+}
+
+func TestImportDockerArchive(t *testing.T) {
+	requireReal(t)
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	defer sup.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	const tag = "outpost.local/docker-saved:1"
+	imgs, err := rt.ImportImages(ctx, bytes.NewReader(dockerArchive(t, runtimetest.TestImage(t), tag)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imgs) != 1 || imgs[0].Names[0] != tag {
+		t.Fatalf("imported %+v", imgs)
+	}
+	spec := runtime.ContainerSpec{ID: "docker-saved", Image: tag, Args: []string{"echo", "from", "docker", "save"},
+		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemoveContainer(context.Background(), spec.ID)
+	if err := rt.StartContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rt.Logs(ctx, spec.ID, runtime.LogOptions{Follow: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "from docker save\n" {
+		t.Errorf("log %q", out.String())
+	}
+}
