@@ -176,9 +176,13 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 		return 0, nil
 	}
 	n, ok := obj.(*api.Node)
-	if !ok || nodeReadyCondition(n) == nil {
-		// No agent ever reported this node (made by hand): there is no
-		// status to distrust.
+	if !ok {
+		return 0, nil
+	}
+	if r := nodeReadyCondition(n); r == nil || r.LastHeartbeatTime == nil {
+		// No agent reports this node: agents, real and simulated, stamp
+		// every status with a heartbeat. A node made by hand (or by a
+		// test or benchmark) has no status to distrust.
 		return 0, nil
 	}
 	h := c.observe(n)

@@ -303,19 +303,32 @@ func TestNodeLifecycleNoFlapping(t *testing.T) {
 	e.waitUnknown("edge-1", msgHeartbeatsStopped)
 }
 
-// A node no agent ever reported (no conditions) is left alone.
-func TestNodeLifecycleIgnoresNodesWithoutStatus(t *testing.T) {
+// A node no agent reports (no conditions, or a Ready condition without a
+// heartbeat, as tests and benchmarks make them) is left alone.
+func TestNodeLifecycleIgnoresNodesWithoutHeartbeats(t *testing.T) {
 	e := newEnv(t)
 	m := newFakeMembership()
 	m.set("bare", MemberDead, e.clock.Now())
+	m.set("by-hand", MemberDead, e.clock.Now())
 	if _, err := e.f.Create(context.Background(), &api.Node{ObjectMeta: api.ObjectMeta{Name: "bare"}}); err != nil {
 		t.Fatal(err)
 	}
+	byHand := &api.Node{ObjectMeta: api.ObjectMeta{Name: "by-hand"}}
+	byHand.Status.Conditions = []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue, Reason: "KubeletReady"}}
+	if _, err := e.f.Create(context.Background(), byHand); err != nil {
+		t.Fatal(err)
+	}
+	e.agentNode("agent-1") // the control: this one is marked
 	e.startLifecycle(NodeLifecycle{Membership: m})
 	e.settle("bare")
 	e.clock.Advance(2 * DefaultNodeMonitorGracePeriod)
+	e.waitUnknown("agent-1", msgHeartbeatsStopped)
 	e.settle("bare")
+	e.settle("by-hand")
 	if n := e.node("bare"); len(n.Status.Conditions) != 0 {
 		t.Fatalf("conditions %+v written on a node no agent reports", n.Status.Conditions)
+	}
+	if got := readyStatus(e.node("by-hand")); got != api.ConditionTrue {
+		t.Fatalf("by-hand Ready = %s, want True left alone", got)
 	}
 }
