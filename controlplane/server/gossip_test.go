@@ -234,3 +234,46 @@ func TestJoinReplyCarriesGossip(t *testing.T) {
 		return ok && m.State == gossip.StateAlive && m.Role == gossip.RoleAgent, "member " + string(m.State)
 	})
 }
+
+// The heartbeat backstop through the real server: a node that never
+// joined gossip (as simulated nodes do not) and stops posting status is
+// marked after Config.NodeMonitorGracePeriod.
+func TestHeartbeatBackstopThroughServer(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Logger = quietLogger(t)
+	cfg.Schedulers = map[string]string{}
+	cfg.NodeMonitorGracePeriod = 2 * time.Second
+	s := startServer(t, cfg)
+	cl, err := client.New(s.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := api.NewTime(time.Now())
+	n := &api.Node{TypeMeta: api.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: api.ObjectMeta{Name: "sim-1"}}
+	if _, _, err := cl.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+	if _, _, err := cl.UpdateStatus(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	posted := time.Now()
+	var got *api.Node
+	waitUntil(t, 15*time.Second, "sim-1 Ready=Unknown", func() (bool, string) {
+		obj, err := cl.Get(ctx, api.ResourceForKind("Node"), "", "sim-1", client.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = obj.(*api.Node)
+		c := got.Status.Conditions[0]
+		return c.Status == api.ConditionUnknown, "Ready " + c.Status
+	})
+	if took := time.Since(posted); took < cfg.NodeMonitorGracePeriod {
+		t.Fatalf("marked %v after the last status, before the %v grace period", took, cfg.NodeMonitorGracePeriod)
+	}
+	if c := got.Status.Conditions[0]; c.Message != "outpost agent stopped posting node status" {
+		t.Fatalf("message %q, want the heartbeat one", c.Message)
+	}
+}
