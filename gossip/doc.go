@@ -9,4 +9,10 @@
 // drop: an agent started while no server is reachable joins once one is,
 // and a member cut off for long enough that both sides declared each other
 // dead joins again by itself.
+//
+// Member names are unique in a pool. Agents are named after their node,
+// which is how the control plane's node lifecycle controller finds them;
+// servers are named "server:" and their raft ID (controlplane/server), so
+// a host that runs both has two members. Each member's role travels in
+// its metadata.
 package gossip
