@@ -1,6 +1,6 @@
 // Package cli holds outpost's command-line verbs (get, describe, apply,
 // create, delete, label, annotate, edit, scale, rollout, taint, cordon,
-// uncordon, adm, version) as cobra commands,
+// uncordon, adm, logs, exec, image import, version) as cobra commands,
 // with kubectl's table layouts, messages and error lines, so that people
 // who know Kubernetes need not learn a new tool.
 //

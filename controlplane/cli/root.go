@@ -126,13 +126,18 @@ func newRootCommand(o *options) *cobra.Command {
 		newCordonCommand(o, true),
 		newCordonCommand(o, false),
 		newAdmCommand(o),
+		// logs, exec and image import stream through the nodes' agents.
+		newLogsCommand(o),
+		newExecCommand(o),
+		newImageCommand(o),
 		newVersionCommand(o),
 	)
 	return root
 }
 
-// Execute runs root with ctx and returns the process's exit code: 0, or 1
-// after printing the error to root's stderr as one line,
+// Execute runs root with ctx and returns the process's exit code: 0; the
+// remote command's code after a failed `exec`; or 1 after printing the
+// error to root's stderr as one line,
 // `Error from server (NotFound): pods "x" not found` for errors the server
 // sent and `error: ...` for others, with a help hint for usage mistakes.
 func Execute(ctx context.Context, root *cobra.Command) int {
@@ -142,6 +147,12 @@ func Execute(ctx context.Context, root *cobra.Command) int {
 	}
 	if errors.Is(err, errReported) {
 		return 1
+	}
+	if code, ok := exitCodeOf(err); ok {
+		// exec: the remote command's exit code is outpost's, with
+		// kubectl's note on stderr.
+		fmt.Fprintln(root.ErrOrStderr(), err.Error())
+		return code
 	}
 	w := root.ErrOrStderr()
 	fmt.Fprintln(w, FormatError(err))
