@@ -238,6 +238,9 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 	}
 	c.log.Info("node marked unreachable", "node", name, "reason", msg,
 		"heartbeat_seen_ago", now.Sub(h.at).Round(time.Millisecond))
+	// Kubernetes' event, for `outpost describe node`.
+	c.s.rec.event(ctx, n, "node-controller", api.EventTypeNormal, "NodeNotReady",
+		fmt.Sprintf("Node %s status is now: NodeNotReady (%s)", name, msg))
 	return 0, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,6 +250,20 @@ func TestNodeLifecycleGossipFastPath(t *testing.T) {
 			e.clock.Advance(2 * time.Second)
 			m.set("edge-1", tc.state, e.clock.Now())
 			e.waitUnknown("edge-1", tc.msg)
+			e.waitFor("a NodeNotReady event", func() (bool, string) {
+				evs, _, err := e.f.List(eventsRes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, obj := range evs {
+					ev := obj.(*api.Event)
+					if ev.Namespace == "default" && ev.InvolvedObject.Kind == "Node" && ev.InvolvedObject.Name == "edge-1" &&
+						ev.Reason == "NodeNotReady" && strings.Contains(ev.Message, tc.msg) {
+						return true, ""
+					}
+				}
+				return false, fmt.Sprintf("%d events, none NodeNotReady for edge-1", len(evs))
+			})
 			if d := e.clock.Now().Sub(began); d >= DefaultNodeMonitorGracePeriod {
 				t.Fatalf("marked after %v of fake time; the gossip path must not wait for the grace period", d)
 			}

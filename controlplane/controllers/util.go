@@ -336,8 +336,12 @@ func (r *recorder) event(ctx context.Context, obj api.Object, component, typ, re
 		name = name[:200]
 	}
 	ts := api.NewTime(now)
+	ns := m.Namespace
+	if ns == "" {
+		ns = "default" // events of cluster objects (nodes), as Kubernetes keeps them
+	}
 	ev := &api.Event{
-		ObjectMeta: api.ObjectMeta{Namespace: m.Namespace, Name: fmt.Sprintf("%s.%x", name, uint64(now.UnixNano())+seq)},
+		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x", name, uint64(now.UnixNano())+seq)},
 		InvolvedObject: api.ObjectReference{
 			Kind: res.Kind, APIVersion: res.APIVersion(), Namespace: m.Namespace, Name: m.Name,
 			UID: m.UID, ResourceVersion: m.ResourceVersion,
