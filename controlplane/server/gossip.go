@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/gossip"
 )
@@ -81,7 +83,34 @@ func (s *Server) startGossip(ctx context.Context) error {
 		return fmt.Errorf("gossip pool: %w", err)
 	}
 	s.gossip = pool
+	if err := s.cfg.Registry.Register(gossipCollector{pool}); err != nil {
+		_ = pool.Close()
+		return fmt.Errorf("gossip metrics: %w", err)
+	}
 	return nil
+}
+
+// gossipMembersDesc describes outpost_gossip_members.
+var gossipMembersDesc = prometheus.NewDesc("outpost_gossip_members",
+	"Members of the gossip pool as this server sees them, by role and state.", []string{"role", "state"}, nil)
+
+// gossipCollector reports the pool's members at each scrape.
+type gossipCollector struct{ p *gossip.Pool }
+
+func (c gossipCollector) Describe(ch chan<- *prometheus.Desc) { ch <- gossipMembersDesc }
+
+func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
+	type key struct {
+		role  gossip.Role
+		state gossip.State
+	}
+	counts := map[key]int{}
+	for _, m := range c.p.Members() {
+		counts[key{m.Role, m.State}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(gossipMembersDesc, prometheus.GaugeValue, float64(n), string(k.role), string(k.state))
+	}
 }
 
 // stopGossip leaves the pool (the others record a departure, not a

@@ -136,6 +136,9 @@ func measureFailureDetection(tb testing.TB) time.Duration {
 		m, ok := s.Gossip().Member("edge-1")
 		return ok && m.State == gossip.StateAlive, "member " + string(m.State)
 	})
+	if got := gossipGauge(tb, s, "agent", "alive"); got != 1 {
+		tb.Fatalf("outpost_gossip_members{role=agent,state=alive} = %v, want 1", got)
+	}
 	waitUntil(tb, 10*time.Second, "edge-1 sees the server in gossip", func() (bool, string) {
 		m, _ := agent.Member(serverGossipName("s1"))
 		return m.State == gossip.StateAlive && m.Role == gossip.RoleServer, "server member " + string(m.State)
@@ -164,6 +167,9 @@ func measureFailureDetection(tb testing.TB) time.Duration {
 		return c.Status == api.ConditionUnknown, "Ready " + c.Status
 	})
 	took := time.Since(cut)
+	if got := gossipGauge(tb, s, "agent", "dead"); got != 1 {
+		tb.Errorf("outpost_gossip_members{role=agent,state=dead} = %v, want 1", got)
+	}
 	for _, c := range n.Status.Conditions {
 		if c.Status != api.ConditionUnknown || c.Reason != "NodeStatusUnknown" || c.Message != "node is unreachable: gossip reports it failed" {
 			tb.Errorf("%s = %s %s %q, want Unknown NodeStatusUnknown from gossip", c.Type, c.Status, c.Reason, c.Message)
@@ -173,6 +179,30 @@ func measureFailureDetection(tb testing.TB) time.Duration {
 		}
 	}
 	return took
+}
+
+// gossipGauge reads outpost_gossip_members{role,state} from the server's
+// registry.
+func gossipGauge(tb testing.TB, s *Server, role, state string) float64 {
+	mfs, err := s.cfg.Registry.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "outpost_gossip_members" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["role"] == role && labels["state"] == state {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // TestSilentNodeReadyUnknown is issue 4's failure detection through the
