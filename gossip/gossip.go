@@ -92,8 +92,9 @@ type Config struct {
 	// which.
 	BindPort int
 	// AdvertiseAddr is the IP others reach this member at; default:
-	// BindAddr when it names one, else this host's private address as
-	// memberlist picks it.
+	// BindAddr when it names one, else this host's private (RFC 1918)
+	// address as memberlist picks it; Start fails on a host that has
+	// none, so set it there.
 	AdvertiseAddr string
 	// Key encrypts and authenticates all gossip (AES-256-GCM); 32 bytes,
 	// from KeyFromSecret. Required: a pool never gossips in clear.
