@@ -43,6 +43,10 @@ const (
 // hold a user's command for long.
 const agentDialTimeout = 5 * time.Second
 
+// streamReadWait bounds the wait for the latest state before a stream
+// settles for this server's own copy of the pod.
+const streamReadWait = 2 * time.Second
+
 // agentCertTTL is the life of the client certificate an insecure server
 // (which has no serving certificate) issues itself for one agent call.
 const agentCertTTL = time.Hour
@@ -180,7 +184,10 @@ func pathJoin(parts ...string) string {
 // cluster is in trouble), and picks the container: the one named, or the
 // pod's only one.
 func (s *Server) podContainer(ctx context.Context, ns, name, container string) (*api.Pod, string, error) {
-	if err := s.consistentRead(ctx); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, streamReadWait)
+	err := s.consistentRead(rctx)
+	cancel()
+	if err != nil {
 		s.log.Debug("reading a pod for a stream from the local store", "pod", ns+"/"+name, "err", err)
 	}
 	obj, _, err := s.store.Get(podsResource, ns, name)
