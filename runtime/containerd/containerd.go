@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/namespaces"
 
 	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/containerd/logwriter"
 )
 
 // Errors of this package, beyond the runtime package's.
@@ -67,7 +68,7 @@ type Config struct {
 	// Logger gets the runtime's own log; slog.Default() if nil.
 	Logger *slog.Logger
 	// LogWriter is the executable containerd's shim runs to write a
-	// container's log file; it must call RunLogWriterIfAsked first thing
+	// container's log file; it must call RunLogWriterIfAsked (logwriter.RunIfAsked) first thing
 	// in main. Empty means this process's own executable.
 	LogWriter string
 	// Snapshotter forces "overlayfs" or "native"; empty detects overlayfs
@@ -127,7 +128,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 		cfg.LogWriter = exe
 	}
-	if err := probeLogWriter(ctx, cfg.LogWriter); err != nil {
+	if err := logwriter.Probe(ctx, cfg.LogWriter); err != nil {
 		return nil, fmt.Errorf("%w: logWriter: %w", ErrConfig, err)
 	}
 	if cfg.DialTimeout <= 0 {
@@ -263,3 +264,12 @@ func (r *Runtime) snapshotterName(ctx context.Context, c *containerd.Client) (st
 func (r *Runtime) logPath(id string) string {
 	return filepath.Join(r.cfg.LogDir, id+".log")
 }
+
+// LogWriterArg is the argument with which the shim runs the log writer.
+const LogWriterArg = logwriter.Arg
+
+// RunLogWriterIfAsked turns this process into a container's log writer
+// when it was started as one, and exits; otherwise it returns at once.
+// The outpost binary's main (and any test binary that runs real
+// containers with the default Config.LogWriter) calls it first thing.
+func RunLogWriterIfAsked() { logwriter.RunIfAsked() }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,9 +27,48 @@ import (
 
 func TestMain(m *testing.M) {
 	// containerd's shim runs this test binary as the containers' log
-	// writer (Config.LogWriter defaults to the running executable).
+	// writer where a test leaves Config.LogWriter at its default (the
+	// running executable), as the outpost binary is run.
 	RunLogWriterIfAsked()
-	os.Exit(m.Run())
+	code := m.Run()
+	if writerDir != "" {
+		os.RemoveAll(writerDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	writerOnce sync.Once
+	writerDir  string
+	writerBin  string
+	writerErr  error
+)
+
+// testLogWriter builds internal/testlogwriter once: a log writer without
+// the race detector starts in milliseconds, where this test binary under
+// -race takes most of a second per container.
+func testLogWriter(t *testing.T) string {
+	t.Helper()
+	writerOnce.Do(func() {
+		writerDir, writerErr = os.MkdirTemp("", "logwriter")
+		if writerErr != nil {
+			return
+		}
+		writerBin = filepath.Join(writerDir, "testlogwriter")
+		goBin := filepath.Join(goruntime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		cmd := exec.Command(goBin, "build", "-o", writerBin, "github.com/outpost-edge/outpost/runtime/containerd/internal/testlogwriter")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			writerErr = fmt.Errorf("build testlogwriter: %w\n%s", err, out)
+		}
+	})
+	if writerErr != nil {
+		t.Fatal(writerErr)
+	}
+	return writerBin
 }
 
 // requireReal gates the tests that need root, containerd and runc: with
@@ -109,7 +152,7 @@ func TestContract(t *testing.T) {
 			t.Errorf("stop containerd: %v", err)
 		}
 	})
-	cfg := Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t)}
+	cfg := Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t)}
 	runtimetest.Run(t, func(t *testing.T) (runtime.Runtime, runtimetest.Env) {
 		rt, err := New(context.Background(), cfg)
 		if err != nil {
@@ -327,7 +370,7 @@ func TestNativeSnapshotter(t *testing.T) {
 	defer sup.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Snapshotter: "native", Logger: testLogger(t)})
+	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Snapshotter: "native", Logger: testLogger(t), LogWriter: testLogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestImportDockerArchive(t *testing.T) {
 	defer sup.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t)})
+	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

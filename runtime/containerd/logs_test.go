@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/containerd/logwriter"
 )
 
 // writeLog runs the log writer's copy over stdout and stderr contents
@@ -22,9 +23,9 @@ func writeLog(t *testing.T, stdout, stderr string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := &lineWriter{f: f}
-	w.copy("stdout", strings.NewReader(stdout))
-	w.copy("stderr", strings.NewReader(stderr))
+	w := logwriter.NewWriter(f)
+	w.Copy("stdout", strings.NewReader(stdout))
+	w.Copy("stderr", strings.NewReader(stderr))
 	return path
 }
 
@@ -40,7 +41,7 @@ func readLog(t *testing.T, path string, opts runtime.LogOptions) string {
 // Output comes back byte for byte, including a line longer than one
 // entry and a last line without a newline.
 func TestLogRoundTrip(t *testing.T) {
-	long := strings.Repeat("x", 3*maxLine+5)
+	long := strings.Repeat("x", 3*logwriter.MaxLine+5)
 	out := "first\n" + long + "\nlast without newline"
 	path := writeLog(t, out, "err line\n")
 	if got := readLog(t, path, runtime.LogOptions{}); got != out+"err line\n" {
@@ -56,7 +57,7 @@ func TestLogRoundTrip(t *testing.T) {
 }
 
 func TestLogTailAndTimestamps(t *testing.T) {
-	long := strings.Repeat("y", maxLine+1)
+	long := strings.Repeat("y", logwriter.MaxLine+1)
 	path := writeLog(t, "a\n"+long+"\nb\n", "")
 	if got := readLog(t, path, runtime.LogOptions{TailLines: 2}); got != long+"\nb\n" {
 		t.Errorf("tail 2 = %.40q..., want the long line and b", got)

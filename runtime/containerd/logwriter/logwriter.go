@@ -1,4 +1,4 @@
-package containerd
+package logwriter
 
 import (
 	"bufio"
@@ -15,12 +15,12 @@ import (
 	"time"
 )
 
-// LogWriterArg is the first argument with which containerd's shim runs
+// Arg is the first argument with which containerd's shim runs
 // the log writer (Config.LogWriter), followed by the log file's path.
-const LogWriterArg = "outpost-container-log-writer"
+const Arg = "outpost-container-log-writer"
 
-// RunLogWriterIfAsked turns this process into a container's log writer
-// when it was started as one (os.Args[1] == LogWriterArg) and then exits;
+// RunIfAsked turns this process into a container's log writer
+// when it was started as one (os.Args[1] == Arg) and then exits;
 // otherwise it returns at once. The outpost binary's main and any test
 // binary that runs real containers call it before anything else.
 //
@@ -28,8 +28,8 @@ const LogWriterArg = "outpost-container-log-writer"
 // on fd 4 and a pipe on fd 5 that it closes to say it is ready (the
 // "binary://" logging protocol of containerd's shims). The writer outlives
 // the agent: it is the shim's child.
-func RunLogWriterIfAsked() {
-	if len(os.Args) < 3 || os.Args[1] != LogWriterArg {
+func RunIfAsked() {
+	if len(os.Args) < 3 || os.Args[1] != Arg {
 		return
 	}
 	if os.Args[2] == logWriterProbe {
@@ -39,7 +39,7 @@ func RunLogWriterIfAsked() {
 	os.Exit(runLogWriter(os.Args[2]))
 }
 
-// New runs the log writer with this argument to check that it is one: an
+// Probe runs the log writer with this argument to check that it is one: an
 // executable whose main does not call RunLogWriterIfAsked would make
 // every container's output pipe break.
 const (
@@ -52,21 +52,22 @@ const (
 // calls New again does not probe in turn.
 const probeEnv = "OUTPOST_LOG_WRITER_PROBE"
 
-// probeLogWriter checks that exe answers as a log writer.
-func probeLogWriter(ctx context.Context, exe string) error {
+// Probe reports (as an error) whether exe does not answer as a log
+// writer.
+func Probe(ctx context.Context, exe string) error {
 	if os.Getenv(probeEnv) != "" {
 		return errors.New("inside a log writer probe: this executable is not a log writer")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, LogWriterArg, logWriterProbe)
+	cmd := exec.CommandContext(ctx, exe, Arg, logWriterProbe)
 	cmd.Env = append(os.Environ(), probeEnv+"=1")
 	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("run %s %s %s: %w", exe, LogWriterArg, logWriterProbe, err)
+		return fmt.Errorf("run %s %s %s: %w", exe, Arg, logWriterProbe, err)
 	}
 	if strings.TrimSpace(string(out)) != logWriterProbeReply {
-		return fmt.Errorf("%s does not act as a log writer (its main must call containerd.RunLogWriterIfAsked first)", exe)
+		return fmt.Errorf("%s does not act as a log writer (its main must call logwriter.RunIfAsked first)", exe)
 	}
 	return nil
 }
@@ -93,7 +94,7 @@ func runLogWriter(path string) int {
 	if ready != nil {
 		ready.Close()
 	}
-	w := &lineWriter{f: f}
+	w := NewWriter(f)
 	var wg sync.WaitGroup
 	for _, s := range []struct {
 		name string
@@ -105,7 +106,7 @@ func runLogWriter(path string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.copy(s.name, s.r)
+			w.Copy(s.name, s.r)
 		}()
 	}
 	done := make(chan struct{})
@@ -124,19 +125,23 @@ func runLogWriter(path string) int {
 	return 0
 }
 
-// maxLine is the longest piece of a line written as one entry; longer
+// MaxLine is the longest piece of a line written as one entry; longer
 // lines are split into partial entries.
-const maxLine = 16 << 10
+const MaxLine = 16 << 10
 
-// lineWriter writes entries of the log format (see logs.go) to one file
-// from both streams; each entry is one write, so entries never interleave.
-type lineWriter struct {
+// Writer writes entries of the log format to one file from both streams;
+// each entry is one write, so entries never interleave.
+type Writer struct {
 	mu sync.Mutex
 	f  io.Writer
 }
 
-func (w *lineWriter) copy(stream string, r io.Reader) {
-	br := bufio.NewReaderSize(r, maxLine)
+// NewWriter returns a Writer appending to f.
+func NewWriter(f io.Writer) *Writer { return &Writer{f: f} }
+
+// Copy writes r's lines as entries of stream until r ends.
+func (w *Writer) Copy(stream string, r io.Reader) {
+	br := bufio.NewReaderSize(r, MaxLine)
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
@@ -153,7 +158,7 @@ func (w *lineWriter) copy(stream string, r io.Reader) {
 	}
 }
 
-func (w *lineWriter) write(stream, tag string, text []byte) {
+func (w *Writer) write(stream, tag string, text []byte) {
 	buf := make([]byte, 0, len(text)+64)
 	buf = time.Now().UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, ' ')
