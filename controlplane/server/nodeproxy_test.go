@@ -406,6 +406,29 @@ func TestStreamsAuthorization(t *testing.T) {
 	}
 }
 
+// A user who goes away (Ctrl-C on a follow or an exec) ends the agent's
+// side too: nothing keeps running on the node for nobody.
+func TestStreamsEndWithTheCaller(t *testing.T) {
+	e := startStreamEnv(t)
+	e.pod("default", "web", "edge-1", "app")
+	e.rt.AddContainer("default", "web", "app", 0)
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/api/v1/namespaces/default/pods/web/log?follow=true"},
+		{"POST", "/api/v1/namespaces/default/pods/web/exec?command=sleep"},
+	} {
+		for _, h2 := range []bool{false, true} {
+			ctx, cancel := context.WithCancel(context.Background())
+			resp := e.open(ctx, e.c.token, tc.method, tc.path, nil, h2)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d", tc.path, resp.StatusCode)
+			}
+			waitFor(t, 10*time.Second, "the agent to be streaming", func() bool { return e.rt.Active() == 1 })
+			cancel()
+			waitFor(t, 10*time.Second, "the agent's side to end after the caller left", func() bool { return e.rt.Active() == 0 })
+		}
+	}
+}
+
 // tokenID is the id half of a bearer token.
 func tokenID(tok string) string {
 	id, _, _ := strings.Cut(tok, ".")

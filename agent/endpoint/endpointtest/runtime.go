@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outpost-edge/outpost/runtime"
@@ -33,7 +34,13 @@ type Runtime struct {
 	mu         sync.Mutex
 	containers map[string]*container
 	imports    []Import
+	// active counts Logs and Exec calls in progress, so a test can see
+	// that a caller going away ends them.
+	active atomic.Int32
 }
+
+// Active is the number of Logs and Exec calls in progress.
+func (r *Runtime) Active() int { return int(r.active.Load()) }
 
 // New returns an empty fake runtime.
 func New() *Runtime {
@@ -183,6 +190,8 @@ func (r *Runtime) ListContainers(context.Context) ([]runtime.ContainerStatus, er
 // Logs writes the container's lines; with Follow it goes on writing new
 // ones until the container exits or ctx ends.
 func (r *Runtime) Logs(ctx context.Context, id string, opts runtime.LogOptions, w io.Writer) error {
+	r.active.Add(1)
+	defer r.active.Add(-1)
 	sent := 0
 	r.mu.Lock()
 	c, ok := r.containers[id]
@@ -228,8 +237,11 @@ func (r *Runtime) Logs(ctx context.Context, id string, opts runtime.LogOptions, 
 
 // Exec runs a few commands in the fake's imagination: "echo ARGS..."
 // writes its arguments, "cat" copies stdin to stdout, "fail CODE MSG"
-// writes MSG to stderr and exits with CODE. Anything else does not exist.
+// writes MSG to stderr and exits with CODE, "sleep" waits until ctx
+// ends. Anything else does not exist.
 func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error) {
+	r.active.Add(1)
+	defer r.active.Add(-1)
 	st, err := r.ContainerStatus(ctx, id)
 	if err != nil {
 		return 0, err
@@ -249,6 +261,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 			return 0, fmt.Errorf("cat: %w", err)
 		}
 		return 0, nil
+	case "sleep":
+		<-ctx.Done()
+		return 137, nil
 	case "fail":
 		code, _ := strconv.Atoi(opts.Command[1])
 		_, err := fmt.Fprintln(opts.Stderr, strings.Join(opts.Command[2:], " "))
