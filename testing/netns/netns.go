@@ -42,8 +42,23 @@ func New(t testing.TB, n int) *Host {
 	if err := Available(); err != nil {
 		t.Fatal(err)
 	}
+	h, err := Open(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// Open is New for programs that are not tests (the benchmarks): the
+// caller removes the host with Close. A host half made is removed before
+// the error is returned.
+func Open(n int) (*Host, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
 	if n < 1 || n > 250 {
-		t.Fatalf("netns.New: host number %d out of 1-250", n)
+		return nil, fmt.Errorf("netns: host number %d out of 1-250", n)
 	}
 	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
 	h := &Host{
@@ -53,10 +68,6 @@ func New(t testing.TB, n int) *Host {
 		rootIf:  "opr" + tag,
 	}
 	nsIf := "opn" + tag
-	t.Cleanup(func() {
-		_ = run("ip", "netns", "del", h.Name)
-		_ = run("ip", "link", "del", h.rootIf)
-	})
 	steps := [][]string{
 		{"ip", "netns", "add", h.Name},
 		{"ip", "link", "add", h.rootIf, "type", "veth", "peer", "name", nsIf},
@@ -70,25 +81,50 @@ func New(t testing.TB, n int) *Host {
 	}
 	for _, s := range steps {
 		if err := run(s...); err != nil {
-			t.Fatalf("make test host %s: %v", h.Name, err)
+			_ = h.Close()
+			return nil, fmt.Errorf("make test host %s: %w", h.Name, err)
 		}
 	}
-	return h
+	return h, nil
+}
+
+// Close removes the host's namespace and link; removing what is already
+// gone is not an error.
+func (h *Host) Close() error {
+	nsErr := run("ip", "netns", "del", h.Name)
+	_ = run("ip", "link", "del", h.rootIf) // gone with the namespace's end of the pair
+	if nsErr != nil && !strings.Contains(nsErr.Error(), "No such file") {
+		return nsErr
+	}
+	return nil
+}
+
+// SetLink takes the host's link down (up false: nothing passes either
+// way) or brings it back; Cut and Restore are it for tests.
+func (h *Host) SetLink(up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if err := run("ip", "link", "set", h.rootIf, state); err != nil {
+		return fmt.Errorf("set link of %s %s: %w", h.Name, state, err)
+	}
+	return nil
 }
 
 // Cut takes the host's link down: nothing passes either way.
 func (h *Host) Cut(t testing.TB) {
 	t.Helper()
-	if err := run("ip", "link", "set", h.rootIf, "down"); err != nil {
-		t.Fatalf("cut %s: %v", h.Name, err)
+	if err := h.SetLink(false); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // Restore brings the link back (with its address and the host's route).
 func (h *Host) Restore(t testing.TB) {
 	t.Helper()
-	if err := run("ip", "link", "set", h.rootIf, "up"); err != nil {
-		t.Fatalf("restore %s: %v", h.Name, err)
+	if err := h.SetLink(true); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -53,3 +53,32 @@ func portOf(ln net.Listener) string {
 	_, p, _ := net.SplitHostPort(ln.Addr().String())
 	return p
 }
+
+// Open makes a host without a test, and Close removes all of it: the
+// namespace and the test side's link; closing again is no error.
+func TestOpenClose(t *testing.T) {
+	Require(t)
+	h, err := Open(202)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if err := run("ip", "netns", "exec", h.Name, "true"); err != nil {
+		t.Fatalf("namespace %s missing after Open: %v", h.Name, err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := run("ip", "netns", "exec", h.Name, "true"); err == nil {
+		t.Fatalf("namespace %s still there after Close", h.Name)
+	}
+	if err := run("ip", "link", "show", h.rootIf); err == nil {
+		t.Fatalf("link %s still there after Close", h.rootIf)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := Open(0); err == nil {
+		t.Fatal("Open(0) succeeded, want an error naming the range")
+	}
+}
