@@ -63,6 +63,15 @@ func (l *lockedBuffer) String() string {
 
 func startAgent(t *testing.T) *agent {
 	t.Helper()
+	rt := endpointtest.New()
+	a := startAgentWith(t, rt)
+	a.rt = rt
+	return a
+}
+
+// startAgentWith serves an endpoint in front of rt.
+func startAgentWith(t *testing.T, rt Runtime) *agent {
+	t.Helper()
 	ca, err := pki.DeriveCA(testSecret)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +84,6 @@ func startAgent(t *testing.T) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := endpointtest.New()
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(tWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,7 +97,7 @@ func startAgent(t *testing.T) *agent {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &agent{t: t, ca: ca, rt: rt, url: "https://" + ln.Addr().String(), logs: logs}
+	return &agent{t: t, ca: ca, url: "https://" + ln.Addr().String(), logs: logs}
 }
 
 // client returns an HTTP client presenting cert (none when cert is nil);
