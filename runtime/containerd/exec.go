@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/cio"
@@ -54,7 +55,13 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	stdin := opts.Stdin
+	// The shim keeps the process's stdin open until told otherwise: once
+	// the caller's reader is drained, CloseIO gives the process its EOF.
+	var stdin io.Reader
+	stdinDone := make(chan struct{})
+	if opts.Stdin != nil {
+		stdin = &eofReader{r: opts.Stdin, done: stdinDone}
+	}
 	ioOpts := []cio.Opt{cio.WithStreams(stdin, stdout, stderr)}
 	if opts.TTY {
 		ioOpts = append(ioOpts, cio.WithTerminal)
@@ -78,6 +85,20 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 	if err := proc.Start(nctx); err != nil {
 		return -1, fmt.Errorf("exec in %s: %w: %s", id, runtime.ErrStart, runcReason(err))
 	}
+	if stdin != nil {
+		execDone := make(chan struct{})
+		defer close(execDone)
+		go func() {
+			select {
+			case <-execDone:
+			case <-stdinDone:
+				if err := proc.CloseIO(nctx, containerd.WithStdinCloser); err != nil {
+					r.log.Debug("close exec stdin", "id", id, "exec", execID, "err", err)
+				}
+			case <-nctx.Done():
+			}
+		}()
+	}
 	select {
 	case s := <-exited:
 		code, _, err := s.Result()
@@ -91,4 +112,19 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 		_ = proc.Kill(context.WithoutCancel(nctx), 9)
 		return -1, fmt.Errorf("exec in %s: %w", id, ctx.Err())
 	}
+}
+
+// eofReader closes done when its reader reports EOF (or any error).
+type eofReader struct {
+	r    io.Reader
+	done chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.done) })
+	}
+	return n, err
 }

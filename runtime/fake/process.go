@@ -13,11 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/outpost-edge/outpost/runtime"
 )
+
+// nextPid numbers simulated processes, unique per test binary.
+var nextPid atomic.Uint32
+
+func init() { nextPid.Store(1000) }
 
 // logLine is one line of a container's output.
 type logLine struct {
@@ -134,7 +140,7 @@ func (c *container) start() error {
 	}
 	c.status.State = runtime.StateRunning
 	c.status.StartedAt = now
-	c.status.Pid = uint32(1000 + len(c.spec.ID)*31%5000)
+	c.status.Pid = nextPid.Add(1)
 	c.sig = make(chan syscall.Signal, 8)
 	c.exited = make(chan struct{})
 	c.forced = make(chan forcedExit, 1)
@@ -288,7 +294,7 @@ func (c *container) exec(ctx context.Context, opts runtime.ExecOptions) (int, er
 	}
 	// An exec'd process gets no signals from stop; it ends with ctx.
 	sig := make(chan syscall.Signal)
-	p := &proc{c: c, sig: sig, forced: make(chan forcedExit), stdout: lineWriter{stdout}, stderr: lineWriter{stderr}, ctx: ctx}
+	p := &proc{c: c, sig: sig, forced: make(chan forcedExit), stdout: lineWriter{stdout}, stderr: lineWriter{stderr}, ctx: ctx, stdin: opts.Stdin}
 	code, _ := p.run(opts.Command[1:])
 	if err := ctx.Err(); err != nil {
 		return -1, fmt.Errorf("exec in %s: %w", c.spec.ID, err)
@@ -318,6 +324,7 @@ type proc struct {
 	stdout lines
 	stderr lines
 	ctx    context.Context // exec only
+	stdin  io.Reader       // exec only
 }
 
 // Exit codes of a Go program killed by a signal, as runc reports them.
@@ -412,6 +419,20 @@ func (p *proc) run(args []string) (int32, string) {
 		}
 	case "env":
 		p.env(rest)
+	case "cat":
+		if p.stdin != nil {
+			b, err := io.ReadAll(p.stdin)
+			if err != nil {
+				p.stderr.line(err.Error())
+				return 1, ""
+			}
+			for _, l := range strings.SplitAfter(string(b), "\n") {
+				if l != "" {
+					p.stdout.line(strings.TrimSuffix(l, "\n"))
+				}
+			}
+		}
+		p.stdout.line("EOF")
 	case "limits":
 		p.limits()
 	case "listen":

@@ -693,6 +693,11 @@ func (s *suite) exec(t *testing.T) {
 	if err != nil || code != 7 {
 		t.Errorf("exec exit 7: code %d err %v", code, err)
 	}
+	out.Reset()
+	code, err = s.rt.Exec(ctx, spec.ID, runtime.ExecOptions{Command: []string{TestBinPath, "cat"}, Stdin: strings.NewReader("piped in\n"), Stdout: &out})
+	if err != nil || code != 0 || out.String() != "piped in\nEOF\n" {
+		t.Errorf("exec with stdin: code %d err %v stdout %q (stdin must end with EOF)", code, err, out.String())
+	}
 	if _, err := s.rt.Exec(ctx, spec.ID, runtime.ExecOptions{Command: []string{"/no/such/binary"}}); err == nil {
 		t.Error("exec of a missing binary succeeded")
 	}

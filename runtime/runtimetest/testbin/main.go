@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -85,6 +86,13 @@ func main() {
 		for _, e := range env {
 			fmt.Printf("ENV %s\n", e)
 		}
+	case "cat":
+		// Copies stdin to stdout until EOF (exec with stdin).
+		if _, err := io.Copy(os.Stdout, os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("EOF")
 	case "limits":
 		fmt.Println(limits())
 	case "listen":
