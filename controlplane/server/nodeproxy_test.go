@@ -266,6 +266,20 @@ func TestPodExecThroughAgent(t *testing.T) {
 		if st := <-done; st.ExitCode != 0 || st.Error != "" {
 			t.Fatalf("h2 %v: cat exit %+v", h2, st)
 		}
+
+		// A command that ends while stdin is still open (`exec -i` from
+		// a terminal nobody types in) ends the exec: the exit status
+		// arrives without waiting for stdin.
+		idle, idleW := io.Pipe()
+		context.AfterFunc(ctx, func() { idleW.CloseWithError(ctx.Err()) })
+		resp = e.open(ctx, e.c.token, "POST", base+"?command=echo&command=bye&stdin=true", idle, h2)
+		out.Reset()
+		if st, err := wire.ReadFrames(resp.Body, &out, io.Discard); err != nil || st.ExitCode != 0 || out.String() != "bye\n" {
+			t.Fatalf("h2 %v: echo with stdin open: %+v %v %q", h2, st, err, out.String())
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("h2 %v: the exec outlived its deadline", h2)
+		}
 		cancel()
 	}
 
