@@ -26,6 +26,21 @@
 //	     runtime; the reply is a wire.ImageList.
 //	GET  /healthz
 //
+// The agent wires it as
+//
+//	h := endpoint.New(endpoint.Config{Runtime: rt, Logger: log, NodeName: name})
+//	err := endpoint.Serve(ctx, ln, endpoint.TLSConfig(caPool, nodeCert), h, log)
+//
+// and reports ln's port in its Node's status.daemonEndpoints (the API
+// server dials the node's InternalIP, else its Hostname, at that port and
+// checks that the certificate's common name is the node's name).
+//
+// A logs request without follow sends its header with the first output,
+// so a runtime error before any output is still a Status; with follow the
+// header goes at once. An exec's errors after its header (the command
+// does not exist, the container stopped meanwhile) travel in the exit
+// frame. tailLines=0 is refused: the runtime's 0 means "all lines".
+//
 // The container for (ns, pod, container) is found among the runtime's
 // containers by their outpost labels; the highest attempt is the current
 // one, previous=true selects the one before it.
