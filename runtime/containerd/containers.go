@@ -195,7 +195,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 			r.log.Warn("delete container after failed create", "id", spec.ID, "err", derr)
 		}
 		_ = os.Remove(r.logPath(spec.ID))
-		return fmt.Errorf("%w: %w", runtime.ErrCreate, wrap(err, "container %s", spec.ID))
+		if w := wrap(err, "container %s", spec.ID); errors.Is(w, runtime.ErrUnavailable) {
+			return fmt.Errorf("%w: %w", runtime.ErrCreate, w)
+		}
+		return fmt.Errorf("%w: container %s: %s", runtime.ErrCreate, spec.ID, runcReason(err))
 	}
 	r.log.Info("container created", "id", spec.ID, "image", name, "pod", spec.Labels[runtime.LabelPodName])
 	return nil
@@ -230,8 +233,10 @@ func isExecError(err error) bool {
 // status reads like the cause.
 func runcReason(err error) string {
 	s := err.Error()
-	if i := strings.Index(s, "unable to start container process: "); i >= 0 {
-		s = s[i+len("unable to start container process: "):]
+	for _, noise := range []string{"unable to start container process: ", "error during container init: "} {
+		if i := strings.Index(s, noise); i >= 0 {
+			s = s[i+len(noise):]
+		}
 	}
 	s = strings.TrimSuffix(s, ": unknown")
 	if len(s) > maxLabelMessage {

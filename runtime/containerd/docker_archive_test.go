@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +111,35 @@ func TestImportDockerArchive(t *testing.T) {
 	}
 	if out.String() != "from docker save\n" {
 		t.Errorf("log %q", out.String())
+	}
+}
+
+// `ctr images import` accepts what ociarchive builds and names the image
+// from the index's annotations.
+func TestCtrImportsOCIArchive(t *testing.T) {
+	requireReal(t)
+	ctr, err := exec.LookPath("ctr")
+	if err != nil {
+		if os.Getenv("OUTPOST_TEST_REAL") == "1" {
+			t.Fatal("ctr is missing (apt-get install containerd)")
+		}
+		t.Skip("ctr is not installed")
+	}
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	defer sup.Stop()
+	file := filepath.Join(root, "image.tar")
+	if err := os.WriteFile(file, runtimetest.TestImage(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(ctr, "-a", sup.Socket(), "-n", "ctr-test", "images", "import", file).CombinedOutput(); err != nil {
+		t.Fatalf("ctr images import: %v\n%s", err, out)
+	}
+	out, err := exec.Command(ctr, "-a", sup.Socket(), "-n", "ctr-test", "images", "ls", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr images ls: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), runtimetest.TestImageRef) {
+		t.Errorf("ctr lists %q, without %s", out, runtimetest.TestImageRef)
 	}
 }

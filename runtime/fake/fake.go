@@ -376,6 +376,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 	if q := spec.Resources.CPUMillis * 100; q > 0 && q < 1000 {
 		return fmt.Errorf("%w: container %s: failed to write %d to cpu.cfs_quota_us: invalid argument", runtime.ErrCreate, spec.ID, q)
 	}
+	// runc cannot set a limit below what its init process already uses
+	// (about 2 MiB).
+	if m := spec.Resources.MemoryBytes; m > 0 && m < 4<<20 {
+		return fmt.Errorf("%w: container %s: error setting cgroup config for procHooks process: unable to set memory limit to %d (current usage: 2097152)", runtime.ErrCreate, spec.ID, m)
+	}
 	name, err := normalize(spec.Image)
 	if err != nil {
 		return fmt.Errorf("%w: image: %w", runtime.ErrCreate, err)

@@ -472,10 +472,20 @@ func (s *suite) badLimits(t *testing.T) {
 	if err := s.create(t, neg); !errors.Is(err, runtime.ErrCreate) || !strings.Contains(err.Error(), "memoryBytes") {
 		t.Errorf("negative memory: %v, want ErrCreate naming memoryBytes", err)
 	}
+	// A memory limit below what the container's init already uses.
+	small := s.spec(t, "echo", "fits")
+	small.Resources.MemoryBytes = 4096
+	err := s.create(t, small)
+	if err == nil {
+		err = s.rt.StartContainer(s.ctx(t), small.ID)
+	}
+	if !errors.Is(err, runtime.ErrCreate) || !strings.Contains(err.Error(), "memory limit") {
+		t.Errorf("memory limit 4096: %v, want ErrCreate saying why", err)
+	}
 	// A CFS quota under 1 ms is refused by the kernel.
 	tiny := s.spec(t, "sleep")
 	tiny.Resources.CPUMillis = 1
-	err := s.create(t, tiny)
+	err = s.create(t, tiny)
 	if err == nil {
 		err = s.rt.StartContainer(s.ctx(t), tiny.ID)
 	}
