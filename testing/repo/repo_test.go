@@ -100,6 +100,8 @@ func TestBinaryDependencies(t *testing.T) {
 		"golang.org/x/text",
 		"google.golang.org/grpc",
 		"google.golang.org/genproto",
+		// go-systemd: sd_notify READY and the watchdog of the agent.
+		"github.com/coreos/go-systemd/v22/daemon",
 	}
 	ps := goList(t, "github.com/outpost-edge/outpost/cmd/outpost")
 	if len(ps) != 1 {
