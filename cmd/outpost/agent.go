@@ -81,7 +81,7 @@ keep running, and an agent restarted meanwhile brings them back.`,
 				}
 			}
 			cfg.Logger = log
-			cfg.Ready = sdNotifyReady(log)
+			cfg.Ready = agent.NotifyReady(log)
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}

@@ -38,7 +38,7 @@ func runDevAgent(ctx context.Context, s *server.Server, dataDir, socket string, 
 		GossipAddr:       "127.0.0.1",
 		ContainerdSocket: socket,
 		Logger:           log,
-		Ready:            sdNotifyReady(log),
+		Ready:            agent.NotifyReady(log),
 	}
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "credential.json")); err != nil {
 		join, err := devJoinString(ctx, s)

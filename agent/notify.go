@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"log/slog"
@@ -6,9 +6,9 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 )
 
-// sdNotifyReady tells systemd (Type=notify) that the agent runs its pods.
-// Outside systemd it does nothing.
-func sdNotifyReady(log *slog.Logger) func() {
+// NotifyReady returns a Config.Ready that tells systemd (Type=notify) the
+// agent runs its pods. Outside systemd (no NOTIFY_SOCKET) it does nothing.
+func NotifyReady(log *slog.Logger) func() {
 	return func() {
 		if ok, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
 			log.Warn("sd_notify READY", "err", err)
