@@ -43,6 +43,10 @@ type Agent struct {
 	online      atomic.Bool
 	offlineMu   sync.Mutex
 	offlineFrom time.Time
+	// contactSaved is when the state file last got a contact time
+	// (UnixNano): a restarted agent judges how long the control plane
+	// was away from it, so it must follow contacts, not just the first.
+	contactSaved atomic.Int64
 
 	// alive is when the node loop last turned (UnixNano), for the
 	// watchdog.
@@ -55,18 +59,27 @@ type Agent struct {
 
 // contact records that the control plane answered.
 func (a *Agent) contact() {
+	now := a.now()
 	if a.online.Swap(true) {
+		// At most one state file write per heartbeat period.
+		if last := a.contactSaved.Load(); now.UnixNano()-last >= int64(a.cfg.Heartbeat) && a.contactSaved.CompareAndSwap(last, now.UnixNano()) {
+			if err := a.state.setLastContact(now); err != nil {
+				a.log.Warn("state file", "err", err)
+			}
+		}
 		return
 	}
 	a.offlineMu.Lock()
 	from := a.offlineFrom
 	a.offlineFrom = time.Time{}
 	a.offlineMu.Unlock()
-	if err := a.state.setLastContact(a.now()); err != nil {
+	a.contactSaved.Store(now.UnixNano())
+	if err := a.state.setLastContact(now); err != nil {
 		a.log.Warn("state file", "err", err)
 	}
-	if !from.IsZero() {
-		away := a.now().Sub(from).Round(time.Second)
+	// Away for longer than a few heartbeats: say so (a blip is not news).
+	if !from.IsZero() && now.Sub(from) > 3*a.cfg.Heartbeat {
+		away := now.Sub(from).Round(time.Second)
 		a.log.Info("control plane reachable again: reconciling with it", "away", away)
 		a.event(context.Background(), "ControlPlaneReachable",
 			fmt.Sprintf("the control plane was unreachable for %s; the agent kept the node's %d pods running from its state file and now follows the control plane's view", away, a.podCount()))
@@ -262,9 +275,10 @@ func (a *Agent) restore(ctx context.Context) error {
 	if len(saved) > 0 {
 		last := a.state.lastContact()
 		a.log.Info("pods restored from the state file", "pods", len(saved), "lastContact", last)
-		// Away for longer than a few heartbeats: say so once the control
-		// plane answers (contact reports it).
-		if !last.IsZero() && a.now().Sub(last) > 3*a.cfg.Heartbeat {
+		// Away since the last contact: contact reports it once the
+		// control plane answers, if that was more than a few heartbeats
+		// (judged then: the agent may have restarted soon after a cut).
+		if !last.IsZero() {
 			a.offlineMu.Lock()
 			a.offlineFrom = last
 			a.offlineMu.Unlock()

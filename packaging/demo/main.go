@@ -2,7 +2,9 @@
 // repository builds and packs into an image itself, since there is no
 // registry to pull from. "tick" logs a line every few seconds (the
 // deployment), "serve" answers HTTP with the node's name (the daemon set;
-// pods share the host's network, so its port is a host port).
+// pods share the host's network, so its port is a host port), and "echo"
+// prints its arguments: the image holds no shell, so this is what
+// `outpost exec` can run in it.
 package main
 
 import (
@@ -11,13 +13,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088]")
+		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088] | echo WORDS...")
 		os.Exit(2)
 	}
 	stop := make(chan os.Signal, 1)
@@ -58,6 +61,8 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	case "echo":
+		fmt.Println(strings.Join(os.Args[2:], " "))
 	default:
 		fmt.Fprintf(os.Stderr, "demo: unknown command %q\n", os.Args[1])
 		os.Exit(2)
