@@ -396,6 +396,15 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 // delete removes it.
 func (r *Runtime) finish(ctx context.Context, ctr containerd.Container, task containerd.Task) (map[string]string, error) {
 	st, err := task.Status(ctx)
+	if errdefs.IsNotFound(err) {
+		// Another caller finished it first; it recorded the exit
+		// before deleting the task.
+		labels, lerr := ctr.Labels(ctx)
+		if lerr != nil {
+			return nil, wrap(lerr, "container %s", ctr.ID())
+		}
+		return labels, nil
+	}
 	if err != nil {
 		return nil, wrap(err, "container %s status", ctr.ID())
 	}
@@ -503,11 +512,23 @@ func (r *Runtime) status(ctx context.Context, ctr containerd.Container) (runtime
 		task, err := ctr.Task(ctx, nil)
 		switch {
 		case errdefs.IsNotFound(err):
-			// Created, the task not yet made again (see StartContainer).
+			// Either created with its task lost (see StartContainer),
+			// or another caller just recorded the exit and deleted
+			// the task: read the labels again to tell.
+			if labels, err = ctr.Labels(ctx); err != nil {
+				return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
+			}
 		case err != nil:
 			return runtime.ContainerStatus{}, wrap(err, "container %s task", ctr.ID())
 		default:
 			ts, err := task.Status(ctx)
+			if errdefs.IsNotFound(err) {
+				// Finished and deleted by another caller meanwhile.
+				if labels, err = ctr.Labels(ctx); err != nil {
+					return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
+				}
+				break
+			}
 			if err != nil {
 				return runtime.ContainerStatus{}, wrap(err, "container %s task status", ctr.ID())
 			}

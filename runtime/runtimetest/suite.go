@@ -77,6 +77,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) (runtime.Runtime, Env)) {
 	}
 	t.Run("CommandNotFound", s.commandNotFound)
 	t.Run("ForeignContainersLeftAlone", s.foreign)
+	t.Run("ConcurrentStatus", s.concurrentStatus)
 	t.Run("Remove", s.remove)
 	t.Run("Unavailable", s.unavailable)
 	// Last: it replaces the suite's client.
@@ -917,5 +918,70 @@ func (s *suite) pullWithCredentials(t *testing.T) {
 	s.waitExited(t, spec.ID)
 	if got := s.logsOf(t, spec.ID, runtime.LogOptions{}); got != "pulled\n" {
 		t.Errorf("container of the pulled image logged %q", got)
+	}
+}
+
+// Status calls racing with the exit and with a stop each see a
+// consistent state: never an error, never back from Running or Exited.
+func (s *suite) concurrentStatus(t *testing.T) {
+	spec := s.spec(t, "ticks", "4", "50")
+	s.start(t, spec)
+	ctx := s.ctx(t)
+	rank := map[runtime.State]int{runtime.StateCreated: 0, runtime.StateRunning: 1, runtime.StateExited: 2}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := runtime.StateRunning
+			deadline := time.Now().Add(s.env.Timeout)
+			for time.Now().Before(deadline) {
+				st, err := s.rt.ContainerStatus(ctx, spec.ID)
+				if err != nil {
+					errs <- fmt.Errorf("status while exiting: %w", err)
+					return
+				}
+				if rank[st.State] < rank[last] {
+					errs <- fmt.Errorf("state went from %s back to %s", last, st.State)
+					return
+				}
+				last = st.State
+				if st.State == runtime.StateExited {
+					if st.ExitCode != 0 || st.Reason != "Completed" {
+						errs <- fmt.Errorf("exited as %+v", st)
+					}
+					return
+				}
+			}
+			errs <- errors.New("never saw the exit")
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Stops racing each other all succeed.
+	sleeper := s.spec(t, "sleep")
+	s.start(t, sleeper)
+	s.waitLog(t, sleeper.ID, "sleeping")
+	stopErrs := make(chan error, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stopErrs <- s.rt.StopContainer(ctx, sleeper.ID, 5*time.Second)
+		}()
+	}
+	wg.Wait()
+	close(stopErrs)
+	for err := range stopErrs {
+		if err != nil {
+			t.Errorf("concurrent stop: %v", err)
+		}
+	}
+	if st, err := s.rt.ContainerStatus(ctx, sleeper.ID); err != nil || st.State != runtime.StateExited || st.ExitCode != 0 {
+		t.Errorf("after concurrent stops: %+v, %v", st, err)
 	}
 }
