@@ -325,6 +325,9 @@ type agentNode struct {
 	args []string
 	cmd  *exec.Cmd
 	log  *os.File
+	// rt is the test's own client of the node's containerd, made at
+	// first use; it reconnects when the agent's containerd restarts.
+	rt *ctrd.Runtime
 }
 
 // newAgent prepares an agent for host h; start runs it. Cleanup stops it
@@ -402,22 +405,18 @@ func (a *agentNode) alive() bool {
 // not network-namespaced, so the test reaches it from outside the host.
 func (a *agentNode) socket() string { return filepath.Join(a.dir, "containerd", "containerd.sock") }
 
-// runtime is a client of the agent's containerd (the same package the
-// agent uses), for looking at what runs on the node.
-func (a *agentNode) runtime(ctx context.Context) *ctrd.Runtime {
-	a.t.Helper()
-	rt, err := ctrd.New(ctx, ctrd.Config{Socket: a.socket(), LogDir: a.t.TempDir(), LogWriter: outpostBin})
-	if err != nil {
-		a.t.Fatalf("containerd client of %s: %v", a.name, err)
-	}
-	return rt
-}
-
-// containers lists outpost's containers on the node.
+// containers lists outpost's containers on the node, through a client
+// of the agent's containerd (the package the agent uses).
 func (a *agentNode) containers(ctx context.Context) ([]runtime.ContainerStatus, error) {
-	rt := a.runtime(ctx)
-	defer rt.Close()
-	return rt.ListContainers(ctx)
+	a.t.Helper()
+	if a.rt == nil {
+		rt, err := ctrd.New(ctx, ctrd.Config{Socket: a.socket(), LogDir: a.t.TempDir(), LogWriter: outpostBin})
+		if err != nil {
+			a.t.Fatalf("containerd client of %s: %v", a.name, err)
+		}
+		a.rt = rt
+	}
+	return a.rt.ListContainers(ctx)
 }
 
 // cleanup stops the agent, then removes every container of its data dir
@@ -425,6 +424,9 @@ func (a *agentNode) containers(ctx context.Context) ([]runtime.ContainerStatus, 
 // process still names the data dir (shims, log writers, containerd).
 func (a *agentNode) cleanup() {
 	t := a.t
+	if a.rt != nil {
+		a.rt.Close()
+	}
 	if a.cmd != nil {
 		stopProcess(a.cmd, 15*time.Second)
 		a.cmd = nil

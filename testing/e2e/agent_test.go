@@ -145,6 +145,9 @@ func TestAgentsInNetworkNamespaces(t *testing.T) {
 	n2.kill9()
 	n2.start()
 	waitFor(t, 30*time.Second, "restarted edge-2 agent's containerd answers", func() (bool, string) {
+		if !n2.alive() {
+			t.Fatal("edge-2's agent exited after its restart")
+		}
 		cs, err := n2.containers(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -273,11 +276,13 @@ spec:
 	}{
 		{
 			name: "bad-image",
-			container: `      image: outpost.local/no-such-image:1
+			// A registry on the node's loopback, where nothing
+			// listens: the pull fails at once and sends nothing out.
+			container: `      image: 127.0.0.1:1/no-such-image:1
       imagePullPolicy: IfNotPresent
 `,
 			reasons: []string{"ErrImagePull", "ImagePullBackOff"},
-			why:     "outpost.local/no-such-image:1",
+			why:     "127.0.0.1:1/no-such-image:1",
 		},
 		{
 			name: "bad-command",
@@ -418,9 +423,14 @@ func runningByPod(t *testing.T, ctx context.Context, n *agentNode) map[string]ru
 	}
 	out := map[string]runtime.ContainerStatus{}
 	for _, st := range cs {
-		if st.State == runtime.StateRunning {
-			out[st.Labels[runtime.LabelPodName]] = st
+		if st.State != runtime.StateRunning {
+			continue
 		}
+		pod := st.Labels[runtime.LabelPodName]
+		if o, dup := out[pod]; dup {
+			t.Errorf("%s: two containers run for pod %s: %s and %s", n.name, pod, o.ID, st.ID)
+		}
+		out[pod] = st
 	}
 	return out
 }
