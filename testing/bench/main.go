@@ -36,12 +36,14 @@ func main() {
 		schedX   = flag.Float64("scheduler-scale", 1, "scale the scheduler workloads' pod counts")
 		only     = flag.Bool("scheduler-only", false, "run only the scheduler workloads")
 		schedW   = flag.String("scheduler-workloads", "", "run only the scheduler workloads whose name contains this")
+		agentB   = flag.Bool("agent", true, "run the node agent measurements (issue 4; needs root, containerd, runc)")
+		agentO   = flag.Bool("agent-only", false, "run only the node agent measurements")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	if !*only {
+	if !*only && !*agentO {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
 			log.Fatal(err)
@@ -50,13 +52,16 @@ func main() {
 			r.goBench = goBenchmarks()
 		}
 	}
-	if *sched {
+	if *sched && !*agentO {
 		res := runSchedulerBench(ctx, *bin, *schedN, *schedX, *schedW)
 		algo := ""
 		if *gobench {
 			algo = schedGoBench()
 		}
 		r.sched = schedMarkdown(res, algo)
+	}
+	if *agentB || *agentO {
+		r.agent = agentMarkdown(runAgentBench(ctx, *bin), "go run ./testing/bench -bin "+*bin+" -agent-only")
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
@@ -88,6 +93,7 @@ type report struct {
 	goBench    string
 	notes      []string
 	sched      string
+	agent      string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -463,6 +469,7 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "\n## Go micro-benchmarks\n\n```\n%s\n```\n", r.goBench)
 	}
 	b.WriteString(r.sched)
+	b.WriteString(r.agent)
 	return b.String()
 }
 
