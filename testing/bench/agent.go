@@ -52,18 +52,20 @@ var (
 
 // memGroup is a kind of process of the node: how many, their RSS and PSS.
 type memGroup struct {
-	n        int
-	rss, pss int64
+	n                    int
+	rss, anon, file, pss int64
 }
 
 func (g *memGroup) add(pid int) {
-	rss, err := proc.RSS(pid)
+	m, err := proc.Mem(pid)
 	if err != nil {
 		return // gone meanwhile
 	}
 	pss, _ := proc.PSS(pid)
 	g.n++
-	g.rss += rss
+	g.rss += m.RSS
+	g.anon += m.Anon
+	g.file += m.File
 	g.pss += pss
 }
 
@@ -387,7 +389,7 @@ func (e *agentEnv) waitReady(ctx context.Context, want string, timeout time.Dura
 	deadline := time.Now().Add(timeout)
 	last := "no node yet"
 	for {
-		if e.agent.ProcessState != nil || (e.agent.Process != nil && e.agent.Process.Signal(syscall.Signal(0)) != nil) {
+		if !e.agentAlive() {
 			return fmt.Errorf("%w: the agent exited", errAgentBench)
 		}
 		n, err := e.node(ctx)
@@ -407,6 +409,21 @@ func (e *agentEnv) waitReady(ctx context.Context, want string, timeout time.Dura
 			return err
 		}
 	}
+}
+
+// agentAlive reports whether the agent process still runs: it is not
+// waited for until the end, so a dead one is a zombie, which signal 0
+// still reaches.
+func (e *agentEnv) agentAlive() bool {
+	if e.agent == nil || e.agent.Process == nil || e.agent.ProcessState != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.agent.Process.Pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -674,14 +691,27 @@ func (e *agentEnv) startBurst(ctx context.Context, run string, n int, bound bool
 		sr.err = "create: " + createErr.Error()
 		return sr
 	}
-	select {
-	case <-done:
-	case err := <-watchErr:
-		sr.err = "watch: " + err.Error()
-	case <-ctx.Done():
-		mu.Lock()
-		sr.err = fmt.Sprintf("%d of %d pods Running within 2 min", len(running), n)
-		mu.Unlock()
+	alive := time.NewTicker(time.Second)
+	defer alive.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case err := <-watchErr:
+			sr.err = "watch: " + err.Error()
+			break wait
+		case <-alive.C:
+			if !e.agentAlive() {
+				sr.err = "the agent exited"
+				break wait
+			}
+		case <-ctx.Done():
+			mu.Lock()
+			sr.err = fmt.Sprintf("%d of %d pods Running within 2 min", len(running), n)
+			mu.Unlock()
+			break wait
+		}
 	}
 	sr.cpu = e.cpuSince(cpu0, busy0, self0)
 	mu.Lock()
@@ -732,6 +762,9 @@ func (e *agentEnv) deleteAll(ctx context.Context) error {
 		np := e.procs()
 		if len(np.shims) == 0 && len(np.ctrs) == 0 {
 			return nil
+		}
+		if !e.agentAlive() {
+			return fmt.Errorf("%w: the agent exited with %d shims left", errAgentBench, len(np.shims))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: %d shims and %d container processes left 90 s after deleting %d pods", errAgentBench, len(np.shims), len(np.ctrs), len(objs))
@@ -1014,12 +1047,13 @@ func agentMarkdown(r agentResult, cmdline string) string {
 	}
 
 	b.WriteString("\n### Memory of the node's processes\n\n")
-	b.WriteString("RSS counts a process's resident pages, shared ones included, so the RSS of many processes of one binary adds shared pages once per process; PSS shares them out, so PSS totals add up to what the group costs. ")
+	b.WriteString("RSS counts a process's resident pages, shared ones included: *anon* is its own memory (Go heap, stacks), *file* mostly its executable's pages, which every process of the same binary shares; so the RSS of many processes of one binary adds shared pages once per process; PSS shares them out, so PSS totals add up to what the group costs. ")
 	b.WriteString("*agent*: the `outpost agent` process alone. *containerd*: the agent's private containerd. *shims*: `containerd-shim-runc-v2`, one per container, outside the agent (they survive it). ")
 	b.WriteString("*log writers*: the `outpost` binary re-executed by each shim as the container's log writer (binary:// logging); their parent is the shim, not the agent. *containers*: the pods' own processes (`/demo tick`).\n\n")
-	b.WriteString("| processes | idle: count | RSS MiB | PSS MiB | 100 pods: count | RSS MiB | PSS MiB |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| processes | idle: count | RSS MiB (anon + file) | PSS MiB | 100 pods: count | RSS MiB (anon + file) | PSS MiB |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	row := func(name string, i, l memGroup) {
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %d | %.1f | %.1f |\n", name, i.n, mib(i.rss), mib(i.pss), l.n, mib(l.rss), mib(l.pss))
+		fmt.Fprintf(&b, "| %s | %d | %.1f (%.1f + %.1f) | %.1f | %d | %.1f (%.1f + %.1f) | %.1f |\n", name,
+			i.n, mib(i.rss), mib(i.anon), mib(i.file), mib(i.pss), l.n, mib(l.rss), mib(l.anon), mib(l.file), mib(l.pss))
 	}
 	row("agent", r.idle.agent, r.loaded.agent)
 	row("containerd", r.idle.containerd, r.loaded.containerd)

@@ -182,3 +182,44 @@ func unescapeMount(s string) string {
 	}
 	return b.String()
 }
+
+// MemStatus is a process's resident memory by kind (/proc/PID/status).
+type MemStatus struct {
+	// RSS is Anon + File + Shmem.
+	RSS int64
+	// Anon is private memory: the Go heap, stacks.
+	Anon int64
+	// File is mapped files resident: mostly the executable's pages,
+	// shared with every process of the same binary.
+	File int64
+	// Shmem is shared memory.
+	Shmem int64
+}
+
+// Mem returns a process's resident memory by kind.
+func Mem(pid int) (MemStatus, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return MemStatus{}, err
+	}
+	var m MemStatus
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File, "RssShmem:": &m.Shmem}
+	found := 0
+	for l := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		dst := fields[k+":"]
+		if !ok || dst == nil {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			return MemStatus{}, fmt.Errorf("parse %s of %d: %w", k, pid, err)
+		}
+		*dst = kb * 1024
+		found++
+	}
+	if found != len(fields) {
+		return MemStatus{}, fmt.Errorf("/proc/%d/status: %d of %d memory fields", pid, found, len(fields))
+	}
+	return m, nil
+}

@@ -85,3 +85,18 @@ func TestUnescapeMount(t *testing.T) {
 		}
 	}
 }
+
+// Mem's parts add up to the RSS, and this process has a heap and a
+// mapped executable.
+func TestMem(t *testing.T) {
+	m, err := Mem(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Anon <= 0 || m.File <= 0 || m.Anon+m.File+m.Shmem != m.RSS {
+		t.Fatalf("Mem = %+v: want anon and file > 0, adding up with shmem to RSS", m)
+	}
+	if _, err := Mem(-1); err == nil {
+		t.Fatal("Mem(-1) succeeded")
+	}
+}
