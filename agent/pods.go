@@ -237,33 +237,12 @@ func (a *Agent) sendStatus(ctx context.Context, p pendingStatus) {
 }
 
 // watchPods keeps the desired set in line with the pods bound to this
-// node: a list (the control plane's view wins), then a watch, listing
-// again when the watch falls behind or the connection drops.
+// node: a list (the control plane's view wins), then a watch (see
+// client.ListWatch).
 func (a *Agent) watchPods(ctx context.Context) {
 	opts := client.ListOptions{FieldSelector: "spec.nodeName=" + a.cfg.NodeName}
-	wait := 200 * time.Millisecond
-	pause := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 5*time.Second)
-		return true
-	}
-	rv := ""
-	for ctx.Err() == nil {
-		if rv == "" {
-			objs, listRV, err := a.cl.List(ctx, podsResource, "", opts)
-			if err != nil {
-				if ctx.Err() == nil {
-					a.offline(err)
-				}
-				if !pause() {
-					return
-				}
-				continue
-			}
+	a.cl.ListWatch(ctx, podsResource, "", opts, client.ListWatchHandler{
+		Reset: func(objs []api.Object) {
 			a.contact()
 			list := make([]*api.Pod, 0, len(objs))
 			for _, o := range objs {
@@ -272,52 +251,21 @@ func (a *Agent) watchPods(ctx context.Context) {
 				}
 			}
 			a.resetPods(ctx, list, nil)
-			rv = listRV
-		}
-		ch, err := a.cl.Watch(ctx, podsResource, "", opts, rv)
-		if err != nil {
-			if api.IsGone(err) {
-				rv = ""
-				continue
-			}
-			if ctx.Err() == nil {
-				a.offline(err)
-			}
-			rv = "" // relist once back: deletions may have been missed
-			if !pause() {
+		},
+		Event: func(typ string, obj api.Object) {
+			p, ok := obj.(*api.Pod)
+			if !ok {
 				return
 			}
-			continue
-		}
-		events := 0
-		for ev := range ch {
-			events++
-			switch ev.Type {
-			case client.EventAdded, client.EventModified:
-				rv = ev.Object.GetObjectMeta().ResourceVersion
-				if p, ok := ev.Object.(*api.Pod); ok {
-					a.setPod(ctx, p, nil)
-				}
-			case client.EventDeleted:
-				rv = ev.Object.GetObjectMeta().ResourceVersion
-				if p, ok := ev.Object.(*api.Pod); ok {
-					a.log.Info("pod deleted: stopping it", "pod", p.Namespace+"/"+p.Name)
-					a.dropPod(string(p.UID))
-				}
-			case client.EventBookmark:
-				rv = ev.Object.GetObjectMeta().ResourceVersion
-			case client.EventError:
-				if api.IsGone(ev.Err) {
-					rv = ""
-				}
+			if typ == client.EventDeleted {
+				a.log.Info("pod deleted: stopping it", "pod", p.Namespace+"/"+p.Name)
+				a.dropPod(string(p.UID))
+				return
 			}
-		}
-		if events > 0 {
-			wait = 200 * time.Millisecond
-		} else if !pause() {
-			return
-		}
-	}
+			a.setPod(ctx, p, nil)
+		},
+		Error: func(_ string, err error) { a.offline(err) },
+	})
 }
 
 // removeOrphans stops and removes outpost's containers whose pod is not

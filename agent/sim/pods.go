@@ -9,76 +9,13 @@ import (
 )
 
 // inform keeps one resource in view for the whole simulation with one
-// node credential: a list handed to reset, then watch events handed to
-// event, watching again from the last version seen when a stream ends and
-// listing again when the server no longer has that version.
+// node credential (see client.ListWatch).
 func (a *Agents) inform(r *api.Resource, reset func([]api.Object), event func(typ string, obj api.Object)) {
-	ctx := a.ctx
-	wait := 100 * time.Millisecond
-	pause := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 5*time.Second)
-		return true
-	}
-	rv := ""
-	for ctx.Err() == nil {
-		if rv == "" {
-			objs, listRV, err := a.watcher.List(ctx, r, "", client.ListOptions{})
-			if err != nil {
-				if ctx.Err() == nil {
-					a.warn("list failed", "resource", r.Plural, "err", err)
-				}
-				if !pause() {
-					return
-				}
-				continue
-			}
-			reset(objs)
-			rv = listRV
-		}
-		ch, err := a.watcher.Watch(ctx, r, "", client.ListOptions{}, rv)
-		if err != nil {
-			if api.IsGone(err) {
-				rv = ""
-				continue
-			}
-			if ctx.Err() == nil {
-				a.warn("watch failed", "resource", r.Plural, "err", err)
-			}
-			if !pause() {
-				return
-			}
-			continue
-		}
-		events := 0
-		for ev := range ch {
-			events++
-			switch ev.Type {
-			case client.EventAdded, client.EventModified, client.EventDeleted:
-				rv = ev.Object.GetObjectMeta().ResourceVersion
-				event(ev.Type, ev.Object)
-			case client.EventBookmark:
-				rv = ev.Object.GetObjectMeta().ResourceVersion
-			case client.EventError:
-				if api.IsGone(ev.Err) {
-					rv = "" // fell behind the server's window: list again
-				} else if ctx.Err() == nil {
-					a.warn("watch error", "resource", r.Plural, "err", ev.Err)
-				}
-			}
-		}
-		// A stream that ends at once, again and again, must not become
-		// a busy loop.
-		if events > 0 {
-			wait = 100 * time.Millisecond
-		} else if !pause() {
-			return
-		}
-	}
+	a.watcher.ListWatch(a.ctx, r, "", client.ListOptions{}, client.ListWatchHandler{
+		Reset: reset,
+		Event: event,
+		Error: func(op string, err error) { a.warn(op+" failed", "resource", r.Plural, "err", err) },
+	})
 }
 
 // resetNodes and nodeEvent follow the silenced annotation of our nodes and
