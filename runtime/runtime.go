@@ -3,8 +3,12 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	"github.com/distribution/reference"
 )
 
 // Errors of this package. Implementations wrap them with %w so that the
@@ -193,4 +197,18 @@ type Runtime interface {
 	// Exec runs a command in a running container and returns its exit
 	// code.
 	Exec(ctx context.Context, id string, opts ExecOptions) (int, error)
+}
+
+// NormalizeImageRef turns "busybox" into "docker.io/library/busybox:latest",
+// as a pod's image field means it, so that every runtime names images
+// alike.
+func NormalizeImageRef(ref string) (string, error) {
+	if strings.TrimSpace(ref) == "" {
+		return "", errors.New("image reference is empty")
+	}
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	return named.String(), nil
 }

@@ -187,6 +187,15 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 // send issues the request and reports warnings; the caller owns the body.
 // A non-2xx reply is returned as a response, not an error.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	if body == nil {
+		return c.sendBody(ctx, method, path, query, nil, 0, "")
+	}
+	return c.sendBody(ctx, method, path, query, bytes.NewReader(body), int64(len(body)), "application/json")
+}
+
+// sendBody is send with a body read as it is sent: size bytes (-1 or 0:
+// unknown, sent chunked) of contentType; nil for none.
+func (c *Client) sendBody(ctx context.Context, method, path string, query url.Values, body io.Reader, size int64, contentType string) (*http.Response, error) {
 	// path arrives escaped (PathFor escapes names); URL wants both forms.
 	u := *c.base
 	u.RawPath = c.base.EscapedPath() + path
@@ -198,18 +207,21 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if len(query) > 0 {
 		u.RawQuery = query.Encode()
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if body == nil {
+		body = http.NoBody
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("build request %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if body != http.NoBody {
+		req.ContentLength = size
+		if size == 0 {
+			req.ContentLength = -1
+		}
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

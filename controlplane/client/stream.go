@@ -137,43 +137,9 @@ func (c *Client) ImportImages(ctx context.Context, node string, archive io.Reade
 // returns a 2xx reply for the caller to read; other replies become
 // *api.StatusError.
 func (c *Client) sendStream(ctx context.Context, method, path string, query url.Values, body io.Reader, size int64, contentType string) (*http.Response, error) {
-	u := *c.base
-	u.RawPath = c.base.EscapedPath() + path
-	unescaped, err := url.PathUnescape(u.RawPath)
+	resp, err := c.sendBody(ctx, method, path, query, body, size, contentType)
 	if err != nil {
-		return nil, fmt.Errorf("request path %q: %w", path, err)
-	}
-	u.Path = unescaped
-	if len(query) > 0 {
-		u.RawQuery = query.Encode()
-	}
-	if body == nil {
-		body = http.NoBody
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return nil, fmt.Errorf("build request %s %s: %w", method, path, err)
-	}
-	if body != http.NoBody {
-		// -1: unknown, sent chunked; the reader is never buffered whole.
-		req.ContentLength = size
-		if size == 0 {
-			req.ContentLength = -1
-		}
-		req.Header.Set("Content-Type", contentType)
-	}
-	req.Header.Set("User-Agent", c.userAgent)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, c.transportError(ctx, method, path, err)
-	}
-	if c.onWarning != nil {
-		for _, w := range ParseWarnings(resp.Header) {
-			c.onWarning(w)
-		}
+		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()

@@ -105,7 +105,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 		return err
 	}
 	nctx := r.ns(ctx)
-	name, err := normalizeRef(spec.Image)
+	name, err := runtime.NormalizeImageRef(spec.Image)
 	if err != nil {
 		return fmt.Errorf("%w: image: %w", runtime.ErrCreate, err)
 	}

@@ -5,34 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/remotes"
 	"github.com/containerd/containerd/remotes/docker"
-	"github.com/distribution/reference"
 
 	"github.com/outpost-edge/outpost/runtime"
 )
 
-// normalizeRef turns "busybox" into "docker.io/library/busybox:latest", as
-// a pod's image field means it.
-func normalizeRef(ref string) (string, error) {
-	if strings.TrimSpace(ref) == "" {
-		return "", errors.New("image reference is empty")
-	}
-	named, err := reference.ParseDockerRef(ref)
-	if err != nil {
-		return "", fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	return named.String(), nil
-}
-
 // EnsureImage makes ref present and unpacked according to policy (empty
 // means IfNotPresent).
 func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy runtime.PullPolicy, auth []runtime.RegistryAuth) (runtime.Image, error) {
-	name, err := normalizeRef(ref)
+	name, err := runtime.NormalizeImageRef(ref)
 	if err != nil {
 		return runtime.Image{}, fmt.Errorf("%w: %w", runtime.ErrImagePull, err)
 	}

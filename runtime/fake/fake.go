@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/distribution/reference"
-
 	"github.com/outpost-edge/outpost/runtime"
 	"github.com/outpost-edge/outpost/runtime/ociarchive"
 )
@@ -113,7 +111,7 @@ func (r *Runtime) FailNextPull(err error) {
 // ociarchive builds one). With auth set, a pull must present the same
 // credentials for auth.Host.
 func (r *Runtime) AddRegistryImage(ref string, img ociarchive.Image, auth *runtime.RegistryAuth) error {
-	name, err := normalize(ref)
+	name, err := runtime.NormalizeImageRef(ref)
 	if err != nil {
 		return err
 	}
@@ -186,17 +184,6 @@ func (r *Runtime) Version(ctx context.Context) (string, error) {
 	return "fake 1.0", nil
 }
 
-func normalize(ref string) (string, error) {
-	if strings.TrimSpace(ref) == "" {
-		return "", errors.New("image reference is empty")
-	}
-	named, err := reference.ParseDockerRef(ref)
-	if err != nil {
-		return "", fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	return named.String(), nil
-}
-
 func fakeDigest(name string) string {
 	return fmt.Sprintf("sha256:%064x", len(name)*7919+int(name[0]))
 }
@@ -227,7 +214,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy runtime.Pu
 	if err := r.check(); err != nil {
 		return runtime.Image{}, err
 	}
-	name, err := normalize(ref)
+	name, err := runtime.NormalizeImageRef(ref)
 	if err != nil {
 		return runtime.Image{}, fmt.Errorf("%w: %w", runtime.ErrImagePull, err)
 	}
@@ -282,7 +269,7 @@ func (r *Runtime) ImportImages(ctx context.Context, archive io.Reader) ([]runtim
 	defer r.w.mu.Unlock()
 	var out []runtime.Image
 	for _, l := range loaded {
-		name, err := normalize(l.Name)
+		name, err := runtime.NormalizeImageRef(l.Name)
 		if err != nil {
 			return nil, fmt.Errorf("import images: %w", err)
 		}
@@ -381,7 +368,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 	if m := spec.Resources.MemoryBytes; m > 0 && m < 4<<20 {
 		return fmt.Errorf("%w: container %s: error setting cgroup config for procHooks process: unable to set memory limit to %d (current usage: 2097152)", runtime.ErrCreate, spec.ID, m)
 	}
-	name, err := normalize(spec.Image)
+	name, err := runtime.NormalizeImageRef(spec.Image)
 	if err != nil {
 		return fmt.Errorf("%w: image: %w", runtime.ErrCreate, err)
 	}
