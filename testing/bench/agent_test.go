@@ -1,0 +1,90 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func durs(ms ...int) []time.Duration {
+	var out []time.Duration
+	for _, m := range ms {
+		out = append(out, time.Duration(m)*time.Millisecond)
+	}
+	return out
+}
+
+func TestPct(t *testing.T) {
+	d := durs(10, 20, 30, 40)
+	for p, want := range map[int]time.Duration{0: 10 * time.Millisecond, 50: 30 * time.Millisecond, 99: 40 * time.Millisecond, 100: 40 * time.Millisecond} {
+		if got := pct(d, p); got != want {
+			t.Errorf("pct(%d) = %v, want %v", p, got, want)
+		}
+	}
+	if pct(nil, 50) != 0 {
+		t.Error("pct of nothing is not 0")
+	}
+}
+
+// The median run is chosen by p50 among the runs that completed; failed
+// runs are left out, and with none completed the reason is given.
+func TestMedianRun(t *testing.T) {
+	runs := []startRun{
+		{name: "a", n: 2, fromCreate: durs(500, 600)},
+		{name: "b", n: 2, fromCreate: durs(100, 200)},
+		{name: "c", n: 2, fromCreate: durs(900, 999)},
+		{name: "broken", n: 2, fromCreate: durs(1), err: "the agent exited"},
+	}
+	if m, err := medianRun(runs); err != "" || m.name != "a" {
+		t.Fatalf("medianRun = %q, %q; want run a", m.name, err)
+	}
+	if _, err := medianRun(runs[3:]); !strings.Contains(err, "the agent exited") {
+		t.Fatalf("medianRun of failed runs: %q, want the failure", err)
+	}
+}
+
+// A section whose setup failed says so and still reports the binary.
+func TestAgentMarkdownSetupFailed(t *testing.T) {
+	md := agentMarkdown(agentResult{setupErr: "network namespaces need root", binBytes: 30 << 20, binStripped: true}, "cmd")
+	for _, want := range []string{"## Node agent (issue 4)", "failed: network namespaces need root", "| not run |", "30.0 MiB | ≤ 60 MiB | yes"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// Targets are judged as the issue sets them, and one failed measurement
+// is reported as failed while the others keep their numbers.
+func TestAgentMarkdownTargets(t *testing.T) {
+	fast := startRun{name: "run1", n: 3, fromCreate: durs(100, 200, 900), fromBound: durs(90, 190, 890)}
+	r := agentResult{
+		idle:     memSample{agent: memGroup{n: 1, rss: 31 << 20}},
+		loaded:   memSample{pods: 100, agent: memGroup{n: 1, rss: 40 << 20}, shims: memGroup{n: 100}},
+		runs:     []startRun{fast},
+		detect:   []detection{{after: 4 * time.Second}, {err: "Ready=Unknown not seen within 60 s of the cut"}},
+		binBytes: 61 << 20, binStripped: false,
+	}
+	md := agentMarkdown(r, "cmd")
+	for _, want := range []string{
+		"31.0 MiB | ≤ 30 MiB | **no**",
+		"40.0 MiB | ≤ 50 MiB | yes",
+		"200 ms / 900 ms | < 300 ms / < 1 s | yes / yes",
+		"failed (see below) | < 10 s | no",
+		"Ready=Unknown not seen within 60 s of the cut",
+		"NOT stripped",
+		"61.0 MiB | ≤ 60 MiB | **no**",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	r.detect = r.detect[:1]
+	r.idle.err = "the agent process is gone"
+	r.idle.agent = memGroup{}
+	md = agentMarkdown(r, "cmd")
+	for _, want := range []string{"4.0 s | < 10 s | yes", "failed: the agent process is gone"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+}
