@@ -93,6 +93,9 @@ type startRun struct {
 	relisted              int           // Running seen by a relist, not the watch
 	cpu                   cpuUse
 	err                   string
+	// after is what went wrong deleting the run's pods: the run's own
+	// numbers stand.
+	after string
 }
 
 // cpuUse is the CPU time the node's processes used during a run.
@@ -148,8 +151,7 @@ type agentEnv struct {
 
 // runAgentBench measures the node agent with the real binary; every
 // measurement that fails is reported as such and the others still run.
-func runAgentBench(ctx context.Context, bin string) agentResult {
-	var r agentResult
+func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 	r.binBytes, r.binStripped, r.binErr = binaryInfo(bin)
 	r.versions = toolVersions()
 	ctx, cancel := context.WithTimeout(ctx, agentBudget)
@@ -178,7 +180,7 @@ func runAgentBench(ctx context.Context, bin string) agentResult {
 	slices.Sort(r.single.fromCreate)
 	slices.Sort(r.single.fromBound)
 	if err := e.deleteAll(ctx); err != nil {
-		r.single.err = strings.TrimPrefix(r.single.err+"; then: "+err.Error(), "; ")
+		r.single.after = err.Error()
 	}
 	log.Printf("agent start, one pod at a time: p50 %v max %v %s", pct(r.single.fromCreate, 50), pct(r.single.fromCreate, 100), r.single.err)
 
@@ -187,7 +189,7 @@ func runAgentBench(ctx context.Context, bin string) agentResult {
 		log.Printf("agent start run %d: p50 %v p99 %v max %v %s", i+1, pct(run.fromCreate, 50), pct(run.fromCreate, 99), pct(run.fromCreate, 100), run.err)
 		r.runs = append(r.runs, run)
 		if err := e.deleteAll(ctx); err != nil {
-			r.runs[len(r.runs)-1].err += " (then: " + err.Error() + ")"
+			r.runs[len(r.runs)-1].after = err.Error()
 		}
 	}
 	sr := e.startBurst(ctx, "sched", startPods, false)
@@ -776,7 +778,9 @@ wait:
 	}
 	slices.Sort(sr.fromCreate)
 	slices.Sort(sr.fromBound)
-	sr.wall = last.Sub(start)
+	if !last.IsZero() {
+		sr.wall = last.Sub(start)
+	}
 	return sr
 }
 
@@ -1145,6 +1149,9 @@ func agentMarkdown(r agentResult, cmdline string) string {
 			name = "through the scheduler"
 		}
 		note := s.err
+		if s.after != "" {
+			note = strings.TrimPrefix(note+"; deleting its pods after: "+s.after, "; ")
+		}
 		if s.relisted > 0 {
 			note = strings.TrimPrefix(note+fmt.Sprintf("; %d seen Running by a relist after the watch ended", s.relisted), "; ")
 		}
