@@ -1028,6 +1028,14 @@ func toolVersions() string {
 	return strings.Join(vs, "; ")
 }
 
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return "Linux " + strings.TrimSpace(string(b))
+}
+
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // pct is the p-th percentile of sorted durations (100: the maximum).
@@ -1124,6 +1132,15 @@ func agentMarkdown(r agentResult, cmdline string) string {
 			mib(r.loaded.shims.pss+r.loaded.writers.pss+r.loaded.ctrs.pss)/float64(r.loaded.shims.n))
 	}
 	b.WriteString("\n")
+	if i := r.idle.agent; i.n > 0 {
+		fmt.Fprintf(&b, "\nReading the agent's RSS: its own memory (anon) is %.1f MiB idle; the other %.1f MiB are pages of the %.1f MiB `outpost` binary mapped in. ",
+			mib(i.anon), mib(i.file), mib(r.binBytes))
+		if w := r.loaded.writers; w.n > 0 {
+			fmt.Fprintf(&b, "Every process of the binary maps about as much (a log writer: %.1f MiB file, %.1f MiB anon); those pages are shared with the server on this machine and with the log writers, which is why the agent's PSS falls as pods are added. ",
+				mib(w.file)/float64(w.n), mib(w.anon)/float64(w.n))
+		}
+		fmt.Fprintf(&b, "The file part is reclaimable and depends on how the kernel (%s here) maps a binary's pages; the anon part is what the agent itself holds.\n", kernelRelease())
+	}
 	for _, s := range []struct {
 		what string
 		m    memSample
