@@ -48,6 +48,9 @@ type Agent struct {
 	// was away from it, so it must follow contacts, not just the first.
 	contactSaved atomic.Int64
 
+	// exitsWatched is whether the runtime's exit events are followed
+	// (workers then poll rarely).
+	exitsWatched atomic.Bool
 	// alive is when the node loop last turned (UnixNano), for the
 	// watchdog.
 	alive atomic.Int64
@@ -174,6 +177,9 @@ func Run(ctx context.Context, cfg Config) error {
 		cancel()
 		a.wg.Wait()
 	}()
+	if ew, ok := a.rt.(runtime.ExitWatcher); ok {
+		a.wg.Go(func() { a.followExits(runCtx, ew) })
+	}
 	// Autonomy first: the pods of the state file run before the control
 	// plane is asked anything.
 	if err := a.restore(runCtx); err != nil {

@@ -14,6 +14,8 @@ import (
 
 // podHandle is a running worker and how to reach it.
 type podHandle struct {
+	// poke makes the worker look at its containers now.
+	poke    func()
 	updates chan *api.Pod
 	stop    chan struct{}
 	done    chan struct{}
@@ -28,6 +30,8 @@ type pods struct {
 	sent    map[string]api.PodStatus
 	pending map[string]pendingStatus
 	kick    chan struct{}
+	// byContainer finds the pod of a container, for exit events.
+	byContainer map[string]string
 }
 
 type pendingStatus struct {
@@ -42,6 +46,8 @@ func newPods() *pods {
 		sent:    map[string]api.PodStatus{},
 		pending: map[string]pendingStatus{},
 		kick:    make(chan struct{}, 1),
+
+		byContainer: map[string]string{},
 	}
 }
 
@@ -79,6 +85,7 @@ func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.Conta
 	h := &podHandle{updates: make(chan *api.Pod, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	a.pods.workers[uid] = h
 	w := newWorker(a, p, existing)
+	h.poke = w.poke
 	a.wg.Go(func() {
 		defer close(h.done)
 		w.run(ctx, h.updates, h.stop)
@@ -97,6 +104,11 @@ func (a *Agent) dropPod(uid string) {
 	delete(a.pods.workers, uid)
 	delete(a.pods.pending, uid)
 	delete(a.pods.sent, uid)
+	for id, u := range a.pods.byContainer {
+		if u == uid {
+			delete(a.pods.byContainer, id)
+		}
+	}
 	a.pods.mu.Unlock()
 	if h != nil {
 		close(h.stop)
@@ -298,5 +310,59 @@ func (a *Agent) removeOrphans(ctx context.Context) {
 		if err := a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			a.log.Warn("remove orphan", "container", st.ID, "err", err)
 		}
+	}
+}
+
+// trackContainer records that container id belongs to pod uid.
+func (a *Agent) trackContainer(id, uid string) {
+	a.pods.mu.Lock()
+	a.pods.byContainer[id] = uid
+	a.pods.mu.Unlock()
+}
+
+// pollInterval is how often workers look at running containers.
+func (a *Agent) pollInterval() time.Duration {
+	if a.exitsWatched.Load() {
+		return pollWatched
+	}
+	return pollRunning
+}
+
+// followExits wakes the worker of each container the runtime says
+// exited. While the event stream is down, workers poll every second;
+// when it breaks, every worker looks once, for the exits it missed.
+func (a *Agent) followExits(ctx context.Context, ew runtime.ExitWatcher) {
+	wait := time.Second
+	for ctx.Err() == nil {
+		ch, err := ew.WatchExits(ctx)
+		if err == nil {
+			a.exitsWatched.Store(true)
+			wait = time.Second
+			for id := range ch {
+				a.pods.mu.Lock()
+				h := a.pods.workers[a.pods.byContainer[id]]
+				a.pods.mu.Unlock()
+				if h != nil {
+					h.poke()
+				}
+			}
+			a.exitsWatched.Store(false)
+			a.pokeAll()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+}
+
+// pokeAll makes every worker look at its containers now.
+func (a *Agent) pokeAll() {
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	for _, h := range a.pods.workers {
+		h.poke()
 	}
 }

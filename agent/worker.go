@@ -13,8 +13,13 @@ import (
 )
 
 // How often a worker looks at its running containers when nothing else
-// wakes it: a container's exit is seen within this time.
-const pollRunning = time.Second
+// wakes it: a container's exit is seen within this time. With the
+// runtime's exit events followed (runtime.ExitWatcher), the event wakes
+// the worker and the poll is only a backstop.
+const (
+	pollRunning = time.Second
+	pollWatched = 10 * time.Second
+)
 
 // stableRun is how long a container must run for its restart back-off to
 // start again from the base, as the kubelet does.
@@ -79,6 +84,8 @@ func newWorker(a *Agent, pod *api.Pod, existing []runtime.ContainerStatus) *work
 			continue
 		}
 		r := w.rec(name)
+		// Called under the pods lock (setPod): write the index directly.
+		a.pods.byContainer[st.ID] = w.uid
 		switch {
 		case r.id == "" || n > r.attempt:
 			if r.cur != nil {
@@ -147,7 +154,7 @@ func (w *worker) run(ctx context.Context, updates <-chan *api.Pod, stop <-chan s
 // sync brings the containers to what the pod asks and returns when to
 // look again.
 func (w *worker) sync(ctx context.Context) time.Duration {
-	next := pollRunning
+	next := w.a.pollInterval()
 	now := w.a.now()
 	// Init containers run one after another, each to success, before the
 	// app containers start.
@@ -205,7 +212,7 @@ func (w *worker) ensure(ctx context.Context, c *api.Container, r *record, now ti
 			if now.Sub(r.cur.StartedAt) >= stableRun {
 				r.delay = w.a.cfg.RestartBackoff
 			}
-			return pollRunning
+			return w.a.pollInterval()
 		case runtime.StateCreated:
 			// Created but not started: a previous run of the agent died
 			// between the two steps.
@@ -241,7 +248,7 @@ func (w *worker) ensure(ctx context.Context, c *api.Container, r *record, now ti
 				return r.notBefore.Sub(now)
 			}
 		default:
-			return pollRunning
+			return w.a.pollInterval()
 		}
 	} else if r.id == "" && !r.notBefore.IsZero() && now.Before(r.notBefore) {
 		return r.notBefore.Sub(now)
@@ -316,6 +323,7 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	}
 	r.prev, r.cur = r.cur, nil
 	r.id, r.attempt = spec.ID, attempt
+	w.a.trackContainer(spec.ID, w.uid)
 	r.notBefore = time.Time{}
 	if err := w.a.rt.StartContainer(ctx, spec.ID); err != nil {
 		w.a.log.Info("container did not start", "pod", w.key(), "container", c.Name, "err", err)

@@ -212,3 +212,12 @@ func NormalizeImageRef(ref string) (string, error) {
 	}
 	return named.String(), nil
 }
+
+// ExitWatcher is implemented by runtimes that can say when a container's
+// process exits, so the agent need not poll each container to notice.
+type ExitWatcher interface {
+	// WatchExits sends the ID of each of outpost's containers whose main
+	// process exited, until ctx ends or the event stream breaks; the
+	// channel is then closed, and the caller may watch again.
+	WatchExits(ctx context.Context) (<-chan string, error)
+}

@@ -54,6 +54,8 @@ type world struct {
 	foreign    map[string]bool
 	failPull   error
 	down       bool
+	// exitSubs are the channels of WatchExits.
+	exitSubs map[chan string]struct{}
 }
 
 // Runtime is one client of a fake runtime; Reopen gives another client of
@@ -386,6 +388,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 	s.Env = slices.Clone(spec.Env)
 	s.Mounts = slices.Clone(spec.Mounts)
 	c := &container{
+		onExit:  r.w.exited,
 		spec:    s,
 		img:     im,
 		imgName: name,
@@ -511,4 +514,42 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts runtime.ExecOptions)
 		return -1, err
 	}
 	return c.exec(ctx, opts)
+}
+
+var _ runtime.ExitWatcher = (*Runtime)(nil)
+
+// WatchExits sends the ID of each container whose simulated process
+// ends, as containerd's /tasks/exit events do, until ctx ends.
+func (r *Runtime) WatchExits(ctx context.Context) (<-chan string, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	ch := make(chan string, 64)
+	r.w.mu.Lock()
+	if r.w.exitSubs == nil {
+		r.w.exitSubs = map[chan string]struct{}{}
+	}
+	r.w.exitSubs[ch] = struct{}{}
+	r.w.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		r.w.mu.Lock()
+		delete(r.w.exitSubs, ch)
+		close(ch)
+		r.w.mu.Unlock()
+	}()
+	return ch, nil
+}
+
+// exited tells the watchers that container id's process ended; a watcher
+// too slow to take it misses it, as a dropped event stream would.
+func (w *world) exited(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.exitSubs {
+		select {
+		case ch <- id:
+		default:
+		}
+	}
 }

@@ -34,6 +34,8 @@ type logLine struct {
 
 // container is one container and its simulated process.
 type container struct {
+	// onExit is told when the process ends (WatchExits).
+	onExit  func(id string)
 	spec    runtime.ContainerSpec
 	img     *image
 	imgName string
@@ -154,6 +156,10 @@ func (c *container) start() error {
 }
 
 func (c *container) exit(code int32, reason string) {
+	if c.onExit != nil {
+		// After c.mu is released: watchers may read the status at once.
+		defer c.onExit(c.spec.ID)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if reason == "" {
