@@ -42,7 +42,7 @@ The admin config is in ~/.config/outpost/config. In another shell:
 
   $BIN get nodes
   $BIN get pods -o wide
-  $BIN logs -f deployment/ticker       # or a pod's name
+  $BIN logs -f \$($BIN get pods -l app=ticker -o name | head -1)
   $BIN exec \$($BIN get pods -l app=hello-node -o name | head -1) -- /demo
   curl http://127.0.0.1:8088/
   $BIN scale deployment/ticker --replicas 4
