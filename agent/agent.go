@@ -85,7 +85,7 @@ func (a *Agent) contact() {
 		away := now.Sub(from).Round(time.Second)
 		a.log.Info("control plane reachable again: reconciling with it", "away", away)
 		a.event(context.Background(), "ControlPlaneReachable",
-			fmt.Sprintf("the control plane was unreachable for %s; the agent kept the node's %d pods running from its state file and now follows the control plane's view", away, a.podCount()))
+			fmt.Sprintf("no contact with the control plane for %s (the link was down or the agent was stopped); the node's %d pods ran on from the agent's state file, and it now follows the control plane's view", away, a.podCount()))
 	}
 }
 
