@@ -35,13 +35,22 @@ func TestWatchExits(t *testing.T) {
 	// repeat across runs.
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	sleeper, quitter := "sleeper-"+suffix, "quitter-"+suffix
+	// Removed before containerd stops (the deferred sup.Stop runs last):
+	// left behind, runc's state would outlive the test.
+	var made []string
+	defer func() {
+		for _, id := range made {
+			_ = rt.StopContainer(context.Background(), id, 0)
+			_ = rt.RemoveContainer(context.Background(), id)
+		}
+	}()
 	run := func(id string, args ...string) {
 		t.Helper()
 		spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: args, Labels: map[string]string{runtime.LabelPodUID: "u-" + id}}
 		if err := rt.CreateContainer(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = rt.RemoveContainer(context.Background(), id) })
+		made = append(made, id)
 		if err := rt.StartContainer(ctx, id); err != nil {
 			t.Fatal(err)
 		}
