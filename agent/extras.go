@@ -50,7 +50,7 @@ func (a *Agent) startExtras(ctx context.Context) (func(), error) {
 		AdvertiseAddr: a.address,
 		Key:           key,
 		Join:          a.cred.GossipPeers,
-		Logger:        a.log.With("component", "gossip"),
+		Logger:        a.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gossip: %w", err)

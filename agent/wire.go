@@ -42,7 +42,7 @@ func (a *Agent) startRuntime(ctx context.Context) (Runtime, func(), error) {
 		sup, err := containerd.StartSupervised(ctx, containerd.SupervisorConfig{
 			Binary: bin,
 			Root:   filepath.Join(a.cfg.DataDir, "containerd"),
-			Logger: a.log.With("component", "containerd"),
+			Logger: a.log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start containerd: %w", err)
@@ -53,7 +53,7 @@ func (a *Agent) startRuntime(ctx context.Context) (Runtime, func(), error) {
 	rt, err := containerd.New(ctx, containerd.Config{
 		Socket: socket,
 		LogDir: filepath.Join(a.cfg.DataDir, "logs"),
-		Logger: a.log.With("component", "runtime"),
+		Logger: a.log,
 	})
 	if err != nil {
 		stop()
