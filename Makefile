@@ -23,7 +23,11 @@ OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane
 
 all: build
 
+# The log writer containerd's shims run beside every container is built
+# first and embedded (agent/logwriterbin): a standard-library binary holds
+# a sixth of the memory the whole outpost binary would, per container.
 build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o agent/logwriterbin/bin/outpost-logwriter ./packaging/logwriter
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/outpost
 
 # deps installs what building needs. Go 1.26 itself must be present

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/outpost-edge/outpost/agent/host"
+	"github.com/outpost-edge/outpost/agent/logwriterbin"
 	"github.com/outpost-edge/outpost/runtime/containerd"
 )
 
@@ -50,10 +51,18 @@ func (a *Agent) startRuntime(ctx context.Context) (Runtime, func(), error) {
 		socket = sup.Socket()
 		stop = func() { _ = sup.Stop() }
 	}
+	// The small embedded log writer when this build has one; else
+	// outpost's own executable.
+	writer, err := logwriterbin.Install(filepath.Join(a.cfg.DataDir, "bin"))
+	if err != nil {
+		a.log.Warn("using outpost itself as the containers' log writer", "err", err)
+		writer = ""
+	}
 	rt, err := containerd.New(ctx, containerd.Config{
-		Socket: socket,
-		LogDir: filepath.Join(a.cfg.DataDir, "logs"),
-		Logger: a.log,
+		LogWriter: writer,
+		Socket:    socket,
+		LogDir:    filepath.Join(a.cfg.DataDir, "logs"),
+		Logger:    a.log,
 	})
 	if err != nil {
 		stop()
