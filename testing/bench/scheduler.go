@@ -306,6 +306,11 @@ func waitBound(ctx context.Context, cl *client.Client, ns string, want int) (bou
 			return run, nil
 		}
 		ch, err := cl.Watch(ctx, podsR, ns, client.ListOptions{}, rv)
+		if api.IsGone(err) {
+			// The scheduler bound more pods since the list than the
+			// server's watch window holds: list again.
+			continue
+		}
 		if err != nil {
 			return run, err
 		}
