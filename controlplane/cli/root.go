@@ -94,8 +94,9 @@ func newRootCommand(o *options) *cobra.Command {
 		Use:   "outpost",
 		Short: "outpost runs and manages small Kubernetes-shaped edge clusters",
 		Long: "outpost runs a raft-replicated, Kubernetes-shaped control plane for small edge clusters.\n" +
-			"`outpost server` runs it (`outpost dev`: one process on this machine; `outpost sim agents`:\n" +
-			"simulated nodes); the other commands are the CLI.",
+			"`outpost server` runs it, `outpost agent` runs each host's pods through containerd\n" +
+			"(`outpost dev`: both in one process on this machine; `outpost sim agents`: simulated\n" +
+			"nodes); the other commands are the CLI.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
