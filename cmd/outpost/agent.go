@@ -87,7 +87,7 @@ keep running, and an agent restarted meanwhile brings them back.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Server, "server", "", "API URL of the control plane (https://host:6443)")
-	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_TOKEN"), "join string (or OUTPOST_TOKEN); needed on the first start only")
+	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_JOIN"), "join string (or OUTPOST_JOIN); needed on the first start only")
 	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/outpost/agent", "directory for the credential, the state file, logs and containerd's root")
 	f.StringVar(&cfg.NodeName, "node-name", "", "the Node's name (default: the host name)")
