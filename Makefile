@@ -80,9 +80,10 @@ test: test-deps vet build unit race
 
 # fuzz runs every fuzz target for FUZZTIME each (the corpora run in `make test`).
 FUZZTIME ?= 30s
+FUZZ_PKGS := ./controlplane/api ./controlplane/admission ./controlplane/store ./raftstore ./agent/host
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./controlplane/api | grep ^Fuzz); do \
-		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./controlplane/api || exit 1; done
+	@for p in $(FUZZ_PKGS); do for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+		echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
 bench: build
 	$(GO) run ./testing/bench -out BENCHMARKS.md -bin $(BIN)
