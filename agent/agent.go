@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,8 +223,15 @@ func (a *Agent) credential(ctx context.Context) (*credential, error) {
 	if err != nil || c != nil {
 		return c, err
 	}
-	if a.cfg.JoinToken == "" || a.cfg.Server == "" {
-		return nil, fmt.Errorf("%w: %s holds no credential yet: give --server and --token (a join string from `outpost adm token create --role node`)", ErrConfig, a.cfg.DataDir)
+	var missing []string
+	if a.cfg.Server == "" {
+		missing = append(missing, "--server (the API's URL)")
+	}
+	if a.cfg.JoinToken == "" {
+		missing = append(missing, "--token (a join string from `outpost adm token create --role node`)")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s holds no credential yet, so the agent must join: give %s", ErrConfig, a.cfg.DataDir, strings.Join(missing, " and "))
 	}
 	var caPEM []byte
 	if a.cfg.CAFile != "" {

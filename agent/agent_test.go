@@ -353,6 +353,15 @@ func TestBadInputStatus(t *testing.T) {
 			return false, w.Reason + ": " + w.Message
 		})
 	}
+	// A pull that keeps failing is backed off, and says so.
+	waitFor(t, "noimage in ImagePullBackOff", 20*time.Second, func() (bool, string) {
+		p := e.pod("noimage")
+		if p == nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+			return false, ""
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w.Reason == "ImagePullBackOff" && strings.Contains(w.Message, "outpost.local/nope:1"), w.Reason + ": " + w.Message
+	})
 	p := e.pod("port")
 	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, fmt.Sprint(port)) {
 		t.Errorf("host port message %q does not name port %d", msg, port)
@@ -462,11 +471,12 @@ func TestJoinRefusals(t *testing.T) {
 	good := e.joinString()
 	pin, tok, _ := auth.ParseJoin(good)
 	_ = pin
-	for name, join := range map[string]string{
-		"wrong pin":    auth.FormatJoin("sha256:"+strings.Repeat("0", 64), tok),
-		"wrong secret": auth.FormatJoin(pin, tok[:len(tok)-1]+"x"),
-		"not a join":   "hello",
+	for name, tc := range map[string]struct{ join, want string }{
+		"wrong pin":    {auth.FormatJoin("sha256:"+strings.Repeat("0", 64), tok), "not the one the join string names"},
+		"wrong secret": {auth.FormatJoin(pin, tok[:len(tok)-1]+"x"), "join token was refused"},
+		"not a join":   {"hello", "a join string starts with"},
 	} {
+		join := tc.join
 		t.Run(name, func(t *testing.T) {
 			cfg := e.config(e.rt)
 			cfg.DataDir = t.TempDir()
@@ -474,8 +484,8 @@ func TestJoinRefusals(t *testing.T) {
 			ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 			defer cancel()
 			err := agent.Run(ctx, cfg)
-			if err == nil || errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Run = %v, want a refusal", err)
+			if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want a refusal saying %q", err, tc.want)
 			}
 			if _, serr := os.Stat(filepath.Join(cfg.DataDir, "credential.json")); serr == nil {
 				t.Error("a credential was saved")

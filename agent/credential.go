@@ -112,7 +112,13 @@ func join(ctx context.Context, server, joinString string, caPEM []byte, nodeName
 		return nil, err
 	}
 	body, _, err := cl.Do(ctx, http.MethodPost, "/apis/outpost.io/v1/nodecredentials", nil, req)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, pki.ErrPinMismatch):
+		return nil, fmt.Errorf("join %s as node %q: the server's CA is not the one the join string names (a join string of another cluster, or someone in between): %w", server, nodeName, err)
+	case api.ReasonOf(err) == api.ReasonUnauthorized:
+		return nil, fmt.Errorf("join %s as node %q: the join token was refused: it is wrong, expired or deleted; make a new one with `outpost adm token create --role node`: %w", server, nodeName, err)
+	default:
 		return nil, fmt.Errorf("join %s as node %q: %w", server, nodeName, err)
 	}
 	c := &credential{Server: server}

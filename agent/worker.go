@@ -281,6 +281,7 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 		w.a.log.Info("container not started", "pod", w.key(), "container", c.Name, "reason", reason, "message", msg)
 		return r.notBefore.Sub(now)
 	}
+	prevReason := r.waitReason
 	r.waitReason, r.waitMsg = reasonCreating, ""
 	img, err := w.a.rt.EnsureImage(ctx, c.Image, pullPolicy(c), w.a.registryAuth())
 	if err != nil {
@@ -290,7 +291,8 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 		case errors.Is(err, runtime.ErrUnavailable):
 			return fail(reasonCreating, err.Error())
 		}
-		if r.waitReason == reasonErrImagePull {
+		// A pull that failed again: the kubelet then says it backs off.
+		if prevReason == reasonErrImagePull || prevReason == reasonImagePullBackOff {
 			return fail(reasonImagePullBackOff, err.Error())
 		}
 		return fail(reasonErrImagePull, err.Error())

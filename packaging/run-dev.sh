@@ -10,7 +10,9 @@ IMAGE=${IMAGE:-bin/demo-image.tar}
 
 "$BIN" dev --data-dir "$DATA" &
 pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' INT TERM EXIT
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
+# Ctrl-C is how `make run` is meant to end: stop cleanly, exit 0.
+trap 'exit 0' INT TERM
 
 wait_for() { # what, command...
 	local what=$1; shift
@@ -30,7 +32,10 @@ wait_for() { # what, command...
 wait_for "the API" "$BIN" get namespaces
 node=$(hostname)
 echo "waiting for node $node to register and become Ready..."
+# The stored Node may still say Ready from the last run: wait for the
+# agent's endpoint too, which answers only once this run's agent is up.
 wait_for "node $node" bash -c "'$BIN' get node '$node' | grep -qw Ready"
+wait_for "the agent's endpoint" bash -c "exec 3<>/dev/tcp/127.0.0.1/10250"
 "$BIN" image import "$IMAGE" --all
 "$BIN" apply -f examples/demo.yaml
 

@@ -18,7 +18,11 @@ type gossipFlags struct {
 
 func (g *gossipFlags) add(cmd *cobra.Command, defaultAddr string) {
 	f := cmd.Flags()
-	f.StringVar(&g.addr, "gossip-addr", defaultAddr, "IP:port the gossip membership pool listens on, UDP and TCP (default: --raft-addr's host, port 6445)")
+	usage := "IP:port the gossip membership pool listens on, UDP and TCP"
+	if defaultAddr == "" {
+		usage += " (default: --raft-addr's host, port 6445)"
+	}
+	f.StringVar(&g.addr, "gossip-addr", defaultAddr, usage)
 	f.IntVar(&g.port, "gossip-port", server.DefaultGossipPort, "port of the gossip pool, on --raft-addr's host (--gossip-addr wins)")
 	f.StringVar(&g.advertise, "advertise-gossip", "", "IP other members reach the gossip pool at (default: the advertised raft host)")
 }

@@ -10,6 +10,7 @@ func newExecCommand(o *options) *cobra.Command {
 	var (
 		container string
 		stdin     bool
+		tty       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "exec POD [-c CONTAINER] [-i] -- COMMAND [ARGS...]",
@@ -24,6 +25,9 @@ func newExecCommand(o *options) *cobra.Command {
   outpost exec web-6d4b9-x2x7q -c sidecar -- cat /etc/os-release
   echo 'select 1;' | outpost exec -i db-0 -- sqlite3 /data/app.db`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if tty {
+				return usagef("outpost exec has no -t (no terminal is allocated): use -i alone, e.g. `outpost exec -i POD -- sh`")
+			}
 			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
 				return usagef("expected POD -- COMMAND [ARGS...], e.g. `outpost exec web-1 -- ls /`")
 			}
@@ -60,5 +64,8 @@ func newExecCommand(o *options) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&container, "container", "c", "", "the container to run in (default: the pod's only container)")
 	f.BoolVarP(&stdin, "stdin", "i", false, "send this command's stdin to the remote command")
+	// Accepted only to refuse it with the reason: kubectl users type -it.
+	f.BoolVarP(&tty, "tty", "t", false, "not supported: no terminal is allocated")
+	_ = f.MarkHidden("tty")
 	return cmd
 }

@@ -141,6 +141,7 @@ func TestExecCommand(t *testing.T) {
 	expect(t, "missing command", s.run("exec", "web", "--", "nonexistent"), 1, "", "error: cannot run the command: exec: \"nonexistent\": executable file not found in $PATH\n")
 	expect(t, "no dash", s.run("exec", "web", "ls"), 1, "", "error: expected POD -- COMMAND [ARGS...], e.g. `outpost exec web-1 -- ls /`\nSee 'outpost exec --help' for usage.\n")
 	expect(t, "no command", s.run("exec", "web", "--"), 1, "", "error: expected POD -- COMMAND [ARGS...], e.g. `outpost exec web-1 -- ls /`\nSee 'outpost exec --help' for usage.\n")
+	expect(t, "-it from habit", s.run("exec", "-it", "web", "--", "sh"), 1, "", "error: outpost exec has no -t (no terminal is allocated): use -i alone, e.g. `outpost exec -i POD -- sh`\nSee 'outpost exec --help' for usage.\n")
 }
 
 func TestImageImportCommand(t *testing.T) {

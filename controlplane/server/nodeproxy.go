@@ -218,7 +218,27 @@ func (s *Server) podContainer(ctx context.Context, ns, name, container string) (
 	if pod.Spec.NodeName == "" {
 		return nil, "", api.NewBadRequest(fmt.Sprintf("pod %s/%s is not bound to a node yet: it has no containers to reach", ns, name))
 	}
+	if msg := waitingToStart(pod, container); msg != "" {
+		return nil, "", api.NewBadRequest(msg)
+	}
 	return pod, container, nil
+}
+
+// waitingToStart says, as kubectl does, that a container the node never
+// started (its status waiting, with no container ID) has nothing to
+// show; "" otherwise, and the agent is asked.
+func waitingToStart(pod *api.Pod, container string) string {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if cs.Name != container || cs.ContainerID != "" || cs.State.Waiting == nil {
+			continue
+		}
+		msg := fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, pod.Name, cs.State.Waiting.Reason)
+		if cs.State.Waiting.Message != "" {
+			msg += ": " + cs.State.Waiting.Message
+		}
+		return msg
+	}
+	return ""
 }
 
 // agentAddr finds where node's agent listens, from the Node's status.

@@ -497,3 +497,23 @@ func TestStreamsBadTargets(t *testing.T) {
 		t.Fatalf("sly: %d %q", r.code, r.status().Message)
 	}
 }
+
+// A container the node never started has no logs to show: the reply says
+// why, as kubectl's does, instead of asking the agent.
+func TestWaitingToStart(t *testing.T) {
+	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "nope"}, Status: api.PodStatus{ContainerStatuses: []api.ContainerStatus{
+		{Name: "c", State: api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: "ErrImagePull", Message: "no such image"}}},
+		{Name: "crashing", ContainerID: "containerd://x", State: api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+	}}}
+	if got, want := waitingToStart(pod, "c"), `container "c" in pod "nope" is waiting to start: ErrImagePull: no such image`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// A container that ran (it has an ID) has logs, even while it waits
+	// to be restarted.
+	if got := waitingToStart(pod, "crashing"); got != "" {
+		t.Errorf("crashing: %q", got)
+	}
+	if got := waitingToStart(pod, "other"); got != "" {
+		t.Errorf("no status: %q", got)
+	}
+}

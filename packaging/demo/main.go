@@ -26,7 +26,12 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
 	host, _ := os.Hostname()
-	pod := os.Getenv("POD_NAME")
+	// Pods share the host's network, so the host name is the node's; a
+	// POD_NAME in the pod's env says which pod this is.
+	who := "a pod"
+	if p := os.Getenv("POD_NAME"); p != "" {
+		who = "pod " + p
+	}
 	switch os.Args[1] {
 	case "tick":
 		fs := flag.NewFlagSet("tick", flag.ExitOnError)
@@ -36,7 +41,7 @@ func main() {
 		n := 0
 		for {
 			n++
-			fmt.Printf("tick %d from pod %s on %s\n", n, pod, host)
+			fmt.Printf("tick %d from %s on %s\n", n, who, host)
 			select {
 			case <-t.C:
 			case <-stop:
@@ -49,7 +54,7 @@ func main() {
 		port := fs.Int("port", 8088, "port")
 		_ = fs.Parse(os.Args[2:])
 		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprintf(w, "hello from pod %s on %s\n", pod, host)
+			fmt.Fprintf(w, "hello from %s on %s\n", who, host)
 		})
 		srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), ReadHeaderTimeout: 5 * time.Second}
 		go func() {

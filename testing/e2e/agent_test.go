@@ -112,7 +112,7 @@ func TestAgentsInNetworkNamespaces(t *testing.T) {
 	pod := tickers[0].Name
 	waitFor(t, 30*time.Second, "outpost logs shows tick lines", func() (bool, string) {
 		out, errs, code := c.cli(ctx, "logs", pod)
-		return code == 0 && strings.Contains(out, "tick 1 from pod") && strings.Contains(out, "tick 2 from pod"), fmt.Sprintf("exit %d: %q %q", code, out, errs)
+		return code == 0 && strings.Contains(out, "tick 1 from ") && strings.Contains(out, "tick 2 from "), fmt.Sprintf("exit %d: %q %q", code, out, errs)
 	})
 	if out, errs, code := c.cli(ctx, "exec", pod, "--", "/demo", "echo", "hello", "from", "exec"); code != 0 || out != "hello from exec\n" {
 		t.Errorf("outpost exec %s -- /demo echo hello from exec: exit %d, stdout %q, stderr %q; want exit 0 and the words back", pod, code, out, errs)
