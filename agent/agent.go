@@ -58,6 +58,12 @@ type Agent struct {
 	// endpointPort is the port the agent's endpoint listens on.
 	endpointPort int
 
+	// events queue pods' events for sendEvents; eventLast keeps a
+	// repeated one out (see podEvent).
+	events    chan *api.Event
+	eventsMu  sync.Mutex
+	eventLast map[string]time.Time
+
 	wg sync.WaitGroup
 }
 
@@ -150,7 +156,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now}
+	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now,
+		events: make(chan *api.Event, 256), eventLast: map[string]time.Time{}}
 	a.address = cfg.Address
 	if a.address == "" {
 		a.address = defaultAddress(ctx, cfg.DataDir)
@@ -199,6 +206,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a.wg.Go(func() { a.nodeLoop(runCtx) })
 	a.wg.Go(func() { a.watchPods(runCtx) })
 	a.wg.Go(func() { a.reportLoop(runCtx) })
+	a.wg.Go(func() { a.sendEvents(runCtx) })
 	a.wg.Go(func() {
 		t := time.NewTicker(10 * time.Second)
 		defer t.Stop()

@@ -270,6 +270,7 @@ func TestJoinRegisterRunAndDelete(t *testing.T) {
 	if got := e.podContainers(string(p.UID)); len(got) != 1 || got[0].State != runtime.StateRunning {
 		t.Fatalf("containers of p1 = %+v", got)
 	}
+	e.waitEvents("p1", "Created", "Started")
 	if _, err := e.admin.Delete(e.ctx, podsR, "default", "p1", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +303,7 @@ func TestRestartPolicies(t *testing.T) {
 		return len(cs) == 1 && cs[0].RestartCount >= 2 && cs[0].LastState.Terminated != nil &&
 			cs[0].LastState.Terminated.ExitCode == 3 && cs[0].LastState.Terminated.Reason == "Error"
 	})
+	e.waitEvents("always", "BackOff")
 	never := e.waitPhase("never", api.PodFailed, nil)
 	if cs := never.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 3 || cs[0].RestartCount != 0 {
 		t.Errorf("never: %+v", never.Status)
@@ -492,4 +494,29 @@ func TestJoinRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitEvents waits until pod has events with each of reasons, recorded by
+// the agent (what `describe pod` shows).
+func (e *env) waitEvents(pod string, reasons ...string) {
+	e.t.Helper()
+	waitFor(e.t, "events "+strings.Join(reasons, ", ")+" of pod "+pod, 20*time.Second, func() (bool, string) {
+		objs, _, err := e.admin.List(e.ctx, eventsR, "default", client.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]bool{}
+		for _, o := range objs {
+			ev := o.(*api.Event)
+			if ev.InvolvedObject.Kind == "Pod" && ev.InvolvedObject.Name == pod && ev.Source.Component == "outpost-agent" {
+				seen[ev.Reason] = true
+			}
+		}
+		for _, r := range reasons {
+			if !seen[r] {
+				return false, fmt.Sprintf("seen %v", seen)
+			}
+		}
+		return true, ""
+	})
 }

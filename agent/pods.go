@@ -110,6 +110,7 @@ func (a *Agent) dropPod(uid string) {
 		}
 	}
 	a.pods.mu.Unlock()
+	a.forgetEvents(uid)
 	if h != nil {
 		close(h.stop)
 	}

@@ -229,6 +229,7 @@ func (w *worker) ensure(ctx context.Context, c *api.Container, r *record, now ti
 				if ran >= stableRun {
 					r.delay = w.a.cfg.RestartBackoff
 				}
+				w.a.podEvent(w.pod, c.Name, eventWarning, "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s (exit code %d)", c.Name, w.pod.Name, r.cur.ExitCode))
 				r.notBefore = r.cur.FinishedAt.Add(r.delay)
 				if r.notBefore.Before(now) {
 					r.notBefore = now.Add(r.delay)
@@ -275,6 +276,9 @@ func (w *worker) restarts(code int32, init bool) bool {
 // start makes and starts the next attempt of c.
 func (w *worker) start(ctx context.Context, c *api.Container, r *record, now time.Time) time.Duration {
 	fail := func(reason, msg string) time.Duration {
+		if reason != reasonCreating {
+			w.a.podEvent(w.pod, c.Name, eventWarning, "Failed", reason+": "+msg)
+		}
 		r.waitReason, r.waitMsg = reason, msg
 		r.notBefore = now.Add(r.delay)
 		r.delay = min(r.delay*2, w.a.cfg.RestartBackoffMax)
@@ -327,8 +331,12 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	r.id, r.attempt = spec.ID, attempt
 	w.a.trackContainer(spec.ID, w.uid)
 	r.notBefore = time.Time{}
+	w.a.podEvent(w.pod, c.Name, eventNormal, "Created", "Created container "+c.Name)
 	if err := w.a.rt.StartContainer(ctx, spec.ID); err != nil {
 		w.a.log.Info("container did not start", "pod", w.key(), "container", c.Name, "err", err)
+		w.a.podEvent(w.pod, c.Name, eventWarning, "Failed", "Error: "+err.Error())
+	} else {
+		w.a.podEvent(w.pod, c.Name, eventNormal, "Started", "Started container "+c.Name)
 	}
 	r.waitReason, r.waitMsg = "", ""
 	w.refresh(ctx, r)
@@ -385,6 +393,7 @@ func (w *worker) terminate(ctx context.Context) {
 			continue
 		}
 		if st.State == runtime.StateRunning || st.State == runtime.StateCreated {
+			w.a.podEvent(w.pod, st.Labels[runtime.LabelContainer], eventNormal, "Killing", fmt.Sprintf("Stopping container %s (grace period %s)", st.Labels[runtime.LabelContainer], grace))
 			if err := w.a.rt.StopContainer(ctx, st.ID, grace); err != nil {
 				w.a.log.Warn("stop container", "pod", w.key(), "container", st.ID, "err", err)
 			}

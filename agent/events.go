@@ -1,0 +1,82 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// Event types.
+const (
+	eventNormal  = "Normal"
+	eventWarning = "Warning"
+)
+
+// eventRepeat is how long the same event of one container is not
+// recorded again: a crash loop must not fill the store with copies.
+const eventRepeat = 30 * time.Second
+
+// podEvent records an Event about a pod's container, as the kubelet does
+// (Created, Started, Failed, BackOff, Killing), so `describe pod` shows
+// what happened on the node. It never blocks a worker: events queue for
+// one sender and are dropped when the queue is full or the control plane
+// is away.
+func (a *Agent) podEvent(pod *api.Pod, container, typ, reason, msg string) {
+	key := string(pod.UID) + "/" + container + "/" + reason
+	now := a.now()
+	a.eventsMu.Lock()
+	if last, ok := a.eventLast[key]; ok && now.Sub(last) < eventRepeat {
+		a.eventsMu.Unlock()
+		return
+	}
+	a.eventLast[key] = now
+	a.eventsMu.Unlock()
+	t := api.NewTime(now)
+	ev := &api.Event{
+		ObjectMeta:     api.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
+		InvolvedObject: api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)},
+		Reason:         reason,
+		Message:        msg,
+		Source:         api.EventSource{Component: "outpost-agent", Host: a.cfg.NodeName},
+		FirstTimestamp: t,
+		LastTimestamp:  t,
+		Count:          1,
+		Type:           typ,
+	}
+	select {
+	case a.events <- ev:
+	default:
+		a.log.Debug("event dropped: queue full", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
+	}
+}
+
+// sendEvents writes queued events until ctx ends.
+func (a *Agent) sendEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-a.events:
+			if !a.online.Load() {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if _, _, err := a.cl.Create(rctx, ev); err != nil {
+				a.log.Debug("event not recorded", "reason", ev.Reason, "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// forgetEvents drops the repeat guard of a pod that is gone.
+func (a *Agent) forgetEvents(uid string) {
+	a.eventsMu.Lock()
+	defer a.eventsMu.Unlock()
+	for k := range a.eventLast {
+		if len(k) > len(uid) && k[:len(uid)] == uid && k[len(uid)] == '/' {
+			delete(a.eventLast, k)
+		}
+	}
+}
