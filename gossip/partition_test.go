@@ -128,11 +128,15 @@ func TestRejoinAfterLongCut(t *testing.T) {
 	link.cut.Store(false)
 	waitMember(t, s1, "a1", StateAlive, 10*time.Second)
 	waitMember(t, a1, "s1", StateAlive, 10*time.Second)
+	// The successful attempt is reported just after the join that made
+	// the members alive again: wait for it (bounded), rather than look
+	// once.
+	rejoined := time.After(10 * time.Second)
 	for joined := false; !joined; {
 		select {
 		case a := <-attempts:
 			joined = a.n > 0
-		default:
+		case <-rejoined:
 			t.Fatal("healed without a join: the cut was not long enough to test rejoining")
 		}
 	}
