@@ -380,19 +380,9 @@ func TestNativeSnapshotter(t *testing.T) {
 	}
 	spec := runtime.ContainerSpec{ID: "native", Image: runtimetest.TestImageRef, Args: []string{"echo", "on", "native"},
 		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
-	if err := rt.CreateContainer(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
 	defer rt.RemoveContainer(context.Background(), spec.ID)
-	if err := rt.StartContainer(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := rt.Logs(ctx, spec.ID, runtime.LogOptions{Follow: true}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != "on native\n" {
-		t.Errorf("log %q", out.String())
+	if out := runToEnd(ctx, t, rt, spec); out != "on native\n" {
+		t.Errorf("log %q", out)
 	}
 	raw, err := containerd.New(sup.Socket())
 	if err != nil {
@@ -403,4 +393,21 @@ func TestNativeSnapshotter(t *testing.T) {
 	if err != nil || info.Snapshotter != "native" {
 		t.Errorf("container snapshotter %q, %v", info.Snapshotter, err)
 	}
+}
+
+// runToEnd creates and starts spec and returns its output once it ends.
+// The caller removes the container (before containerd stops).
+func runToEnd(ctx context.Context, t *testing.T, rt *Runtime, spec runtime.ContainerSpec) string {
+	t.Helper()
+	if err := rt.CreateContainer(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rt.Logs(ctx, spec.ID, runtime.LogOptions{Follow: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }

@@ -98,19 +98,9 @@ func TestImportDockerArchive(t *testing.T) {
 	}
 	spec := runtime.ContainerSpec{ID: "docker-saved", Image: tag, Args: []string{"echo", "from", "docker", "save"},
 		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
-	if err := rt.CreateContainer(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
 	defer rt.RemoveContainer(context.Background(), spec.ID)
-	if err := rt.StartContainer(ctx, spec.ID); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := rt.Logs(ctx, spec.ID, runtime.LogOptions{Follow: true}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != "from docker save\n" {
-		t.Errorf("log %q", out.String())
+	if out := runToEnd(ctx, t, rt, spec); out != "from docker save\n" {
+		t.Errorf("log %q", out)
 	}
 }
 
