@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/host"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
@@ -57,6 +58,8 @@ type Agent struct {
 	alive atomic.Int64
 	// endpointPort is the port the agent's endpoint listens on.
 	endpointPort int
+	// thresholds are Config.EvictionHard, parsed once.
+	thresholds []host.Threshold
 
 	// events queue pods' events for sendEvents; eventLast keeps a
 	// repeated one out (see podEvent).
@@ -91,7 +94,7 @@ func (a *Agent) contact() {
 	if !from.IsZero() && now.Sub(from) > 3*a.cfg.Heartbeat {
 		away := now.Sub(from).Round(time.Second)
 		a.log.Info("control plane reachable again: reconciling with it", "away", away)
-		a.event(context.Background(), "ControlPlaneReachable",
+		a.nodeEvent(eventNormal, "ControlPlaneReachable",
 			fmt.Sprintf("no contact with the control plane for %s (the link was down or the agent was stopped); the node's %d pods ran on from the agent's state file, and it now follows the control plane's view", away, a.podCount()))
 	}
 }
@@ -123,27 +126,6 @@ func (a *Agent) registryAuth() []runtime.RegistryAuth {
 	return out
 }
 
-// event records an Event about this node (best effort).
-func (a *Agent) event(ctx context.Context, reason, msg string) {
-	now := api.NewTime(a.now())
-	ev := &api.Event{
-		ObjectMeta:     api.ObjectMeta{GenerateName: a.cfg.NodeName + ".", Namespace: "default"},
-		InvolvedObject: api.ObjectReference{Kind: "Node", Name: a.cfg.NodeName},
-		Reason:         reason,
-		Message:        msg,
-		Source:         api.EventSource{Component: "outpost-agent", Host: a.cfg.NodeName},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-		Type:           "Normal",
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, _, err := a.cl.Create(ctx, ev); err != nil {
-		a.log.Debug("event not recorded", "reason", reason, "err", err)
-	}
-}
-
 // Run joins (once), then runs the agent until ctx ends. Pods keep running
 // after it returns: containers outlive the agent, and the next Run adopts
 // them.
@@ -158,6 +140,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now,
 		events: make(chan *api.Event, 256), eventLast: map[string]time.Time{}}
+	// A bad threshold is refused before anything starts, with its reason.
+	a.thresholds = host.DefaultThresholds()
+	if cfg.EvictionHard != "" {
+		if a.thresholds, err = host.ParseThresholds(cfg.EvictionHard); err != nil {
+			return fmt.Errorf("%w: --eviction-hard: %w", ErrConfig, err)
+		}
+	}
 	a.address = cfg.Address
 	if a.address == "" {
 		a.address = defaultAddress(ctx, cfg.DataDir)

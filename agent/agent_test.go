@@ -520,3 +520,16 @@ func (e *env) waitEvents(pod string, reasons ...string) {
 		return true, ""
 	})
 }
+
+// A bad eviction threshold is refused at start, naming the setting and
+// the item, before the agent joins or starts anything.
+func TestBadEvictionThreshold(t *testing.T) {
+	cfg := agent.Config{DataDir: t.TempDir(), NodeName: "n", Runtime: fake.New(), EvictionHard: "memory.available<lots"}
+	err := agent.Run(context.Background(), cfg)
+	if !errors.Is(err, agent.ErrConfig) || !strings.Contains(err.Error(), "--eviction-hard") || !strings.Contains(err.Error(), "lots") {
+		t.Fatalf("Run = %v", err)
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.DataDir, "credential.json")); serr == nil {
+		t.Error("a credential was saved")
+	}
+}

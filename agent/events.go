@@ -19,11 +19,23 @@ const eventRepeat = 30 * time.Second
 
 // podEvent records an Event about a pod's container, as the kubelet does
 // (Created, Started, Failed, BackOff, Killing), so `describe pod` shows
-// what happened on the node. It never blocks a worker: events queue for
-// one sender and are dropped when the queue is full or the control plane
-// is away.
+// what happened on the node.
 func (a *Agent) podEvent(pod *api.Pod, container, typ, reason, msg string) {
-	key := string(pod.UID) + "/" + container + "/" + reason
+	ref := api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	a.record(ref, string(pod.UID)+"/"+container+"/"+reason, typ, reason, msg)
+}
+
+// nodeEvent records an Event about this node.
+func (a *Agent) nodeEvent(typ, reason, msg string) {
+	ref := api.ObjectReference{Kind: "Node", Name: a.cfg.NodeName}
+	a.record(ref, "node/"+reason, typ, reason, msg)
+}
+
+// record queues an Event about ref, unless one with the same key was
+// recorded less than eventRepeat ago. It never blocks the caller: events
+// go to one sender and are dropped when the queue is full or the control
+// plane is away.
+func (a *Agent) record(ref api.ObjectReference, key, typ, reason, msg string) {
 	now := a.now()
 	a.eventsMu.Lock()
 	if last, ok := a.eventLast[key]; ok && now.Sub(last) < eventRepeat {
@@ -32,10 +44,14 @@ func (a *Agent) podEvent(pod *api.Pod, container, typ, reason, msg string) {
 	}
 	a.eventLast[key] = now
 	a.eventsMu.Unlock()
+	ns := ref.Namespace
+	if ns == "" {
+		ns = "default" // events about cluster objects, as the controllers do
+	}
 	t := api.NewTime(now)
 	ev := &api.Event{
-		ObjectMeta:     api.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
-		InvolvedObject: api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)},
+		ObjectMeta:     api.ObjectMeta{GenerateName: ref.Name + ".", Namespace: ns},
+		InvolvedObject: ref,
 		Reason:         reason,
 		Message:        msg,
 		Source:         api.EventSource{Component: "outpost-agent", Host: a.cfg.NodeName},
@@ -47,7 +63,7 @@ func (a *Agent) podEvent(pod *api.Pod, container, typ, reason, msg string) {
 	select {
 	case a.events <- ev:
 	default:
-		a.log.Debug("event dropped: queue full", "pod", pod.Namespace+"/"+pod.Name, "reason", reason)
+		a.log.Debug("event dropped: queue full", "object", ref.Kind+" "+ref.Name, "reason", reason)
 	}
 }
 

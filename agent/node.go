@@ -30,7 +30,6 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 		lastSent time.Time
 		node     *api.Node
 	)
-	thresholds, _ := a.thresholds()
 	t := time.NewTicker(a.cfg.StatusCheck)
 	defer t.Stop()
 	for {
@@ -39,15 +38,15 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 			node = a.register(ctx)
 		}
 		if node != nil {
-			_, rtErr := a.rt.Version(ctx)
+			rtVersion, rtErr := a.rt.Version(ctx)
 			obs, err := host.Observe(ctx, host.ObserveConfig{DataDir: a.cfg.DataDir, ImageDir: a.cfg.DataDir})
 			if err != nil {
 				a.log.Warn("observe host", "err", err)
 			}
 			now := a.now()
-			conds := host.Conditions(prev, obs, thresholds, rtErr, now)
+			conds := host.Conditions(prev, obs, a.thresholds, rtErr, now)
 			if host.Changed(prev, conds) || now.Sub(lastSent) >= a.cfg.Heartbeat {
-				sent, gone := a.sendNodeStatus(ctx, node, conds)
+				sent, gone := a.sendNodeStatus(ctx, node, conds, rtVersion)
 				switch {
 				case gone:
 					node = nil
@@ -64,23 +63,15 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 	}
 }
 
-func (a *Agent) thresholds() ([]host.Threshold, error) {
-	if a.cfg.EvictionHard == "" {
-		return host.DefaultThresholds(), nil
-	}
-	return host.ParseThresholds(a.cfg.EvictionHard)
-}
-
 // nodeStatus is the status the agent reports: the host's facts, the
-// runtime's images and conds.
-func (a *Agent) nodeStatus(ctx context.Context, conds []api.NodeCondition) (api.NodeStatus, error) {
-	thresholds, _ := a.thresholds()
+// runtime's version ("" when it does not answer) and images, and conds.
+func (a *Agent) nodeStatus(ctx context.Context, conds []api.NodeCondition, rtVersion string) (api.NodeStatus, error) {
 	facts, err := host.Facts(ctx, host.FactsConfig{
 		DataDir:   a.cfg.DataDir,
 		ImageDir:  a.cfg.DataDir,
 		Reserved:  a.cfg.Reserved,
 		MaxPods:   a.cfg.MaxPods,
-		Evictions: thresholds,
+		Evictions: a.thresholds,
 	})
 	if err != nil {
 		return api.NodeStatus{}, err
@@ -96,9 +87,7 @@ func (a *Agent) nodeStatus(ctx context.Context, conds []api.NodeCondition) (api.
 		st.Addresses = withInternalIP(st.Addresses, a.address)
 	}
 	st.NodeInfo.KubeletVersion = version.Version
-	if v, err := a.rt.Version(ctx); err == nil {
-		st.NodeInfo.ContainerRuntimeVersion = v
-	}
+	st.NodeInfo.ContainerRuntimeVersion = rtVersion
 	st.DaemonEndpoints.KubeletEndpoint.Port = int32(a.endpointPort)
 	if imgs, err := a.rt.ListImages(ctx); err == nil {
 		st.Images = nodeImages(imgs)
@@ -186,7 +175,8 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 		n, _ := res.(*api.Node)
 		return n
 	case api.IsNotFound(err):
-		st, serr := a.nodeStatus(rctx, nil)
+		v, _ := a.rt.Version(rctx)
+		st, serr := a.nodeStatus(rctx, nil, v)
 		if serr != nil {
 			a.log.Error("read the host", "err", serr)
 			return nil
@@ -216,8 +206,8 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 // sendNodeStatus writes the node's status with conds; it returns the
 // stored node, or nil when it could not (the next tick tries again), and
 // whether the Node is gone (deleted by an administrator: register again).
-func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, conds []api.NodeCondition) (*api.Node, bool) {
-	st, err := a.nodeStatus(ctx, conds)
+func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, conds []api.NodeCondition, rtVersion string) (*api.Node, bool) {
+	st, err := a.nodeStatus(ctx, conds, rtVersion)
 	if err != nil {
 		a.log.Warn("read the host", "err", err)
 		return nil, false
