@@ -54,6 +54,8 @@ type record struct {
 	// back-off that the next failure doubles.
 	notBefore time.Time
 	delay     time.Duration
+	// backoff is the wait before the coming restart, for the message.
+	backoff time.Duration
 }
 
 // worker runs one pod: it creates, restarts and stops the pod's
@@ -230,11 +232,11 @@ func (w *worker) ensure(ctx context.Context, c *api.Container, r *record, now ti
 					r.delay = w.a.cfg.RestartBackoff
 				}
 				w.a.podEvent(w.pod, c.Name, eventWarning, "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s (exit code %d)", c.Name, w.pod.Name, r.cur.ExitCode))
+				// Counted from the exit; from now when the exit is seen late
+				// (an agent restart) or its time is unknown.
+				r.backoff = r.delay
 				r.notBefore = r.cur.FinishedAt.Add(r.delay)
 				if r.notBefore.Before(now) {
-					r.notBefore = now.Add(r.delay)
-				}
-				if r.cur.FinishedAt.IsZero() {
 					r.notBefore = now.Add(r.delay)
 				}
 				r.delay = min(r.delay*2, w.a.cfg.RestartBackoffMax)
@@ -245,7 +247,7 @@ func (w *worker) ensure(ctx context.Context, c *api.Container, r *record, now ti
 				} else {
 					r.waitReason = reasonCrashLoop
 				}
-				r.waitMsg = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", r.notBefore.Sub(r.cur.FinishedAt).Round(time.Second), c.Name, w.pod.Name)
+				r.waitMsg = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", r.backoff.Round(time.Millisecond), c.Name, w.pod.Name)
 				return r.notBefore.Sub(now)
 			}
 		default:
