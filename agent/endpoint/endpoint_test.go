@@ -15,9 +15,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 
 	"github.com/outpost-edge/outpost/agent/endpoint/endpointtest"
 	"github.com/outpost-edge/outpost/agent/endpoint/wire"
@@ -40,25 +41,7 @@ type agent struct {
 	ca   *pki.CA
 	rt   *endpointtest.Runtime
 	url  string
-	logs *lockedBuffer
-}
-
-// lockedBuffer collects the agent's log for assertions.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *syncbuf.Buffer
 }
 
 func startAgent(t *testing.T) *agent {
@@ -84,7 +67,7 @@ func startAgentWith(t *testing.T, rt Runtime) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(tWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -9,9 +9,10 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 
 	"github.com/spf13/cobra"
 
@@ -269,30 +270,12 @@ func TestGet(t *testing.T) {
 	expect(t, "unknown flag", f.run("get", "pods", "--colour"), 1, "", "error: unknown flag: --colour\nSee 'outpost get --help' for usage.\n")
 }
 
-// lockedBuffer is written by the CLI's goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestGetWatch(t *testing.T) {
 	f := newFakeAPI(t)
 	seedPods(f)
 	t.Setenv(client.EnvConfig, filepath.Join(t.TempDir(), "none"))
 	root := newRootCommand(&options{now: func() time.Time { return testNow }})
-	var out, errb lockedBuffer
+	var out, errb syncbuf.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	root.SetArgs([]string{"--server", f.srv.URL, "--insecure", "get", "pods", "-w", "-l", "app=web"})

@@ -5,37 +5,20 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 )
-
-// lockedBuffer collects log output written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Every authentication failure gets the same bare 401: a reply that told
 // an unknown token ID from a wrong secret would let a prober find which
 // token IDs exist. The reason is in the server's debug log only.
 func TestAuthenticationFailuresAllLookAlike(t *testing.T) {
 	cfg := testConfig(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s := startServer(t, cfg)
 	c := admin(t, s)
