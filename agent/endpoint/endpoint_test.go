@@ -18,12 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-edge/outpost/testing/syncbuf"
-
 	"github.com/outpost-edge/outpost/agent/endpoint/endpointtest"
 	"github.com/outpost-edge/outpost/agent/endpoint/wire"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 )
 
 const testSecret = "endpoint-test-secret-0123456789abcdefghijklmnop"

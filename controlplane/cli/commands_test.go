@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-edge/outpost/testing/syncbuf"
-
 	"github.com/spf13/cobra"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 )
 
 var (

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outpost-edge/outpost/testing/syncbuf"
-
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 )
 
 // Every authentication failure gets the same bare 401: a reply that told
