@@ -47,9 +47,9 @@ func Conditions(prev []api.NodeCondition, obs Observation, thresholds []Threshol
 	net := networkCondition(obs.Network)
 	next := []api.NodeCondition{
 		net,
-		memoryCondition(obs, thresholds),
-		diskCondition(obs, thresholds),
-		pidCondition(obs, thresholds),
+		memoryPressure.condition(obs, thresholds),
+		diskPressure.condition(obs, thresholds),
+		pidPressure.condition(obs, thresholds),
 		readyCondition(net, runtimeErr),
 	}
 	for i := range next {
@@ -202,38 +202,38 @@ func signalValue(obs Observation, s Signal) (v, total int64, bytes, ok bool) {
 	return 0, 0, false, false
 }
 
-func memoryCondition(obs Observation, ts []Threshold) api.NodeCondition {
-	msgs, unobserved := crossing(obs, ts, SignalMemoryAvailable)
-	switch {
-	case len(msgs) > 0:
-		return cond(api.NodeMemoryPressure, true, ReasonInsufficientMemory, strings.Join(msgs, "; "))
-	case len(unobserved) > 0:
-		return unknown(api.NodeMemoryPressure, "memory.available not observed: /proc/meminfo could not be read")
-	}
-	return cond(api.NodeMemoryPressure, false, ReasonSufficientMemory, sufficientMemoryMessage)
+// pressure describes one pressure condition: the signals that judge it,
+// its reasons and messages.
+type pressure struct {
+	typ                     string
+	signals                 []Signal
+	reasonTrue, reasonFalse string
+	messageFalse            string
+	// unreadable says what could not be read when a signal is unknown.
+	unreadable string
 }
 
-func diskCondition(obs Observation, ts []Threshold) api.NodeCondition {
-	msgs, unobserved := crossing(obs, ts, SignalNodeFSAvailable, SignalNodeFSInodesFree, SignalImageFSAvailable, SignalImageFSInodesFree)
-	switch {
-	case len(msgs) > 0:
-		// A signal that crosses is pressure even when another is unknown.
-		return cond(api.NodeDiskPressure, true, ReasonDiskPressure, strings.Join(msgs, "; "))
-	case len(unobserved) > 0:
-		return unknown(api.NodeDiskPressure, strings.Join(unobserved, ", ")+" not observed: statfs failed")
-	}
-	return cond(api.NodeDiskPressure, false, ReasonNoDiskPressure, noDiskPressureMessage)
-}
+var (
+	memoryPressure = pressure{api.NodeMemoryPressure, []Signal{SignalMemoryAvailable},
+		ReasonInsufficientMemory, ReasonSufficientMemory, sufficientMemoryMessage, "/proc/meminfo could not be read"}
+	diskPressure = pressure{api.NodeDiskPressure,
+		[]Signal{SignalNodeFSAvailable, SignalNodeFSInodesFree, SignalImageFSAvailable, SignalImageFSInodesFree},
+		ReasonDiskPressure, ReasonNoDiskPressure, noDiskPressureMessage, "statfs failed"}
+	pidPressure = pressure{api.NodePIDPressure, []Signal{SignalPIDAvailable},
+		ReasonInsufficientPID, ReasonSufficientPID, sufficientPIDMessage, "pid_max or the number of tasks could not be read"}
+)
 
-func pidCondition(obs Observation, ts []Threshold) api.NodeCondition {
-	msgs, unobserved := crossing(obs, ts, SignalPIDAvailable)
+// condition judges p: a signal that crosses its threshold is pressure even
+// when another is unknown; else an unknown signal makes it Unknown.
+func (p pressure) condition(obs Observation, ts []Threshold) api.NodeCondition {
+	msgs, unobserved := crossing(obs, ts, p.signals...)
 	switch {
 	case len(msgs) > 0:
-		return cond(api.NodePIDPressure, true, ReasonInsufficientPID, strings.Join(msgs, "; "))
+		return cond(p.typ, true, p.reasonTrue, strings.Join(msgs, "; "))
 	case len(unobserved) > 0:
-		return unknown(api.NodePIDPressure, "pid.available not observed: pid_max or the number of tasks could not be read")
+		return unknown(p.typ, strings.Join(unobserved, ", ")+" not observed: "+p.unreadable)
 	}
-	return cond(api.NodePIDPressure, false, ReasonSufficientPID, sufficientPIDMessage)
+	return cond(p.typ, false, p.reasonFalse, p.messageFalse)
 }
 
 // amount writes bytes in binary units with one decimal ("79.5Mi"), counts
