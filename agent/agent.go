@@ -281,7 +281,7 @@ func (a *Agent) restore(ctx context.Context) error {
 		a.log.Warn("list containers", "err", err)
 	}
 	for _, p := range saved {
-		a.setPod(ctx, p, existing[string(p.UID)])
+		a.setPod(ctx, p, existing[string(p.UID)], true)
 	}
 	if len(saved) > 0 {
 		last := a.state.lastContact()

@@ -60,14 +60,22 @@ func (a *Agent) wants(p *api.Pod) bool {
 // setPod makes p desired (or not) and tells its worker, starting or
 // stopping it. It saves the desired set first, so that a restart finds
 // what was last asked.
-func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.ContainerStatus) {
+func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.ContainerStatus, saved bool) {
 	uid := string(p.UID)
 	if !a.wants(p) {
 		a.dropPod(uid)
 		return
 	}
-	if err := a.state.putPod(p); err != nil {
-		a.log.Error("save pod to the state file", "pod", p.Namespace+"/"+p.Name, "err", err)
+	// The state file needs what the agent acts on, the spec: a status
+	// change (most events are the agent's own status writes coming back)
+	// costs no write, and so no fsync.
+	a.pods.mu.Lock()
+	old := a.pods.desired[uid]
+	a.pods.mu.Unlock()
+	if !saved && (old == nil || !reflect.DeepEqual(old.Spec, p.Spec)) {
+		if err := a.state.putPod(p); err != nil {
+			a.log.Error("save pod to the state file", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
 	}
 	a.pods.mu.Lock()
 	defer a.pods.mu.Unlock()
@@ -143,7 +151,7 @@ func (a *Agent) resetPods(ctx context.Context, list []*api.Pod, existing map[str
 		a.dropPod(uid)
 	}
 	for _, p := range wanted {
-		a.setPod(ctx, p, existing[string(p.UID)])
+		a.setPod(ctx, p, existing[string(p.UID)], true)
 	}
 }
 
@@ -275,7 +283,7 @@ func (a *Agent) watchPods(ctx context.Context) {
 				a.dropPod(string(p.UID))
 				return
 			}
-			a.setPod(ctx, p, nil)
+			a.setPod(ctx, p, nil, false)
 		},
 		Error: func(_ string, err error) { a.offline(err) },
 	})
