@@ -26,7 +26,7 @@ func (a *Agent) startExtras(ctx context.Context) (func(), error) {
 	}
 	ln, err := net.Listen("tcp", a.cfg.EndpointAddr)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint: %w", err)
+		return nil, fmt.Errorf("%w: --listen %s (the agent's endpoint): %w", ErrConfig, a.cfg.EndpointAddr, err)
 	}
 	a.endpointPort = ln.Addr().(*net.TCPAddr).Port
 	h := endpoint.New(endpoint.Config{Runtime: a.rt, Logger: a.log, NodeName: a.cfg.NodeName})
