@@ -44,6 +44,19 @@ func findServer(c raft.Configuration, id string) (raft.Server, bool) {
 	return raft.Server{}, false
 }
 
+// server returns the member id of the current configuration.
+func (n *Node) server(id string) (raft.Server, error) {
+	c, _, err := n.configuration()
+	if err != nil {
+		return raft.Server{}, err
+	}
+	s, ok := findServer(c, id)
+	if !ok {
+		return raft.Server{}, fmt.Errorf("%q: %w", id, ErrUnknownServer)
+	}
+	return s, nil
+}
+
 type probeResult struct {
 	status Status
 	err    error
@@ -242,13 +255,9 @@ func (n *Node) WaitCaughtUp(ctx context.Context, id string) error {
 		if n.closed.Load() {
 			return ErrClosed
 		}
-		c, _, err := n.configuration()
+		s, err := n.server(id)
 		if err != nil {
-			return err
-		}
-		s, ok := findServer(c, id)
-		if !ok {
-			return fmt.Errorf("wait for %q to catch up: %w", id, ErrUnknownServer)
+			return fmt.Errorf("wait for it to catch up: %w", err)
 		}
 		st, err := n.status(ctx, id, string(s.Address))
 		commit := n.raft.CommitIndex()

@@ -628,6 +628,47 @@ func (n *Node) ensureReadReady(ctx context.Context) error {
 	return nil
 }
 
+// Barrier returns once this node, as leader, has committed an entry of its
+// current term and its FSM has applied it, with the index it reached. The
+// FSM then holds every entry any earlier leader committed. hashicorp/raft
+// reports leadership before that is so: a new leader's FSM may still lack
+// writes the cluster has acknowledged, and leader-only work started at
+// once (controllers, schedulers) would act on that stale state, for
+// example creating pods a ReplicaSet already has. Such work must wait for
+// Barrier, as Nomad's leader loop waits for raft.Barrier. The entry is the
+// term's read barrier, so reads share it. On a follower it fails with
+// ErrNotLeader.
+func (n *Node) Barrier(ctx context.Context) (uint64, error) {
+	if n.closed.Load() {
+		return 0, ErrClosed
+	}
+	if !n.IsLeader() {
+		return 0, fmt.Errorf("barrier: %w", n.notLeaderErr())
+	}
+	if err := n.ensureReadReady(ctx); err != nil {
+		return 0, err
+	}
+	return n.fsm.applied.Load(), nil
+}
+
+// TransferLeadership asks raft to hand leadership to the voter id, which
+// must be caught up, and returns once the transfer is done or refused.
+// Tests use it to pick the next leader; operators use it before taking the
+// leader down.
+func (n *Node) TransferLeadership(ctx context.Context, id string) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	s, err := n.server(id)
+	if err != nil {
+		return fmt.Errorf("transfer leadership: %w", err)
+	}
+	if err := waitFuture(ctx, n.raft.LeadershipTransferToServer(s.ID, s.Address)); err != nil {
+		return n.raftError("transfer leadership", err)
+	}
+	return nil
+}
+
 // WaitApplied blocks until the local FSM has applied index (an index from
 // Apply or ReadIndex).
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/raftstore"
 )
 
 // Defaults of Config.
@@ -120,6 +121,10 @@ type Config struct {
 	// server (raft, and writes forwarded to the leader). Tests use it to
 	// cut links; default: a plain net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// WrapFSM, when set, wraps the state machine raft applies entries to.
+	// Tests use it to hold one server's applies behind its log, as a slow
+	// disk or a busy CPU would; nil applies directly.
+	WrapFSM func(raftstore.FSM) raftstore.FSM
 	// Logger receives the server's logs; default: discarded.
 	Logger *slog.Logger
 	// Registry collects this server's metrics (served on /metrics); default:

@@ -30,6 +30,13 @@
 // resourceVersion=N from the local store once it has applied N (a watch
 // resumes from N instead). consistent=true forces the quorum read.
 //
+// A server that has just started answers nothing that depends on its
+// store (authentication, authorization, admission, reads) until the store
+// has applied a read index obtained after the start: its snapshot may hold
+// a token deleted since, or lack one created since. The leader's duties
+// (schedulers, controllers, event expiry) start only after the leader
+// barrier, for the same reason.
+//
 // Every write passes the built-in admission steps before Config.Admission:
 // ADM-1's rule that only users allowed pods/binding may set spec.nodeName
 // (on pods and on workloads' pod templates), and NodeRestriction, which

@@ -100,6 +100,11 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		s.serveVersion(w, r)
 		return
 	}
+	// Before authentication: tokens live in the store too.
+	if reason := s.catchingUp(); reason != "" {
+		writeError(w, s.notCaughtUp(reason))
+		return
+	}
 	id, err := s.authenticate(r)
 	if err != nil {
 		writeError(w, err)

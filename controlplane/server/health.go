@@ -48,6 +48,9 @@ func (s *Server) notReady(ctx context.Context) string {
 	if s.stopCtx.Err() != nil {
 		return "the server is shutting down"
 	}
+	if reason := s.catchingUp(); reason != "" {
+		return reason
+	}
 	if s.node.Leader().ID == "" {
 		return "raft has no leader"
 	}

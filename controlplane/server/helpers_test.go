@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -54,11 +55,38 @@ func testConfig(t testing.TB) Config {
 	}
 }
 
+// fixedPorts gives cfg loopback ports that were free a moment ago instead
+// of port 0, so that the server can be restarted at the same raft address
+// its peers know.
+func fixedPorts(t testing.TB, cfg Config) Config {
+	t.Helper()
+	for _, a := range []*string{&cfg.APIAddr, &cfg.RaftAddr} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*a = ln.Addr().String()
+		ln.Close()
+	}
+	// The gossip port would otherwise be the fixed default.
+	cfg.GossipAddr = "127.0.0.1:0"
+	return cfg
+}
+
 // startServer starts a server and waits until it is ready. Unless the
 // test asks for them, the leader runs no scheduler and no controllers:
 // these tests check the API's own behaviour, writes included, and the
 // loops' writes would mingle with theirs (testing/scenario covers them).
 func startServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s := startUnready(t, cfg)
+	waitReady(t, s)
+	return s
+}
+
+// startUnready starts a server as startServer does, without waiting until
+// it is ready.
+func startUnready(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	if cfg.Schedulers == nil {
 		cfg.Schedulers = map[string]string{}
@@ -75,10 +103,17 @@ func startServer(t testing.TB, cfg Config) *Server {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	return s
+}
+
+// waitReady waits until s would answer /readyz with 200.
+func waitReady(t testing.TB, s *Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	if err := s.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	return s
 }
 
 // tc is a raw HTTP client for one server, so tests see codes and headers

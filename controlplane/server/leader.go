@@ -78,7 +78,13 @@ func (r *running) stop() {
 // fixed objects, runs the schedulers and controllers, and expires old
 // events periodically.
 func (s *Server) leaderDuties(ctx context.Context) {
-	s.log.Info("leading: starting leader duties")
+	s.log.Info("leading: waiting until this server has applied every committed entry")
+	began := time.Now()
+	applied, ok := s.leaderBarrier(ctx)
+	if !ok {
+		return
+	}
+	s.log.Info("leading: starting leader duties", "applied_index", applied, "barrier_wait", time.Since(began).Round(time.Millisecond))
 	defer s.log.Info("leader duties stopped")
 	backoff := 50 * time.Millisecond
 	for {
@@ -110,6 +116,36 @@ func (s *Server) leaderDuties(ctx context.Context) {
 		}
 	}
 }
+
+// leaderBarrier waits until this leader's store has applied an entry of
+// its own term, and with it everything an earlier leader committed (see
+// raftstore's Node.Barrier), retrying until it succeeds or ctx ends (the
+// leadership was lost, or the server stops). Every leader duty starts
+// after it: a controller that read the store before it could count pods a
+// ReplicaSet has as missing and create them again.
+func (s *Server) leaderBarrier(ctx context.Context) (uint64, bool) {
+	backoff := 20 * time.Millisecond
+	for {
+		bctx, cancel := context.WithTimeout(ctx, barrierTimeout)
+		idx, err := s.node.Barrier(bctx)
+		cancel()
+		if err == nil {
+			return idx, true
+		}
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		s.log.Warn("leader barrier failed; retrying", "err", err, "retry_in", backoff)
+		if !sleepCtx(ctx, backoff) {
+			return 0, false
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// barrierTimeout bounds one attempt at the leader barrier; applying a long
+// log tail after a restart can take a while.
+const barrierTimeout = 30 * time.Second
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
 func sleepCtx(ctx context.Context, d time.Duration) bool {

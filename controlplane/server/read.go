@@ -106,7 +106,10 @@ func (s *Server) consistentRead(ctx context.Context) error {
 	}
 	idx, err := s.node.ReadIndex(ctx)
 	if err != nil {
-		if errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) {
+		// A leader that lost its leadership while confirming it leaves the
+		// barrier entry's outcome unknown; for a read that only means no
+		// leader could vouch for the state.
+		if errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) || errors.Is(err, raftstore.ErrUnknownOutcome) {
 			return noLeaderForRead()
 		}
 		return raftError(err, "confirm the commit index for a consistent read")

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
@@ -69,6 +70,10 @@ type Server struct {
 	serveErr chan error
 	// fatal receives raftstore's OnFatal error: the server must stop.
 	fatal chan error
+	// caughtUp is set once the store has applied a read index obtained
+	// after start; until then the API serves nothing that depends on the
+	// store (catchup.go).
+	caughtUp atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -220,7 +225,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		rcfg.ServerTLS, rcfg.ClientTLS = pki.PeerTLSConfigs(ca, cert)
 		peerClientTLS = rcfg.ClientTLS.Clone()
 	}
-	node, err := raftstore.Open(ctx, rcfg, fsm{st})
+	var machine raftstore.FSM = fsm{st}
+	if cfg.WrapFSM != nil {
+		machine = cfg.WrapFSM(machine)
+	}
+	node, err := raftstore.Open(ctx, rcfg, machine)
 	if err != nil {
 		ln.Close()
 		if errors.Is(err, raftstore.ErrDataDirInUse) {
@@ -289,7 +298,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(fmt.Errorf("admin config: %w", err))
 	}
 
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		s.awaitCatchUp(s.stopCtx)
+	}()
 	go func() {
 		defer s.wg.Done()
 		var err error

@@ -182,10 +182,17 @@ func (c *Cluster) Stop(m *Member) {
 	}
 }
 
-// Restart starts a stopped member again from its data dir.
+// Restart starts a stopped member again from its data dir and waits until
+// it has caught up with the cluster: a restarted server answers nothing
+// that depends on its store before (server: catchup.go).
 func (c *Cluster) Restart(m *Member) {
 	c.t.Helper()
 	if err := c.start(m, 0); err != nil {
+		c.t.Fatalf("restart: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Server.WaitReady(ctx); err != nil {
 		c.t.Fatalf("restart: %v", err)
 	}
 }

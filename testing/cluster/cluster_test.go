@@ -118,9 +118,16 @@ func TestRestartWithData(t *testing.T) {
 		c.Stop(m)
 	}
 	for _, m := range c.Members {
-		go c.Restart(m)
+		if err := c.start(m, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l := c.WaitForLeader(ctx)
+	for _, m := range c.Members {
+		if err := m.Server.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	wantPods(t, podNames(t, ctx, c.Client(l)), "keep", 30)
 }
 

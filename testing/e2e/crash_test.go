@@ -79,20 +79,8 @@ func assertAllPresent(t *testing.T, ctx context.Context, cl *client.Client, acke
 func TestCrashSingleServerKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := proc.StartCluster(ctx, outpostBin, t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c, _, cl := startCluster(ctx, t, 1)
 	s := c.Servers[0]
-	cfg, err := s.AdminConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var acked sync.Map
 	var n atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
@@ -116,19 +104,7 @@ func TestCrashSingleServerKill9(t *testing.T) {
 func TestCrashWholeClusterKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := proc.StartCluster(ctx, outpostBin, t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	cfg, err := c.Servers[0].AdminConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, cl := startCluster(ctx, t, 3)
 	var acked sync.Map
 	var n atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
@@ -150,4 +126,24 @@ func TestCrashWholeClusterKill9(t *testing.T) {
 		}
 	}
 	assertAllPresent(t, ctx, cl, &acked)
+}
+
+// startCluster starts n server processes with args, stopped when the test
+// ends, and returns them with the admin's client config and client.
+func startCluster(ctx context.Context, t *testing.T, n int, args ...string) (*proc.Cluster, client.Config, *client.Client) {
+	t.Helper()
+	c, err := proc.StartCluster(ctx, outpostBin, t.TempDir(), n, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	cfg, err := c.Servers[0].AdminConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cfg, cl
 }
