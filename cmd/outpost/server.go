@@ -208,9 +208,9 @@ type schedulerFlags struct {
 
 func (s *schedulerFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&s.policy, "scheduler-policy", "", "policy file (kind: Policy, JSON or YAML) of default-scheduler; replaces the default policy. SIGHUP re-reads it; a bad file keeps the last good policy")
-	f.StringArrayVar(&s.named, "scheduler", nil, "run another scheduler: NAME=POLICYFILE (or NAME alone for the default policy); pods choose it with spec.schedulerName; repeatable")
-	f.BoolVar(&s.none, "no-default-scheduler", false, "do not run default-scheduler (an outside program binds pods through the API)")
+	f.StringVar(&s.policy, "scheduler-policy", "", "policy file (kind: Policy, JSON or YAML) of default-scheduler, instead of the default policy. It seeds the cluster's SchedulerPolicy default-scheduler when there is none; SIGHUP puts the file in force (a bad file is refused)")
+	f.StringArrayVar(&s.named, "scheduler", nil, "another scheduler: NAME=POLICYFILE (or NAME alone for the default policy), seeded and reloaded as --scheduler-policy; pods choose it with spec.schedulerName; repeatable")
+	f.BoolVar(&s.none, "no-default-scheduler", false, "do not seed default-scheduler's policy (delete the SchedulerPolicy too, for an outside program to bind pods through the API)")
 }
 
 func (s *schedulerFlags) apply(cfg *server.Config) error {

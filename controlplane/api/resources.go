@@ -41,6 +41,7 @@ var Resources = []*Resource{
 	{Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true, HasStatus: true, New: func() Object { return &Deployment{} }},
 	{Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true, HasStatus: true, New: func() Object { return &DaemonSet{} }},
 	{Group: "outpost.io", Version: "v1", Kind: "Token", Plural: "tokens", Singular: "token", New: func() Object { return &Token{} }},
+	{Group: "outpost.io", Version: "v1", Kind: "SchedulerPolicy", Plural: "schedulerpolicies", Singular: "schedulerpolicy", New: func() Object { return &SchedulerPolicy{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -104,6 +105,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[7]
 	case *Token:
 		return Resources[8]
+	case *SchedulerPolicy:
+		return Resources[9]
 	}
 	return nil
 }

@@ -50,6 +50,9 @@ func Validate(obj Object) ErrorList {
 	case *Token:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateToken(o)...)
+	case *SchedulerPolicy:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateSchedulerPolicy(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {
@@ -623,6 +626,20 @@ func validateIntOrPercent(v *IntOrString, p *Path) (int64, ErrorList) {
 		return 0, ErrorList{Invalid(p, v.StrVal, "must be greater than or equal to 0")}
 	}
 	return n, nil
+}
+
+// validateSchedulerPolicy checks the envelope; the server's admission
+// parses spec.policy itself (package policy depends on this one).
+func validateSchedulerPolicy(p *SchedulerPolicy) ErrorList {
+	sp := Root("spec")
+	var errs ErrorList
+	switch n := len(p.Spec.Policy); {
+	case n == 0:
+		errs = append(errs, Required(sp.Child("policy"), "a kind: Policy document"))
+	case n > MaxSchedulerPolicyBytes:
+		errs = append(errs, TooLong(sp.Child("policy"), MaxSchedulerPolicyBytes))
+	}
+	return errs
 }
 
 func validateToken(t *Token) ErrorList {

@@ -166,6 +166,7 @@ var resourceGroup = map[string]string{
 	"deployments":           "apps",
 	"daemonsets":            "apps",
 	"tokens":                "outpost.io",
+	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",
 }
 

@@ -186,6 +186,11 @@ func tableColumns(r *api.Resource) columns {
 		return columns{header: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, row: eventRow}
 	case "Token":
 		return columns{header: []string{"NAME", "ROLE", "NODE", "NAMESPACES", "EXPIRES"}, row: tokenRow}
+	case "SchedulerPolicy":
+		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			sp := obj.(*api.SchedulerPolicy)
+			return []string{sp.Name, orNone(sp.Spec.Source), age(now, sp.CreationTimestamp)}
+		}}
 	}
 	return columns{header: []string{"NAME", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 		m := obj.GetObjectMeta()

@@ -2,18 +2,20 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
 )
 
 // builtinAdmission is what every server runs before Config.Admission:
 // rules of the spec that no configuration may leave out. These steps only
 // refuse; they never change obj, so validation need not run after them.
 func builtinAdmission() []Admission {
-	return []Admission{podNodeNameAdmission{}, nodeRestrictionAdmission{}}
+	return []Admission{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}}
 }
 
 var (
@@ -193,4 +195,36 @@ func taintsEqual(a, b []api.Taint) bool {
 		}
 	}
 	return true
+}
+
+// schedulerPolicyAdmission refuses a SchedulerPolicy whose document does
+// not parse as a policy, naming every problem under spec.policy: a policy
+// the schedulers cannot read must never be the one in force.
+type schedulerPolicyAdmission struct{}
+
+func (schedulerPolicyAdmission) Applies(op string, _ *auth.Identity, r *api.Resource) bool {
+	return r == schedulerPoliciesResource && (op == OpCreate || op == OpUpdate)
+}
+
+func (schedulerPolicyAdmission) Admit(_ context.Context, _ string, _ *auth.Identity, obj, _ api.Object) error {
+	sp, ok := obj.(*api.SchedulerPolicy)
+	if !ok || sp.Spec.Policy == "" {
+		return nil // validation requires it
+	}
+	_, _, err := policy.Parse([]byte(sp.Spec.Policy))
+	if err == nil {
+		return nil
+	}
+	base := api.Root("spec").Child("policy").String()
+	var errs api.ErrorList
+	if ie, ok := errors.AsType[*policy.InvalidError](err); ok {
+		for _, fe := range ie.Errs {
+			c := *fe
+			c.Field = base + "." + fe.Field
+			errs = append(errs, &c)
+		}
+	} else {
+		errs = append(errs, api.Invalid(api.Root("spec").Child("policy"), "(the document)", err.Error()))
+	}
+	return api.NewInvalid("SchedulerPolicy", sp.Name, errs)
 }

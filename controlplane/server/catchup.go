@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -35,6 +36,7 @@ func (s *Server) awaitCatchUp(ctx context.Context) {
 			// takes, and a new read index would only move the goal.
 			if err = s.node.WaitApplied(ctx, idx); err == nil {
 				s.caughtUp.Store(true)
+				close(s.caughtUpCh)
 				s.log.Info("caught up with the cluster: serving the API", "applied_index", idx, "after", time.Since(start).Round(time.Millisecond))
 				return
 			}
@@ -47,6 +49,16 @@ func (s *Server) awaitCatchUp(ctx context.Context) {
 			return
 		}
 		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// waitCaughtUp returns once the API serves, or with ctx's error.
+func (s *Server) waitCaughtUp(ctx context.Context) error {
+	select {
+	case <-s.caughtUpCh:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", s.catchingUp(), ctx.Err())
 	}
 }
 

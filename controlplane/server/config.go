@@ -105,10 +105,14 @@ type Config struct {
 	// steps (ADM-1's spec.nodeName rule, NodeRestriction) always run
 	// before these.
 	Admission []Admission
-	// Schedulers are the named schedulers the leader runs (SPEC SCH-12):
-	// name -> policy file, "" for the seed's default policy. nil runs
-	// "default-scheduler" with the default policy; an empty map runs none
-	// (an outside program schedules through the binding API).
+	// Schedulers are the named schedulers this server seeds (SPEC SCH-12):
+	// name -> policy file, "" for the seed's default policy. The policies
+	// in force are SchedulerPolicy objects in the store, one per scheduler
+	// the leader runs; while leading, this server creates those of its
+	// schedulers that are missing, and a reload writes its files into
+	// them. nil seeds "default-scheduler" with the default policy; an
+	// empty map seeds none (an outside program may schedule through the
+	// binding API).
 	Schedulers map[string]string
 	// Reload, when it receives, makes Run read the scheduler policy files
 	// again (outpost server sends SIGHUP here).

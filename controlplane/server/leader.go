@@ -166,7 +166,8 @@ func eventSweepInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, time.Second), 5*time.Minute)
 }
 
-// bootstrap makes sure the fixed namespaces and the admin token exist.
+// bootstrap makes sure the fixed namespaces, the policies of the
+// schedulers this server is configured with, and the admin token exist.
 // Creating is the check: the store answers AlreadyExists in log order,
 // so this is right even before this leader's store has caught up.
 func (s *Server) bootstrap(ctx context.Context) error {
@@ -179,6 +180,11 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		if err := s.ensure(ctx, ns); err != nil {
 			return err
 		}
+	}
+	// Before the admin token, whose existence makes a server ready: a
+	// ready cluster has its schedulers' policies.
+	if err := s.seedSchedulerPolicies(ctx); err != nil {
+		return err
 	}
 	if _, _, err := s.store.Get(tokensResource, "", s.adminTokenID); err == nil {
 		return nil

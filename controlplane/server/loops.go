@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/outpost-edge/outpost/controlplane/controllers"
-	"github.com/outpost-edge/outpost/controlplane/scheduler/loop"
 )
 
 // runLoops runs the leader's control loops, the schedulers (SCH-1, SCH-12)
@@ -16,25 +15,7 @@ func (s *Server) runLoops(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	c := internalClient{s}
-	if len(s.cfg.Schedulers) > 0 {
-		l, err := loop.New(loop.Config{
-			Client:     c,
-			Schedulers: s.schedulers.build(),
-			Logger:     s.cfg.Logger.With("component", "scheduler"),
-			Registerer: s.cfg.Registry,
-		})
-		if err != nil {
-			s.log.Error("the scheduler cannot start", "err", err)
-		} else {
-			s.schedulers.setOnChange(l.SetSchedulers)
-			defer s.schedulers.setOnChange(nil)
-			wg.Go(func() {
-				if err := l.Run(ctx); err != nil && ctx.Err() == nil {
-					s.log.Error("the scheduler stopped", "err", err)
-				}
-			})
-		}
-	}
+	wg.Go(func() { s.runSchedulers(ctx, c) })
 	if !s.cfg.DisableControllers {
 		wg.Go(func() {
 			err := controllers.Run(ctx, controllers.Config{

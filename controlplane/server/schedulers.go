@@ -1,8 +1,12 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -12,36 +16,58 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
+	"github.com/outpost-edge/outpost/controlplane/scheduler/loop"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
+	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
-// schedulerSet is the named schedulers this server runs while it leads
-// (SCH-12) and their policies (SCH-2), read from files. A reload reads
-// every file again; a file that fails keeps its scheduler's last good
-// policy, so a typo never stops scheduling.
+// The policies in force live in the replicated store, one SchedulerPolicy
+// per scheduler (SCH-2, SCH-12), so that every leader runs the same
+// schedulers with the same policies whatever its own files say. A
+// server's policy files (--scheduler-policy, --scheduler NAME=FILE) only
+// seed them: the leader creates the SchedulerPolicy of each scheduler it
+// was configured with when there is none, and a reload (SIGHUP, POST
+// .../schedulers/reload) writes the server's files into the store. The
+// leader's scheduler loop follows the stored policies as they change.
+
+var schedulerPoliciesResource = api.ResourceForKind("SchedulerPolicy")
+
+// schedulerSet is this server's policy files and the documents last read
+// from them. A reload reads every file again; a file that fails keeps the
+// document last read, so a typo never reaches the store.
 type schedulerSet struct {
-	mu       sync.Mutex
-	files    map[string]string // name -> policy file; "" is the default policy
-	policies map[string]*policy.Policy
-	errs     map[string]string // name -> why the last reload of its file failed
-	loaded   time.Time
-	// onChange, set while a scheduler loop runs, receives new schedulers.
-	onChange func(map[string]*scheduler.Scheduler)
+	mu     sync.Mutex
+	files  map[string]string // name -> policy file; "" is the default policy
+	docs   map[string]string // name -> the document last read, valid
+	errs   map[string]string // name -> why the last reload of its file failed
+	loaded time.Time
 }
+
+// defaultPolicyDocument is the default policy as a policy file would hold
+// it, for the stored SchedulerPolicy of a scheduler without a file.
+var defaultPolicyDocument = func() string {
+	b, err := json.MarshalIndent(policy.Default(), "", "  ")
+	if err != nil {
+		panic(err) // fixed data known at build time
+	}
+	return string(b) + "\n"
+}()
 
 // newSchedulerSet reads every file once; any failure is an error, since a
 // server must not start on a policy its operator did not mean.
 func newSchedulerSet(files map[string]string) (*schedulerSet, error) {
-	ss := &schedulerSet{files: files, policies: map[string]*policy.Policy{}, errs: map[string]string{}}
+	ss := &schedulerSet{files: files, docs: map[string]string{}, errs: map[string]string{}}
 	var errs []string
 	for name, file := range files {
-		p, err := loadPolicy(file)
+		doc, err := readPolicy(file)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("scheduler %q: %v", name, err))
 			continue
 		}
-		ss.policies[name] = p
+		ss.docs[name] = doc
 	}
 	if len(errs) > 0 {
 		slices.Sort(errs)
@@ -51,87 +77,238 @@ func newSchedulerSet(files map[string]string) (*schedulerSet, error) {
 	return ss, nil
 }
 
-func loadPolicy(file string) (*policy.Policy, error) {
+// readPolicy returns the document of a policy file ("" for the default
+// policy), checked.
+func readPolicy(file string) (string, error) {
 	if file == "" {
-		return policy.Default(), nil
+		return defaultPolicyDocument, nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("policy file: %w", err)
+		return "", fmt.Errorf("policy file: %w", err)
 	}
-	p, _, err := policy.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", file, err)
+	if _, _, err := policy.Parse(data); err != nil {
+		return "", fmt.Errorf("policy file %s: %w", file, err)
 	}
-	return p, nil
+	return string(data), nil
 }
 
-// build makes a fresh Scheduler per name; a Scheduler belongs to the one
-// loop that runs it.
-func (ss *schedulerSet) build() map[string]*scheduler.Scheduler {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.buildLocked()
-}
-
-func (ss *schedulerSet) buildLocked() map[string]*scheduler.Scheduler {
-	out := make(map[string]*scheduler.Scheduler, len(ss.policies))
-	for name, p := range ss.policies {
-		s, err := scheduler.New(scheduler.Config{Policy: p})
-		if err != nil {
-			// Parse validated the policy; New refusing it is a bug, and
-			// the scheduler is left out rather than run half-configured.
-			ss.errs[name] = err.Error()
-			continue
-		}
-		out[name] = s
+// source names where name's document came from, for SchedulerPolicy's
+// spec.source.
+func (ss *schedulerSet) source(serverID, name string) string {
+	if f := ss.files[name]; f != "" {
+		return serverID + ":" + f
 	}
-	return out
+	return serverID + ":default"
 }
 
-// reload reads every file again and hands the running loop the new
-// schedulers. It returns the failures; their schedulers keep their
-// policies.
-func (ss *schedulerSet) reload() error {
+// reload reads every file again. It returns the documents that read well
+// and the failures; a failed file keeps its last document.
+func (ss *schedulerSet) reload() (map[string]string, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var errs []error
+	good := map[string]string{}
 	for name, file := range ss.files {
-		p, err := loadPolicy(file)
+		doc, err := readPolicy(file)
 		if err != nil {
 			ss.errs[name] = err.Error()
 			errs = append(errs, fmt.Errorf("scheduler %q keeps its last good policy: %w", name, err))
 			continue
 		}
 		delete(ss.errs, name)
-		ss.policies[name] = p
+		ss.docs[name] = doc
+		good[name] = doc
 	}
 	ss.loaded = time.Now()
-	if ss.onChange != nil {
-		ss.onChange(ss.buildLocked())
+	return good, errors.Join(errs...)
+}
+
+// seeds returns the documents the leader stores for schedulers that have
+// no SchedulerPolicy yet.
+func (ss *schedulerSet) seeds() map[string]string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make(map[string]string, len(ss.docs))
+	for name, doc := range ss.docs {
+		out[name] = doc
+	}
+	return out
+}
+
+// seedSchedulerPolicies creates the SchedulerPolicy of every scheduler
+// this server is configured with that has none. An existing one is the
+// policy in force and is left alone: a failover must not change it. A
+// file that differs from it is only logged; a reload puts it in force.
+func (s *Server) seedSchedulerPolicies(ctx context.Context) error {
+	for name, doc := range s.schedulers.seeds() {
+		obj, _, err := s.store.Get(schedulerPoliciesResource, "", name)
+		if err == nil {
+			if sp, ok := obj.(*api.SchedulerPolicy); ok && sp.Spec.Policy != doc {
+				s.log.Warn("the policy in force differs from this server's policy file; send SIGHUP or POST /apis/outpost.io/v1/schedulers/reload to put the file in force",
+					"scheduler", name, "file", s.schedulers.files[name], "in_force_from", sp.Spec.Source)
+			}
+			continue
+		}
+		sp := &api.SchedulerPolicy{
+			ObjectMeta: api.ObjectMeta{Name: name, UID: newUID(), CreationTimestamp: api.NewTime(time.Now())},
+			Spec:       api.SchedulerPolicySpec{Policy: doc, Source: s.schedulers.source(s.cfg.ID, name)},
+		}
+		if err := s.ensure(ctx, sp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReloadSchedulers reads the scheduler policy files again (SIGHUP) and
+// writes those that changed into the store, where the leader's scheduler
+// loop picks them up. A file that fails is left out; the error lists
+// those. It writes through this server's own API, so a follower's files
+// reach the leader as any client's write would.
+func (s *Server) ReloadSchedulers() error {
+	good, err := s.schedulers.reload()
+	if werr := s.storePolicies(s.stopCtx, good); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	if err != nil {
+		s.log.Error("scheduler policy reload failed", "err", err)
+	} else {
+		s.log.Info("scheduler policies reloaded")
+	}
+	return err
+}
+
+// storePolicies creates or updates the SchedulerPolicy of each document
+// that differs from the stored one.
+func (s *Server) storePolicies(ctx context.Context, docs map[string]string) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
+	// Written through this server's own API, which answers once it has
+	// caught up after its start.
+	if err := s.waitCaughtUp(ctx); err != nil {
+		return fmt.Errorf("scheduler policies: %w", err)
+	}
+	cl, err := client.New(s.admin)
+	if err != nil {
+		return fmt.Errorf("scheduler policies: %w", err)
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		spec := api.SchedulerPolicySpec{Policy: docs[name], Source: s.schedulers.source(s.cfg.ID, name)}
+		cur, err := cl.Get(ctx, schedulerPoliciesResource, "", name, client.GetOptions{})
+		switch {
+		case api.IsNotFound(err):
+			_, _, err = cl.Create(ctx, &api.SchedulerPolicy{ObjectMeta: api.ObjectMeta{Name: name}, Spec: spec})
+		case err == nil:
+			sp, ok := cur.(*api.SchedulerPolicy)
+			if !ok || sp.Spec == spec {
+				continue
+			}
+			sp.Spec = spec
+			_, _, err = cl.Update(ctx, sp)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("scheduler %q: storing its policy: %w", name, err))
+		}
 	}
 	return errors.Join(errs...)
 }
 
-// setOnChange registers (or with nil, removes) the running loop.
-func (ss *schedulerSet) setOnChange(f func(map[string]*scheduler.Scheduler)) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.onChange = f
+// runSchedulers runs the scheduler loop while this server leads, with one
+// scheduler per stored SchedulerPolicy, following them as they change. The
+// loop starts once there is a policy at all: without one nothing schedules
+// (an outside program may bind pods through the API).
+func (s *Server) runSchedulers(ctx context.Context, c controller.Client) {
+	inf := controller.NewInformer(c, schedulerPoliciesResource, s.cfg.Logger.With("component", "scheduler"))
+	var l *loop.Loop
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	changed := make(chan struct{}, 1)
+	wg.Go(func() {
+		inf.Run(ctx, func(controller.Event) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		})
+	})
+	select {
+	case <-inf.Synced():
+	case <-ctx.Done():
+		return
+	}
+	for {
+		scheds := buildSchedulers(inf.List(), s.log)
+		switch {
+		case l != nil:
+			l.SetSchedulers(scheds)
+		case len(scheds) > 0:
+			var err error
+			l, err = loop.New(loop.Config{
+				Client:     c,
+				Schedulers: scheds,
+				Logger:     s.cfg.Logger.With("component", "scheduler"),
+				Registerer: s.cfg.Registry,
+			})
+			if err != nil {
+				s.log.Error("the scheduler cannot start", "err", err)
+				return
+			}
+			wg.Go(func() {
+				if err := l.Run(ctx); err != nil && ctx.Err() == nil {
+					s.log.Error("the scheduler stopped", "err", err)
+				}
+			})
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
-// SchedulerInfo describes one running scheduler, as GET
+// buildSchedulers makes a fresh Scheduler per stored policy; a Scheduler
+// belongs to the one loop that runs it. A policy this server cannot parse
+// (admission checked it when it was written, so only a newer server's
+// policy) leaves its scheduler out, said in the log.
+func buildSchedulers(objs []api.Object, log *slog.Logger) map[string]*scheduler.Scheduler {
+	out := make(map[string]*scheduler.Scheduler, len(objs))
+	for _, o := range objs {
+		sp, ok := o.(*api.SchedulerPolicy)
+		if !ok {
+			continue
+		}
+		p, _, err := policy.Parse([]byte(sp.Spec.Policy))
+		if err == nil {
+			out[sp.Name], err = scheduler.New(scheduler.Config{Policy: p})
+		}
+		if err != nil {
+			delete(out, sp.Name)
+			log.Error("a stored scheduler policy cannot be used; its scheduler does not run", "scheduler", sp.Name, "err", err)
+		}
+	}
+	return out
+}
+
+// SchedulerInfo describes one scheduler of the cluster, as GET
 // /apis/outpost.io/v1/schedulers lists them.
 type SchedulerInfo struct {
 	Name string `json:"name"`
-	// PolicyFile is where the policy is read from; empty for the default.
+	// Source is where the policy in force came from (SchedulerPolicy's
+	// spec.source).
+	Source string `json:"source,omitempty"`
+	// PolicyFile is this server's file for the scheduler, if it has one.
 	PolicyFile string `json:"policyFile,omitempty"`
-	// Policy is what the policy enables (policy.Describe).
+	// Policy is what the policy in force enables (policy.Describe).
 	Policy string `json:"policy"`
 	// Warnings are the policy's warnings (cloud-only predicates ...).
 	Warnings []string `json:"warnings,omitempty"`
-	// ReloadError says why the last reload of the file failed; the policy
-	// shown is the last good one.
+	// ReloadError says why this server's last reload of its file failed.
 	ReloadError string `json:"reloadError,omitempty"`
 }
 
@@ -145,31 +322,36 @@ type SchedulerList struct {
 	Items      []SchedulerInfo `json:"items"`
 }
 
-func (ss *schedulerSet) list(server string) *SchedulerList {
+// listSchedulers describes the stored policies, with this server's files
+// and reload errors.
+func (s *Server) listSchedulers() (*SchedulerList, error) {
+	items, _, err := s.store.List(schedulerPoliciesResource, "", store.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ss := s.schedulers
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	l := &SchedulerList{Kind: "SchedulerList", APIVersion: "outpost.io/v1", Server: server, LoadedAt: api.NewTime(ss.loaded), Items: []SchedulerInfo{}}
-	for name, p := range ss.policies {
-		l.Items = append(l.Items, SchedulerInfo{Name: name, PolicyFile: ss.files[name], Policy: policy.Describe(p), Warnings: policy.Warnings(p), ReloadError: ss.errs[name]})
+	l := &SchedulerList{Kind: "SchedulerList", APIVersion: "outpost.io/v1", Server: s.cfg.ID, LoadedAt: api.NewTime(ss.loaded), Items: []SchedulerInfo{}}
+	for _, it := range items {
+		sp, ok := it.Object.(*api.SchedulerPolicy)
+		if !ok {
+			continue
+		}
+		info := SchedulerInfo{Name: sp.Name, Source: sp.Spec.Source, PolicyFile: ss.files[sp.Name], ReloadError: ss.errs[sp.Name]}
+		if p, _, err := policy.Parse([]byte(sp.Spec.Policy)); err == nil {
+			info.Policy, info.Warnings = policy.Describe(p), policy.Warnings(p)
+		} else {
+			info.Policy = "(cannot be read: " + err.Error() + ")"
+		}
+		l.Items = append(l.Items, info)
 	}
-	slices.SortFunc(l.Items, func(a, b SchedulerInfo) int { return strings.Compare(a.Name, b.Name) })
-	return l
-}
-
-// ReloadSchedulers reads the scheduler policy files again (SIGHUP). A file
-// that fails keeps its scheduler's last good policy; the error lists them.
-func (s *Server) ReloadSchedulers() error {
-	err := s.schedulers.reload()
-	if err != nil {
-		s.log.Error("scheduler policy reload failed", "err", err)
-	} else {
-		s.log.Info("scheduler policies reloaded")
-	}
-	return err
+	return l, nil
 }
 
 // serveSchedulers serves GET /apis/outpost.io/v1/schedulers and POST
-// .../schedulers/reload, on the leader, which runs the schedulers.
+// .../schedulers/reload. A reload is done by the server asked, with its
+// own files.
 func (s *Server) serveSchedulers(w *recorder, r *http.Request, id *auth.Identity, segs []string) {
 	w.label(verbGet, "schedulers")
 	var verb string
@@ -187,14 +369,20 @@ func (s *Server) serveSchedulers(w *recorder, r *http.Request, id *auth.Identity
 		writeError(w, api.NewForbidden(err.Error()))
 		return
 	}
-	if s.forwardIfFollower(w, r) {
-		return
-	}
 	if verb == auth.VerbUpdate {
 		if err := s.ReloadSchedulers(); err != nil {
 			writeError(w, api.NewInvalid("Policy", "", api.ErrorList{api.Invalid(api.Root("policyFile"), "", err.Error())}))
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, s.schedulers.list(s.cfg.ID))
+	if err := s.consistentRead(r.Context()); err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := s.listSchedulers()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
 }

@@ -74,6 +74,8 @@ type Server struct {
 	// after start; until then the API serves nothing that depends on the
 	// store (catchup.go).
 	caughtUp atomic.Bool
+	// caughtUpCh is closed when caughtUp is set.
+	caughtUpCh chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -250,6 +252,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		node:         node,
 		url:          apiURL,
 		serveErr:     make(chan error, 1),
+		caughtUpCh:   make(chan struct{}),
 		fatal:        fatal,
 		admission:    append(append(builtinAdmission(), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: lookups{st}.namespace})...), cfg.Admission...),
 	}

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +205,69 @@ func TestSchedulerMovesWithLeadership(t *testing.T) {
 	e.create(newPod("after", nil))
 	if n := e.waitPod("after", "bound", bound).Spec.NodeName; n != "n0" {
 		t.Fatalf("bound to %q", n)
+	}
+}
+
+// The policy in force lives in the replicated store (issue 9 item 9): a
+// failover to a server whose own policy file differs does not change how
+// pods are placed. s1 puts a gpu-only policy in force with a reload; s2
+// and s3 run with the default policy file; after s1 stops, the next
+// leader still places pods on the gpu node only.
+func TestSchedulerPolicySurvivesFailover(t *testing.T) {
+	pol := policyFile(t, `{"kind":"Policy","apiVersion":"v1",
+ "predicates":[{"name":"GeneralPredicates"},
+   {"name":"GpuOnly","argument":{"labelsPresence":{"labels":["gpu"],"presence":true}}}],
+ "priorities":[{"name":"LeastRequestedPriority","weight":1}]}`)
+	e := newEnv(t, 3, func(c *server.Config) {
+		if c.ID == "s1" {
+			c.Schedulers = map[string]string{api.DefaultSchedulerName: pol}
+		}
+	})
+	s1 := e.c.Members[0]
+	if err := s1.Server.ReloadSchedulers(); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := e.cl.Get(e.ctx, api.ResourceForKind("SchedulerPolicy"), "", api.DefaultSchedulerName, client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := obj.(*api.SchedulerPolicy); !strings.Contains(sp.Spec.Policy, "GpuOnly") || sp.Spec.Source != "s1:"+pol {
+		t.Fatalf("policy in force after s1's reload: %+v", sp.Spec)
+	}
+	e.node("cpu-0", nil)
+	e.node("gpu-0", map[string]string{"gpu": "true"})
+	e.create(newPod("before", nil))
+	if n := e.waitPod("before", "bound", bound).Spec.NodeName; n != "gpu-0" {
+		t.Fatalf("before the failover: bound to %s", n)
+	}
+	e.c.Stop(s1)
+	e.cl = e.c.Client(e.c.WaitForLeader(e.ctx))
+	for i := range 4 {
+		e.create(newPod(fmt.Sprintf("after-%d", i), nil))
+	}
+	for i := range 4 {
+		if n := e.waitPod(fmt.Sprintf("after-%d", i), "bound", bound).Spec.NodeName; n != "gpu-0" {
+			t.Fatalf("after the failover: after-%d bound to %s: the new leader used its own policy", i, n)
+		}
+	}
+}
+
+// A policy written through the API that does not parse is refused with
+// every problem under spec.policy, so it can never be in force.
+func TestSchedulerPolicyRefusedByPath(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	bad := &api.SchedulerPolicy{ObjectMeta: api.ObjectMeta{Name: "broken"},
+		Spec: api.SchedulerPolicySpec{Policy: `{"kind":"Policy","predicates":[{"name":"NoSuchPredicate"}],"priorities":[{"name":"LeastRequestedPriority","weight":0}]}`}}
+	_, _, err := e.cl.Create(e.ctx, bad)
+	se, ok := errors.AsType[*api.StatusError](err)
+	if !ok || se.Status.Code != 422 {
+		t.Fatalf("create a bad policy: %v", err)
+	}
+	var fields []string
+	for _, c := range se.Status.Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	if !slices.Contains(fields, "spec.policy.predicates[0].name") || !slices.Contains(fields, "spec.policy.priorities[0].weight") {
+		t.Fatalf("causes %v, want spec.policy.predicates[0].name and spec.policy.priorities[0].weight; %v", fields, err)
 	}
 }

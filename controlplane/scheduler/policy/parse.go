@@ -74,19 +74,30 @@ func Validate(p *Policy) error {
 	return nil
 }
 
-// listError renders every problem, one per line.
-func listError(errs api.ErrorList) error {
-	var b strings.Builder
-	if len(errs) == 1 {
-		return fmt.Errorf("%w: %s", ErrInvalid, errs[0].Error())
-	}
-	fmt.Fprintf(&b, "%d problems:", len(errs))
-	for _, e := range errs {
-		b.WriteString("\n  - ")
-		b.WriteString(e.Error())
-	}
-	return fmt.Errorf("%w: %s", ErrInvalid, b.String())
+// InvalidError is a policy that parsed but breaks rules: every problem by
+// field path within the policy document. It wraps ErrInvalid.
+type InvalidError struct {
+	Errs api.ErrorList
 }
+
+// Error renders every problem, one per line.
+func (e *InvalidError) Error() string {
+	if len(e.Errs) == 1 {
+		return ErrInvalid.Error() + ": " + e.Errs[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d problems:", ErrInvalid.Error(), len(e.Errs))
+	for _, fe := range e.Errs {
+		b.WriteString("\n  - ")
+		b.WriteString(fe.Error())
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+func listError(errs api.ErrorList) error { return &InvalidError{Errs: errs} }
 
 // elideDots blanks the lines that hold only "...": the seed's sample
 // policies use them to stand for the entries they leave out, and YAML
