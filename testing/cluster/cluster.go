@@ -88,6 +88,14 @@ func New(t testing.TB, opts Options) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c.WaitForLeader(ctx)
+	// A server answers nothing that depends on its store until it has
+	// applied a read index taken after it started (server: catchup.go);
+	// tests begin once every member would answer.
+	for _, m := range c.Members {
+		if err := m.Server.WaitReady(ctx); err != nil {
+			t.Fatalf("start cluster: %v", err)
+		}
+	}
 	return c
 }
 
@@ -205,6 +213,11 @@ func (c *Cluster) AddServer() *Member {
 	c.Members = append(c.Members, m)
 	c.mu.Unlock()
 	if err := c.start(m, 0); err != nil {
+		c.t.Fatalf("add server: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Server.WaitReady(ctx); err != nil {
 		c.t.Fatalf("add server: %v", err)
 	}
 	return m
