@@ -2,13 +2,17 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/raftstore"
 )
 
 // TestStalledBodyIsCutOff: a client that announces a body and stops
@@ -63,5 +67,29 @@ func TestStalledBodyIsCutOff(t *testing.T) {
 				t.Errorf("the stalled body was cut off after %v", d)
 			}
 		})
+	}
+}
+
+// A write that failed in a way not known to precede the log may have
+// committed: 504, never the 503 that clients (and the linearizability
+// checker) read as "not applied" (issue 9 item 6).
+func TestWriteOutcomeOnlyCleanFailuresAre503(t *testing.T) {
+	cases := []struct {
+		err  error
+		code int
+	}{
+		{fmt.Errorf("apply: %w", raftstore.ErrUnknownOutcome), http.StatusGatewayTimeout},
+		{fmt.Errorf("apply: %w: %w", raftstore.ErrUnknownOutcome, raftstore.ErrClosed), http.StatusGatewayTimeout},
+		{errors.New("transport: connection reset"), http.StatusGatewayTimeout},
+		{fmt.Errorf("apply: %w", context.DeadlineExceeded), http.StatusGatewayTimeout},
+		{fmt.Errorf("apply: %w", raftstore.ErrNoLeader), http.StatusServiceUnavailable},
+		{fmt.Errorf("apply: %w", &raftstore.NotLeaderError{}), http.StatusServiceUnavailable},
+		{raftstore.ErrClosed, http.StatusServiceUnavailable},
+		{api.NewConflict(api.Resources[0], "x", "stale"), http.StatusConflict},
+	}
+	for _, tc := range cases {
+		if got := statusOf(writeOutcome(tc.err)).Code(); got != tc.code {
+			t.Errorf("%v: status %d, want %d", tc.err, got, tc.code)
+		}
 	}
 }

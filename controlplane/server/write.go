@@ -59,14 +59,28 @@ func (s *Server) failWrite(w *recorder, r *http.Request, body []byte, err error)
 		s.forward(w, r, body)
 		return
 	}
-	if _, ok := errors.AsType[*api.StatusError](err); !ok {
-		err = raftError(err, "apply the write")
-	}
+	err = writeOutcome(err)
 	se := statusOf(err)
 	if se.Code() >= 500 {
 		s.log.Warn("write failed", "method", r.Method, "path", r.URL.Path, "code", se.Code(), "err", se.Status.Message)
 	}
 	writeError(w, se)
+}
+
+// writeOutcome maps why a write failed onto the status the client gets.
+// Only a failure known to have happened before the entry reached the log
+// (no leader, this server closed before enqueueing) is a 503, which clients
+// and the linearizability checker take as "not applied"; anything else may
+// have committed and is a 504 telling the client to read before retrying.
+func writeOutcome(err error) error {
+	if _, ok := errors.AsType[*api.StatusError](err); ok {
+		return err
+	}
+	if errors.Is(err, raftstore.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) || errors.Is(err, raftstore.ErrClosed) {
+		return raftError(err, "apply the write")
+	}
+	return api.NewTimeout("the write may or may not have been applied: read the object to find out; " + err.Error())
 }
 
 // logWrite records one successful write at debug level.

@@ -3,6 +3,7 @@ package linearize
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -46,10 +47,51 @@ type Output struct {
 // nobody has read it.
 const unknownRV = "?"
 
+// register is one key's state. When rv is unknownRV the real version is
+// still bounded from below: resource versions are raft indexes, so a write
+// that took effect after the key was last at version v (or was deleted
+// after it) committed at an index above v. Without that bound an update
+// that ignored its precondition passed the check whenever an earlier write
+// of the key had an unknown outcome.
 type register struct {
 	exists bool
 	value  string
 	rv     string
+	low    uint64 // every version this key may have next is above low
+}
+
+// version is the number in a resource version; 0 for one that is not a
+// number (which no server hands out).
+func version(rv string) uint64 {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// written is the state after a write of value took effect at version rv
+// (unknownRV when nobody learned it).
+func (s register) written(value, rv string) register {
+	low := s.low
+	if rv != unknownRV {
+		low = version(rv)
+	}
+	return register{exists: true, value: value, rv: rv, low: low}
+}
+
+// deleted is the state after a delete took effect: the key is gone and a
+// later create commits above the last version it had.
+func (s register) deleted() register { return register{low: s.low} }
+
+// rvMatches reports whether a precondition on version want may hold: the
+// known version equals it, or the unknown one could, being above the
+// bound.
+func (s register) rvMatches(want string) bool {
+	if s.rv == unknownRV {
+		return version(want) > s.low
+	}
+	return s.rv == want
 }
 
 // Model is the porcupine model of outpost's object store seen through the
@@ -83,16 +125,14 @@ func Model() porcupine.Model {
 	return nd.ToModel()
 }
 
-func rvMatches(have, want string) bool { return have == want || have == unknownRV }
-
 func step(state, input, output interface{}) []interface{} {
 	s, in, out := state.(register), input.(Input), output.(Output)
 	switch in.Kind {
 	case OpCreate:
 		switch out.Result {
 		case ResOK:
-			if !s.exists {
-				return []interface{}{register{true, in.Value, out.RV}}
+			if !s.exists && version(out.RV) > s.low {
+				return []interface{}{s.written(in.Value, out.RV)}
 			}
 		case ResExists:
 			if s.exists {
@@ -102,13 +142,13 @@ func step(state, input, output interface{}) []interface{} {
 			if s.exists {
 				return []interface{}{s}
 			}
-			return []interface{}{s, register{true, in.Value, unknownRV}}
+			return []interface{}{s, s.written(in.Value, unknownRV)}
 		}
 	case OpUpdate:
 		switch out.Result {
 		case ResOK:
-			if s.exists && rvMatches(s.rv, in.ExpectRV) {
-				return []interface{}{register{true, in.Value, out.RV}}
+			if s.exists && s.rvMatches(in.ExpectRV) && version(out.RV) > s.low {
+				return []interface{}{s.written(in.Value, out.RV)}
 			}
 		case ResConflict:
 			if s.exists && (s.rv != in.ExpectRV || s.rv == unknownRV) {
@@ -119,16 +159,16 @@ func step(state, input, output interface{}) []interface{} {
 				return []interface{}{s}
 			}
 		case ResUnknown:
-			if s.exists && rvMatches(s.rv, in.ExpectRV) {
-				return []interface{}{s, register{true, in.Value, unknownRV}}
+			if s.exists && s.rvMatches(in.ExpectRV) {
+				return []interface{}{s, s.written(in.Value, unknownRV)}
 			}
 			return []interface{}{s}
 		}
 	case OpDelete:
 		switch out.Result {
 		case ResOK:
-			if s.exists && rvMatches(s.rv, in.ExpectRV) {
-				return []interface{}{register{}}
+			if s.exists && s.rvMatches(in.ExpectRV) {
+				return []interface{}{s.deleted()}
 			}
 		case ResConflict:
 			if s.exists && (s.rv != in.ExpectRV || s.rv == unknownRV) {
@@ -139,16 +179,16 @@ func step(state, input, output interface{}) []interface{} {
 				return []interface{}{s}
 			}
 		case ResUnknown:
-			if s.exists && rvMatches(s.rv, in.ExpectRV) {
-				return []interface{}{s, register{}}
+			if s.exists && s.rvMatches(in.ExpectRV) {
+				return []interface{}{s, s.deleted()}
 			}
 			return []interface{}{s}
 		}
 	case OpRead:
 		switch out.Result {
 		case ResOK:
-			if s.exists && s.value == out.Value && rvMatches(s.rv, out.RV) {
-				return []interface{}{register{true, s.value, out.RV}}
+			if s.exists && s.value == out.Value && (s.rv == out.RV || s.rv == unknownRV && version(out.RV) > s.low) {
+				return []interface{}{s.written(s.value, out.RV)}
 			}
 		case ResNotFound:
 			if !s.exists {

@@ -59,6 +59,23 @@ func TestModelRejectsViolations(t *testing.T) {
 			op(1, 4, 5, Input{Kind: OpCreate, Key: "a", Value: "2"}, Output{Result: ResOK, RV: "8"}),
 			op(1, 6, 7, Input{Kind: OpRead, Key: "a"}, Output{Result: ResOK, Value: "2", RV: "8"}),
 		}, true},
+		// Issue 9 item 6: an unknown write used to make the key match any
+		// version, so an update that ignored its precondition passed.
+		{"update with a stale precondition after an unknown write", []porcupine.Operation{
+			op(0, 0, 1, Input{Kind: OpCreate, Key: "a", Value: "1"}, Output{Result: ResOK, RV: "5"}),
+			op(1, 2, 1<<62, Input{Kind: OpUpdate, Key: "a", Value: "2", ExpectRV: "5"}, Output{Result: ResUnknown}),
+			op(2, 4, 5, Input{Kind: OpUpdate, Key: "a", Value: "3", ExpectRV: "1"}, Output{Result: ResOK, RV: "9"}),
+		}, false},
+		{"update on the unknown write's version", []porcupine.Operation{
+			op(0, 0, 1, Input{Kind: OpCreate, Key: "a", Value: "1"}, Output{Result: ResOK, RV: "5"}),
+			op(1, 2, 1<<62, Input{Kind: OpUpdate, Key: "a", Value: "2", ExpectRV: "5"}, Output{Result: ResUnknown}),
+			op(2, 4, 5, Input{Kind: OpUpdate, Key: "a", Value: "3", ExpectRV: "7"}, Output{Result: ResOK, RV: "9"}),
+		}, true},
+		{"create again below the deleted version", []porcupine.Operation{
+			op(0, 0, 1, Input{Kind: OpCreate, Key: "a", Value: "1"}, Output{Result: ResOK, RV: "5"}),
+			op(0, 2, 3, Input{Kind: OpDelete, Key: "a", ExpectRV: "5"}, Output{Result: ResOK}),
+			op(1, 4, 5, Input{Kind: OpCreate, Key: "a", Value: "2"}, Output{Result: ResOK, RV: "4"}),
+		}, false},
 		{"conflict although the version matched", []porcupine.Operation{
 			op(0, 0, 1, Input{Kind: OpCreate, Key: "a", Value: "1"}, Output{Result: ResOK, RV: "5"}),
 			op(0, 2, 3, Input{Kind: OpUpdate, Key: "a", Value: "2", ExpectRV: "5"}, Output{Result: ResConflict}),
