@@ -16,6 +16,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/internal/plant"
 	"github.com/outpost-edge/outpost/raftstore"
 )
 
@@ -75,6 +76,9 @@ func (s *Server) failWrite(w *recorder, r *http.Request, body []byte, err error)
 func writeOutcome(err error) error {
 	if _, ok := errors.AsType[*api.StatusError](err); ok {
 		return err
+	}
+	if plant.On(plant.UnknownAs503) && errors.Is(err, raftstore.ErrUnknownOutcome) {
+		return unavailable("the write failed: "+err.Error(), 1)
 	}
 	if errors.Is(err, raftstore.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) || errors.Is(err, raftstore.ErrClosed) {

@@ -40,6 +40,9 @@ type Output struct {
 	Result string
 	Value  string // read
 	RV     string // the version written or read
+	// Cause says why a result is ResUnknown (CauseServer504 or
+	// CauseClientGaveUp); the model does not look at it.
+	Cause string
 }
 
 // unknownRV stands for a version the model has not observed yet: an

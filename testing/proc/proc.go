@@ -131,14 +131,43 @@ func (c *Cluster) Kill(s *Server) {
 	}
 }
 
+// Pause freezes s with SIGSTOP: it keeps its sockets and believes what it
+// believed, as a server stalled by a frozen VM or a long swap storm does,
+// and answers nothing until Resume.
+func (c *Cluster) Pause(s *Server) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("server " + s.ID + " is not running")
+	}
+	return s.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume lets a paused server run again (SIGCONT).
+func (c *Cluster) Resume(s *Server) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("server " + s.ID + " is not running")
+	}
+	return s.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// Terminate stops s gracefully (SIGTERM, SIGKILL after 10 s): a leader
+// hands its leadership over first.
+func (c *Cluster) Terminate(s *Server) {
+	c.terminate([]*Server{s})
+}
+
 // Stop ends every server with SIGTERM (SIGKILL after 10 s).
-func (c *Cluster) Stop() {
-	for _, s := range c.Servers {
+func (c *Cluster) Stop() { c.terminate(c.Servers) }
+
+func (c *Cluster) terminate(servers []*Server) {
+	for _, s := range servers {
 		if s.cmd != nil && s.cmd.Process != nil {
 			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			// A paused server would not see the SIGTERM before its
+			// SIGKILL.
+			_ = s.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}
-	for _, s := range c.Servers {
+	for _, s := range servers {
 		if s.cmd != nil {
 			done := make(chan struct{})
 			go func() { _ = s.cmd.Wait(); close(done) }()
@@ -152,6 +181,7 @@ func (c *Cluster) Stop() {
 		}
 		if s.log != nil {
 			s.log.Close()
+			s.log = nil
 		}
 	}
 }
