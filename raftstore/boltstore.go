@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -187,36 +188,80 @@ func (s *boltStore) StoreLogs(logs []*raft.Log) error {
 const deleteChunk = 1024
 
 // DeleteRange implements raft.LogStore; min and max are inclusive.
+//
+// Raft deletes a prefix after a snapshot and a suffix when a follower's
+// log conflicts with the leader's. Each chunk commits on its own, so the
+// order matters for a crash part-way: a prefix goes bottom-up and a suffix
+// top-down, and every intermediate state is a contiguous log, only shorter
+// at the end being cut. A suffix deleted bottom-up left a hole (entries
+// 1..999 and 2024..3000, say), and the follower failed GetLog on it until a
+// snapshot arrived.
 func (s *boltStore) DeleteRange(lo, hi uint64) error {
+	s.mu.Lock()
+	prefix := lo <= s.first
+	s.mu.Unlock()
 	for {
-		done, err := s.deleteSome(lo, hi)
+		done, err := s.deleteSome(lo, hi, prefix)
 		if err != nil {
 			return fmt.Errorf("delete logs %d-%d: %w", lo, hi, err)
 		}
 		if done {
 			return nil
 		}
+		if hook := afterDeleteChunk; hook != nil {
+			if err := hook(); err != nil {
+				return fmt.Errorf("delete logs %d-%d: %w", lo, hi, err)
+			}
+		}
 	}
 }
 
+// indexKey is the bucket key of a log index: big-endian, so keys sort as indexes.
+func indexKey(index uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, index)
+}
+
+// afterDeleteChunk, when set by a test, runs after each committed chunk of
+// a DeleteRange that is not finished; an error stops it there, as a crash
+// would.
+var afterDeleteChunk func() error
+
 // deleteSome removes up to deleteChunk entries of [lo, hi] in one
-// transaction and reports whether none are left.
-func (s *boltStore) deleteSome(lo, hi uint64) (bool, error) {
+// transaction, from the bottom when prefix is set and from the top
+// otherwise, and reports whether none are left.
+func (s *boltStore) deleteSome(lo, hi uint64, prefix bool) (bool, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var first, last uint64
 	done := true
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketLogs).Cursor()
-		var start [8]byte
-		binary.BigEndian.PutUint64(start[:], lo)
-		// Seek again after each delete rather than trusting Next after
-		// Delete, whose position is easy to get wrong.
-		n := 0
-		for k, _ := c.Seek(start[:]); k != nil; k, _ = c.Seek(start[:]) {
-			if binary.BigEndian.Uint64(k) > hi {
-				break
+		// Seek again after each delete rather than trusting Next or Prev
+		// after Delete, whose position is easy to get wrong.
+		next := func() []byte {
+			if prefix {
+				k, _ := c.Seek(indexKey(lo))
+				if k == nil || binary.BigEndian.Uint64(k) > hi {
+					return nil
+				}
+				return k
 			}
+			var k []byte
+			if hi < math.MaxUint64 {
+				k, _ = c.Seek(indexKey(hi + 1))
+			}
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+			if k == nil || binary.BigEndian.Uint64(k) < lo {
+				return nil
+			}
+			return k
+		}
+		n := 0
+		for k := next(); k != nil; k = next() {
 			if n == deleteChunk {
 				done = false
 				break

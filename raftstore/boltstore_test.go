@@ -327,3 +327,71 @@ func TestBoltStoreDeleteRangeInChunks(t *testing.T) {
 		t.Fatalf("GetLog(%d) after compaction: %v", total-10, err)
 	}
 }
+
+// A DeleteRange stopped after any of its chunks, as by a crash, leaves a
+// contiguous log on disk: a prefix deletion trims it from the bottom, a
+// suffix deletion (raft truncating a conflicting tail) from the top. A
+// suffix deleted bottom-up left a hole that made GetLog fail inside
+// [FirstIndex, LastIndex] (issue 9 item 2).
+func TestBoltStoreDeleteRangeCrashLeavesNoHole(t *testing.T) {
+	const total = 3*deleteChunk + 17
+	cases := []struct {
+		name   string
+		lo, hi uint64
+	}{
+		{"prefix", 1, total - 100},
+		{"suffix", 1000, total},
+		{"suffix past the end", 500, 1 << 63},
+	}
+	for _, tc := range cases {
+		chunks := int((min(tc.hi, total)-tc.lo)/deleteChunk) + 1
+		for stopAfter := 1; stopAfter < chunks; stopAfter++ {
+			t.Run(fmt.Sprintf("%s/crash after chunk %d", tc.name, stopAfter), func(t *testing.T) {
+				s, path := openTestStore(t)
+				var logs []*raft.Log
+				for i := uint64(1); i <= total; i++ {
+					logs = append(logs, &raft.Log{Index: i, Term: 1, Data: []byte("x")})
+				}
+				if err := s.StoreLogs(logs); err != nil {
+					t.Fatal(err)
+				}
+				crash := errors.New("power cut")
+				n := 0
+				afterDeleteChunk = func() error {
+					if n++; n == stopAfter {
+						return crash
+					}
+					return nil
+				}
+				t.Cleanup(func() { afterDeleteChunk = nil })
+				if err := s.DeleteRange(tc.lo, tc.hi); !errors.Is(err, crash) {
+					t.Fatalf("DeleteRange: %v, want the planted crash", err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				r, err := openBoltStore(path)
+				if err != nil {
+					t.Fatalf("reopen: %v", err)
+				}
+				defer r.Close()
+				first, _ := r.FirstIndex()
+				last, _ := r.LastIndex()
+				for i := first; i <= last; i++ {
+					var l raft.Log
+					if err := r.GetLog(i, &l); err != nil {
+						t.Fatalf("log %d-%d on disk, GetLog(%d): %v: a hole", first, last, i, err)
+					}
+				}
+				removed := uint64(stopAfter * deleteChunk)
+				if tc.lo == 1 {
+					if first != 1+removed || last != total {
+						t.Fatalf("bounds %d-%d, want %d-%d", first, last, 1+removed, total)
+					}
+				} else if first != 1 || last != total-removed {
+					t.Fatalf("bounds %d-%d, want 1-%d", first, last, total-removed)
+				}
+			})
+		}
+	}
+}
