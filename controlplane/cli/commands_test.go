@@ -828,3 +828,21 @@ func TestEditRefusesDuplicateKeys(t *testing.T) {
 		os.Remove(m[1])
 	}
 }
+
+// A subcommand that does not exist under a group is an error with exit 1,
+// naming it (and the near miss), not the group's help with exit 0 that a
+// script takes for success (issue 9 item 10).
+func TestUnknownSubcommandFails(t *testing.T) {
+	r := runCLI(t, context.Background(), "", "adm", "drain", "node-1")
+	if r.code != 1 || !strings.Contains(r.stderr, `unknown command "drain" for "outpost adm"`) {
+		t.Fatalf("adm drain: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, context.Background(), "", "adm", "tokn", "list")
+	if r.code != 1 || !strings.Contains(r.stderr, "did you mean token?") {
+		t.Fatalf("adm tokn: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, context.Background(), "", "adm")
+	if r.code != 0 || !strings.Contains(r.stdout, "Available Commands") {
+		t.Fatalf("adm alone: exit %d, stdout %q", r.code, r.stdout)
+	}
+}

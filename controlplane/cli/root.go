@@ -136,12 +136,40 @@ func newRootCommand(o *options) *cobra.Command {
 	return root
 }
 
+// refuseUnknownSubcommands makes every command that only groups others
+// (adm, adm token, rollout, ...) fail on an argument that names none of
+// them. Cobra checks unknown subcommands of the root only: `outpost adm
+// drain` printed adm's help and exited 0, which a script takes for done.
+// Without arguments a group still prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if c == c.Root() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
+			msg += "; did you mean " + strings.Join(sugg, " or ") + "?"
+		}
+		return &usageError{msg: msg}
+	}
+}
+
 // Execute runs root with ctx and returns the process's exit code: 0; the
 // remote command's code after a failed `exec`; or 1 after printing the
 // error to root's stderr as one line,
 // `Error from server (NotFound): pods "x" not found` for errors the server
 // sent and `error: ...` for others, with a help hint for usage mistakes.
 func Execute(ctx context.Context, root *cobra.Command) int {
+	refuseUnknownSubcommands(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
