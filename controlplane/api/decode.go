@@ -114,6 +114,28 @@ found:
 	return obj, w, nil
 }
 
+// RequireTypeMeta refuses a request body that does not say what it is, as
+// Kubernetes does: a create or update without "kind" or "apiVersion" was
+// accepted and stored as whatever the URL named. A body that is not a JSON
+// object passes here; decoding it reports that.
+func RequireTypeMeta(data []byte) error {
+	tm, ok := peekTypeMeta(data)
+	if !ok && json.Unmarshal(data, &tm) != nil {
+		return nil
+	}
+	var missing []string
+	if tm.Kind == "" {
+		missing = append(missing, "kind: Required value")
+	}
+	if tm.APIVersion == "" {
+		missing = append(missing, "apiVersion: Required value")
+	}
+	if len(missing) > 0 {
+		return NewBadRequest("the object does not say what it is: " + strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // resourceForTypeMeta finds the Resource named by an object's apiVersion and
 // kind, or says which of the two is wrong.
 func resourceForTypeMeta(tm TypeMeta) (*Resource, error) {

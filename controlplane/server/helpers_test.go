@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -169,9 +170,9 @@ func (c *tc) do(method, path string, body any, hdr ...string) reply {
 	case []byte:
 		rd = bytes.NewReader(b)
 	case string:
-		rd = strings.NewReader(b)
+		rd = strings.NewReader(withTypeMetaText(method, path, b))
 	default:
-		data, err := json.Marshal(b)
+		data, err := json.Marshal(withTypeMeta(method, path, b))
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -200,6 +201,75 @@ func (c *tc) do(method, path string, body any, hdr ...string) reply {
 		c.t.Fatalf("%s %s: reading reply: %v", method, path, err)
 	}
 	return reply{code: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// bodyResource is the resource whose objects a create or update of path
+// carries; nil for other requests (and for bindings, whose body is a
+// Binding).
+func bodyResource(method, path string) *api.Resource {
+	if method != http.MethodPost && method != http.MethodPut || strings.HasSuffix(path, "/binding") {
+		return nil
+	}
+	var res *api.Resource
+	for seg := range strings.SplitSeq(strings.SplitN(path, "?", 2)[0], "/") {
+		if r := api.ResourceForPlural(seg); r != nil {
+			res = r
+		}
+	}
+	return res
+}
+
+// withTypeMetaText puts the kind and apiVersion in front of a JSON object
+// given as a string that lacks them, leaving the rest byte for byte.
+func withTypeMetaText(method, path, body string) string {
+	res := bodyResource(method, path)
+	var m map[string]json.RawMessage
+	if res == nil || json.Unmarshal([]byte(body), &m) != nil {
+		return body
+	}
+	if _, has := m["kind"]; has {
+		return body
+	}
+	if _, has := m["apiVersion"]; has {
+		return body
+	}
+	i := strings.Index(body, "{")
+	head := fmt.Sprintf(`{"kind":%q,"apiVersion":%q`, res.Kind, res.APIVersion())
+	if rest := strings.TrimSpace(body[i+1:]); rest != "}" {
+		head += ","
+	}
+	return head + body[i+1:]
+}
+
+// withTypeMeta fills in the kind and apiVersion a create or update must
+// carry, as every real client sends them, from the resource the path
+// names, when a test's body (a struct, a map or a string) leaves them out.
+// A body given as []byte goes as it is: that is how a test sends one
+// without them.
+func withTypeMeta(method, path string, body any) any {
+	res := bodyResource(method, path)
+	if res == nil {
+		return body
+	}
+	if m, ok := body.(map[string]any); ok {
+		if _, has := m["kind"]; has {
+			return body
+		}
+		out := map[string]any{"kind": res.Kind, "apiVersion": res.APIVersion()}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	if o, ok := body.(api.Object); ok {
+		if tm := o.GetTypeMeta(); tm.Kind == "" {
+			data, err := api.Encode(o)
+			if err == nil {
+				return json.RawMessage(data)
+			}
+		}
+	}
+	return body
 }
 
 // must sends a request and fails the test unless the reply has code.

@@ -246,6 +246,11 @@ func TestBadInput(t *testing.T) {
 		{"developer creates a token", dev, "POST", "/apis/outpost.io/v1/tokens", `{"metadata":{"name":"abcdef"},"spec":{"role":"cluster-admin","secretHash":"00"}}`, nil, 403, "tokens"},
 		{"developer reads metrics", dev, "GET", "/metrics", nil, nil, 403, "/metrics"},
 		{"token with a bad hash", c, "POST", "/apis/outpost.io/v1/tokens", `{"metadata":{"name":"abcdef"},"spec":{"role":"developer","secretHash":"not-a-hash"}}`, nil, 422, "spec.secretHash"},
+		// Issue 9 item 10: a body that does not say what it is, and a
+		// version that can match nothing (was 409, sending clients to retry).
+		{"no kind or apiVersion", c, "POST", "/api/v1/namespaces/default/pods", []byte(`{"metadata":{"name":"nokind"},"spec":{"containers":[{"name":"a","image":"b"}]}}`), nil, 400, "kind: Required value, apiVersion: Required value"},
+		{"no apiVersion", c, "POST", "/api/v1/namespaces/default/pods", []byte(`{"kind":"Pod","metadata":{"name":"nokind"},"spec":{"containers":[{"name":"a","image":"b"}]}}`), nil, 400, "apiVersion: Required value"},
+		{"garbage resourceVersion", c, "PUT", "/api/v1/namespaces/default/pods/victim", `{"metadata":{"name":"victim","resourceVersion":"abc"},"spec":{"containers":[{"name":"a","image":"b"}]}}`, nil, 400, `metadata.resourceVersion: Invalid value: "abc"`},
 		{"delete default namespace", c, "DELETE", "/api/v1/namespaces/default", nil, nil, 403, "default"},
 		{"unknown delete option", c, "DELETE", "/api/v1/namespaces/default/pods/victim", `{"gracePeriod":3}`, nil, 400, "gracePeriod"},
 	} {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,7 +148,18 @@ func (s *Server) decodeBody(w *recorder, r *http.Request, rt *route) (api.Object
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := api.RequireTypeMeta(body); err != nil {
+		return nil, nil, nil, err
+	}
 	m := obj.GetObjectMeta()
+	// A version that is not a number can match none, and a 409 would send
+	// the client to re-read and retry for ever.
+	if rv := m.ResourceVersion; rv != "" {
+		if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+			return nil, nil, nil, api.NewBadRequest(fmt.Sprintf(
+				"metadata.resourceVersion: Invalid value: %q: must be the decimal resource version the object was read at", rv))
+		}
+	}
 	if rt.res.Namespaced {
 		switch m.Namespace {
 		case "":
