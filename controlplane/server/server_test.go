@@ -576,6 +576,15 @@ func TestTokens(t *testing.T) {
 	if strings.Contains(string(c.must(http.StatusOK, "GET", "/apis/outpost.io/v1/tokens", nil).body), strings.SplitN(s.AdminConfig().Token, ".", 2)[1]) {
 		t.Error("a token list reveals a secret")
 	}
+	// Deleting the built-in admin token said "deleted" while the token
+	// kept working, and made /readyz false: refused, saying why (issue 9
+	// item 10).
+	r := c.do("DELETE", "/apis/outpost.io/v1/tokens/"+adminID, nil)
+	if r.code != http.StatusForbidden || !strings.Contains(r.status().Message, "built-in admin token, derived from the cluster secret") {
+		t.Fatalf("delete the admin token: %d %s", r.code, r.body)
+	}
+	c.must(http.StatusOK, "GET", "/apis/outpost.io/v1/tokens/"+adminID, nil)
+	c.must(http.StatusOK, "GET", "/readyz", nil)
 }
 
 func TestGenerateName(t *testing.T) {

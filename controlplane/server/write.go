@@ -507,6 +507,15 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 		writeError(w, api.NewForbidden(fmt.Sprintf("namespaces %q is forbidden: this namespace may not be deleted", rt.name)))
 		return
 	}
+	if rt.res == tokensResource && rt.name == s.adminTokenID {
+		// The token is derived from the cluster secret and authenticates
+		// without its object (auth.AddStatic), so a delete would say
+		// "deleted" while it kept working, and /readyz would go false.
+		writeError(w, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: this is the built-in admin token, derived from the cluster secret; "+
+			"deleting it would not revoke it. It stops working only with another cluster secret, which is another cluster. "+
+			"Keep the secret and admin.conf private, and give people tokens of their own (outpost adm token create), which can be deleted", rt.name)))
+		return
+	}
 	pre, body, err := s.deletePreconditions(w, r, q)
 	if err != nil {
 		writeError(w, err)
