@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,19 +74,21 @@ func New(t testing.TB, opts Options) *Cluster {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	c := &Cluster{t: t, opts: opts, secret: hex.EncodeToString(b), Net: NewNetwork()}
-	root := t.TempDir()
-	for i := range opts.Servers {
-		c.Members = append(c.Members, c.newMember(root, fmt.Sprintf("s%d", i+1)))
-	}
 	t.Cleanup(c.Close)
-	errs := make(chan error, len(c.Members))
-	for _, m := range c.Members {
-		go func() { errs <- c.start(m, len(c.Members)) }()
-	}
-	for range c.Members {
-		if err := <-errs; err != nil {
-			t.Fatalf("start cluster: %v", err)
+	for attempt := 1; ; attempt++ {
+		err := c.bootstrap(opts.Servers)
+		if err == nil {
+			break
 		}
+		c.Close()
+		// freePort's port was free when it looked; another test's
+		// process (make test runs packages side by side) may have taken
+		// it since. New ports, new data dirs, and again.
+		if attempt < 3 && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
+			t.Logf("start cluster, attempt %d: %v; retrying on other ports", attempt, err)
+			continue
+		}
+		t.Fatalf("start cluster: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -97,6 +102,29 @@ func New(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	return c
+}
+
+// bootstrap starts n fresh members that form one cluster.
+func (c *Cluster) bootstrap(n int) error {
+	root := c.t.TempDir()
+	members := make([]*Member, 0, n)
+	for i := range n {
+		members = append(members, c.newMember(root, fmt.Sprintf("s%d", i+1)))
+	}
+	c.mu.Lock()
+	c.Members = members
+	c.mu.Unlock()
+	errs := make(chan error, n)
+	for _, m := range members {
+		go func() { errs <- c.start(m, n) }()
+	}
+	var first error
+	for range members {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func (c *Cluster) newMember(root, id string) *Member {
