@@ -3,10 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
-
-	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 // A server that starts holds the state of its last snapshot, and hashicorp/raft
@@ -24,31 +23,24 @@ import (
 // ctx ends.
 func (s *Server) awaitCatchUp(ctx context.Context) {
 	start := time.Now()
-	backoff := 50 * time.Millisecond
-	for {
+	var idx uint64
+	caught := s.retry(ctx, "not caught up with the cluster yet", slog.LevelDebug, 50*time.Millisecond, time.Second, func() error {
 		// ReadIndex retries across elections by itself; the bound only
 		// keeps one attempt from waiting for ever on a lost leader.
 		rctx, cancel := context.WithTimeout(ctx, consistentReadTimeout)
-		idx, err := s.node.ReadIndex(rctx)
+		var err error
+		idx, err = s.node.ReadIndex(rctx)
 		cancel()
-		if err == nil {
-			// No bound on applying: a long log tail takes as long as it
-			// takes, and a new read index would only move the goal.
-			if err = s.node.WaitApplied(ctx, idx); err == nil {
-				s.caughtUp.Store(true)
-				close(s.caughtUpCh)
-				s.log.Info("caught up with the cluster: serving the API", "applied_index", idx, "after", time.Since(start).Round(time.Millisecond))
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Debug("not caught up with the cluster yet; retrying", "err", err, "retry_in", backoff)
-		if !sleepCtx(ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, time.Second)
+		// No bound on applying: a long log tail takes as long as it
+		// takes, and a new read index would only move the goal.
+		return s.node.WaitApplied(ctx, idx)
+	})
+	if caught {
+		close(s.caughtUpCh)
+		s.log.Info("caught up with the cluster: serving the API", "applied_index", idx, "after", time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -65,8 +57,10 @@ func (s *Server) waitCaughtUp(ctx context.Context) error {
 // catchingUp is the reason this server does not serve yet, or "" once it
 // does.
 func (s *Server) catchingUp() string {
-	if s.caughtUp.Load() {
+	select {
+	case <-s.caughtUpCh:
 		return ""
+	default:
 	}
 	why := ""
 	if s.node.Leader().ID == "" {
@@ -74,9 +68,4 @@ func (s *Server) catchingUp() string {
 	}
 	return "this server started recently and has not yet applied the cluster's latest state (applied index " +
 		strconv.FormatUint(s.node.AppliedIndex(), 10) + ")" + why + "; it answers once it has caught up"
-}
-
-// notCaughtUp is the 503 of a request that arrived before the catch-up.
-func (s *Server) notCaughtUp(reason string) *api.StatusError {
-	return unavailable(reason+"; retry shortly", 1)
 }

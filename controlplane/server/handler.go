@@ -102,7 +102,7 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 	}
 	// Before authentication: tokens live in the store too.
 	if reason := s.catchingUp(); reason != "" {
-		writeError(w, s.notCaughtUp(reason))
+		writeError(w, unavailable(reason+"; retry shortly", 1))
 		return
 	}
 	id, err := s.authenticate(r)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -86,20 +87,10 @@ func (s *Server) leaderDuties(ctx context.Context) {
 	}
 	s.log.Info("leading: starting leader duties", "applied_index", applied, "barrier_wait", time.Since(began).Round(time.Millisecond))
 	defer s.log.Info("leader duties stopped")
-	backoff := 50 * time.Millisecond
-	for {
-		err := s.bootstrap(ctx)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("cluster bootstrap failed; retrying", "err", err, "retry_in", backoff)
-		if !sleepCtx(ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, 5*time.Second)
+	if !s.retry(ctx, "cluster bootstrap failed", slog.LevelWarn, 50*time.Millisecond, 5*time.Second, func() error {
+		return s.bootstrap(ctx)
+	}) {
+		return
 	}
 	// The schedulers and controllers start once the cluster's fixed
 	// objects exist (pods need their namespace).
@@ -124,22 +115,35 @@ func (s *Server) leaderDuties(ctx context.Context) {
 // after it: a controller that read the store before it could count pods a
 // ReplicaSet has as missing and create them again.
 func (s *Server) leaderBarrier(ctx context.Context) (uint64, bool) {
-	backoff := 20 * time.Millisecond
-	for {
+	var idx uint64
+	ok := s.retry(ctx, "leader barrier failed", slog.LevelWarn, 20*time.Millisecond, time.Second, func() error {
 		bctx, cancel := context.WithTimeout(ctx, barrierTimeout)
-		idx, err := s.node.Barrier(bctx)
-		cancel()
+		defer cancel()
+		var err error
+		idx, err = s.node.Barrier(bctx)
+		return err
+	})
+	return idx, ok
+}
+
+// retry calls try until it succeeds or ctx ends, logging each failure at
+// level and waiting first, then twice as long each time up to most; it
+// reports whether try succeeded.
+func (s *Server) retry(ctx context.Context, what string, level slog.Level, first, most time.Duration, try func() error) bool {
+	backoff := first
+	for {
+		err := try()
 		if err == nil {
-			return idx, true
+			return true
 		}
 		if ctx.Err() != nil {
-			return 0, false
+			return false
 		}
-		s.log.Warn("leader barrier failed; retrying", "err", err, "retry_in", backoff)
+		s.log.Log(ctx, level, what+"; retrying", "err", err, "retry_in", backoff)
 		if !sleepCtx(ctx, backoff) {
-			return 0, false
+			return false
 		}
-		backoff = min(2*backoff, time.Second)
+		backoff = min(2*backoff, most)
 	}
 }
 

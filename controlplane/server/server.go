@@ -11,7 +11,6 @@ import (
 	"net/http/httputil"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
@@ -70,11 +69,9 @@ type Server struct {
 	serveErr chan error
 	// fatal receives raftstore's OnFatal error: the server must stop.
 	fatal chan error
-	// caughtUp is set once the store has applied a read index obtained
-	// after start; until then the API serves nothing that depends on the
-	// store (catchup.go).
-	caughtUp atomic.Bool
-	// caughtUpCh is closed when caughtUp is set.
+	// caughtUpCh is closed once the store has applied a read index
+	// obtained after start; until then the API serves nothing that
+	// depends on the store (catchup.go).
 	caughtUpCh chan struct{}
 
 	closeOnce sync.Once
