@@ -142,8 +142,19 @@ func (s *Server) leaderWait() time.Duration {
 	return 2 * (hb + el)
 }
 
-// raftError turns a raftstore error into the Status to reply with.
+// raftError turns a raftstore error into the Status to reply with; one
+// it does not know is a 503.
 func raftError(err error, doing string) error {
+	if se := knownRaftError(err, doing); se != nil {
+		return se
+	}
+	return unavailable("cannot "+doing+": "+err.Error(), 1)
+}
+
+// knownRaftError is the Status of one of raftstore's errors, or err itself
+// when it is a Status already; nil for any other error, whose meaning the
+// caller decides (writeOutcome: it may have committed).
+func knownRaftError(err error, doing string) error {
 	switch {
 	case errors.Is(err, raftstore.ErrUnknownOutcome):
 		return api.NewTimeout("the write may or may not have been applied (raft leadership changed or the server stopped before it was known to be committed): read the object to find out; " + err.Error())
@@ -154,10 +165,10 @@ func raftError(err error, doing string) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return api.NewTimeout("cannot " + doing + " in time: " + err.Error())
 	}
-	if _, ok := errors.AsType[*api.StatusError](err); ok {
-		return err
+	if se, ok := errors.AsType[*api.StatusError](err); ok {
+		return se
 	}
-	return unavailable("cannot "+doing+": "+err.Error(), 1)
+	return nil
 }
 
 func (s *Server) serveGet(w *recorder, r *http.Request, id *auth.Identity, rt *route, q url.Values) {

@@ -75,15 +75,11 @@ func (s *Server) failWrite(w *recorder, r *http.Request, body []byte, err error)
 // and the linearizability checker take as "not applied"; anything else may
 // have committed and is a 504 telling the client to read before retrying.
 func writeOutcome(err error) error {
-	if _, ok := errors.AsType[*api.StatusError](err); ok {
-		return err
-	}
 	if plant.On(plant.UnknownAs503) && errors.Is(err, raftstore.ErrUnknownOutcome) {
 		return unavailable("the write failed: "+err.Error(), 1)
 	}
-	if errors.Is(err, raftstore.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) || errors.Is(err, raftstore.ErrClosed) {
-		return raftError(err, "apply the write")
+	if se := knownRaftError(err, "apply the write"); se != nil {
+		return se
 	}
 	return api.NewTimeout("the write may or may not have been applied: read the object to find out; " + err.Error())
 }
