@@ -29,6 +29,18 @@ const acceptedSuffix = ": accepted but not acted on by outpost"
 // When obj is a kind of the Resource table, a kind or apiVersion in data
 // must be that kind's, and obj's TypeMeta is set from the table.
 func DecodeInto(data []byte, obj Object) (Warnings, error) {
+	return decodeInto(data, obj, false)
+}
+
+// DecodeRequestInto is DecodeInto for the body of a create or update, which
+// must also say what it is, as Kubernetes requires: without kind or
+// apiVersion it is a 400 naming each missing one, where it used to be
+// stored as whatever the URL named.
+func DecodeRequestInto(data []byte, obj Object) (Warnings, error) {
+	return decodeInto(data, obj, true)
+}
+
+func decodeInto(data []byte, obj Object, requireType bool) (Warnings, error) {
 	if obj == nil || reflect.ValueOf(obj).IsNil() {
 		return nil, NewBadRequest("nothing to decode into")
 	}
@@ -40,7 +52,7 @@ func DecodeInto(data []byte, obj Object) (Warnings, error) {
 	// type has, and one strict pass of encoding/json decides it.
 	if strictUnmarshal(data, obj) {
 		if r != nil {
-			if err := checkTypeMeta(obj.GetTypeMeta(), r); err != nil {
+			if err := checkTypeMeta(obj.GetTypeMeta(), r, requireType); err != nil {
 				return nil, err
 			}
 		}
@@ -71,7 +83,7 @@ func DecodeInto(data []byte, obj Object) (Warnings, error) {
 		}
 	}
 	if r != nil {
-		if err := checkTypeMeta(obj.GetTypeMeta(), r); err != nil {
+		if err := checkTypeMeta(obj.GetTypeMeta(), r, requireType); err != nil {
 			return nil, err
 		}
 	}
@@ -114,28 +126,6 @@ found:
 	return obj, w, nil
 }
 
-// RequireTypeMeta refuses a request body that does not say what it is, as
-// Kubernetes does: a create or update without "kind" or "apiVersion" was
-// accepted and stored as whatever the URL named. A body that is not a JSON
-// object passes here; decoding it reports that.
-func RequireTypeMeta(data []byte) error {
-	tm, ok := peekTypeMeta(data)
-	if !ok && json.Unmarshal(data, &tm) != nil {
-		return nil
-	}
-	var missing []string
-	if tm.Kind == "" {
-		missing = append(missing, "kind: Required value")
-	}
-	if tm.APIVersion == "" {
-		missing = append(missing, "apiVersion: Required value")
-	}
-	if len(missing) > 0 {
-		return NewBadRequest("the object does not say what it is: " + strings.Join(missing, ", "))
-	}
-	return nil
-}
-
 // resourceForTypeMeta finds the Resource named by an object's apiVersion and
 // kind, or says which of the two is wrong.
 func resourceForTypeMeta(tm TypeMeta) (*Resource, error) {
@@ -158,7 +148,17 @@ func resourceForTypeMeta(tm TypeMeta) (*Resource, error) {
 
 // checkTypeMeta refuses a body of another kind than the one asked for and
 // fills the TypeMeta in.
-func checkTypeMeta(tm *TypeMeta, r *Resource) error {
+func checkTypeMeta(tm *TypeMeta, r *Resource, required bool) error {
+	if required && (tm.Kind == "" || tm.APIVersion == "") {
+		var missing []string
+		if tm.Kind == "" {
+			missing = append(missing, "kind: Required value")
+		}
+		if tm.APIVersion == "" {
+			missing = append(missing, "apiVersion: Required value")
+		}
+		return NewBadRequest("the object does not say what it is: " + strings.Join(missing, ", "))
+	}
 	if tm.Kind != "" && tm.Kind != r.Kind {
 		return NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind (%s)", tm.Kind, r.Kind))
 	}

@@ -140,11 +140,8 @@ func (s *Server) decodeBody(w *recorder, r *http.Request, rt *route) (api.Object
 		return nil, nil, nil, err
 	}
 	obj := rt.res.New()
-	warnings, err := api.DecodeInto(body, obj)
+	warnings, err := api.DecodeRequestInto(body, obj)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := api.RequireTypeMeta(body); err != nil {
 		return nil, nil, nil, err
 	}
 	m := obj.GetObjectMeta()
