@@ -25,6 +25,7 @@ var (
 const (
 	DefaultHeartbeat     = 10 * time.Second
 	DefaultStatusCheck   = 2 * time.Second
+	DefaultServerRefresh = time.Minute
 	DefaultEndpointPort  = 10250
 	DefaultGossipPort    = 6445
 	DefaultMaxPods       = 110
@@ -70,6 +71,9 @@ type Config struct {
 	// StatusCheck the period of looking at the host.
 	Heartbeat   time.Duration
 	StatusCheck time.Duration
+	// ServerRefresh is the period of asking the API (and gossip) which
+	// servers the agent may fail over to.
+	ServerRefresh time.Duration
 	// Reserved is taken from capacity for the system (cpu, memory,
 	// ephemeral-storage); MaxPods is the pods capacity.
 	Reserved api.ResourceList
@@ -130,6 +134,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StatusCheck <= 0 {
 		c.StatusCheck = DefaultStatusCheck
+	}
+	if c.ServerRefresh <= 0 {
+		c.ServerRefresh = DefaultServerRefresh
 	}
 	if c.MaxPods <= 0 {
 		c.MaxPods = DefaultMaxPods

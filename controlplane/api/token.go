@@ -64,4 +64,14 @@ type NodeCredential struct {
 	// servers' gossip addresses to join.
 	GossipKey   string   `json:"gossipKey,omitempty"`
 	GossipPeers []string `json:"gossipPeers,omitempty"`
+	// Servers are the API URLs of the cluster's servers when the
+	// credential was issued: the agent fails over between them.
+	Servers []string `json:"servers,omitempty"`
+}
+
+// ServerList is the reply of GET /apis/outpost.io/v1/servers: the API
+// URLs of the servers of the raft configuration that answer.
+type ServerList struct {
+	TypeMeta `json:",inline"`
+	Servers  []string `json:"servers"`
 }

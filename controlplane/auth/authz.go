@@ -35,6 +35,10 @@ const (
 // the join token for a node's own credential.
 const ResourceNodeCredentials = "nodecredentials"
 
+// ResourceServers is the list of the control plane's API URLs, which
+// agents read to fail over between servers.
+const ResourceServers = "servers"
+
 // Request is what a caller asks to do. For a resource request Resource is
 // the plural ("pods") and, for create, Name is the name in the body. A
 // request with an empty Resource is a non-resource request for Path
@@ -168,6 +172,7 @@ var resourceGroup = map[string]string{
 	"tokens":                "outpost.io",
 	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",
+	ResourceServers:         "outpost.io",
 }
 
 // publicPaths are readable by every authenticated caller; other
@@ -257,6 +262,8 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 		return false
 	case "services", "namespaces":
 		return isRead(req.Verb) && readableSub(req.Subresource)
+	case ResourceServers:
+		return req.Verb == VerbList
 	case "events":
 		return (req.Verb == VerbCreate || req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == ""
 	}

@@ -95,3 +95,19 @@ func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
 	}
 	return v, nil
 }
+
+const serversPath = "/apis/outpost.io/v1/servers"
+
+// APIServers lists the API URLs of the cluster's servers that answer
+// (agents fail over between them; see SetServers).
+func (c *Client) APIServers(ctx context.Context) ([]string, error) {
+	data, _, err := c.Do(ctx, http.MethodGet, serversPath, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var l api.ServerList
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadReply, serversPath, err)
+	}
+	return l.Servers, nil
+}

@@ -52,6 +52,8 @@ type Server struct {
 	// gossip is the server's member of the gossip pool; gossipKey its key.
 	gossip    *gossip.Pool
 	gossipKey []byte
+	// servers caches the API URLs agents fail over between (servers.go).
+	servers serverURLs
 
 	metrics        *metrics
 	metricsHandler http.Handler

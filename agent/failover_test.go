@@ -1,0 +1,105 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/server"
+	"github.com/outpost-edge/outpost/testing/cluster"
+)
+
+// failoverGrace is the node monitor grace period of the failover test:
+// short, so that an agent cut off from the control plane is marked
+// Unknown well within the time the test watches.
+const failoverGrace = 3 * time.Second
+
+// An agent whose server stops fails over to another one: its node stays
+// Ready (the node lifecycle controller never marks it Unknown, though
+// the agent has no gossip to vouch for it) and it keeps receiving pods
+// (issue 9 item 7).
+func TestAgentFailsOverWhenItsServerStops(t *testing.T) {
+	e := newEnvWith(t, cluster.Options{Servers: 3, ControlLoops: true, Configure: func(c *server.Config) {
+		c.NodeMonitorGracePeriod = failoverGrace
+	}})
+	first := e.c.Members[0]
+	cfg := e.config(e.rt)
+	cfg.Server = "https://" + first.APIAddr
+	cfg.JoinToken = e.joinString()
+	e.start(cfg)
+	// Watched and asked through another server than the agent's.
+	other := e.c.Members[1]
+	admin := e.c.Client(other)
+	waitFor(t, "node Ready", 20*time.Second, func() (bool, string) {
+		obj, err := admin.Get(e.ctx, nodesR, "", e.node, client.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(obj.(*api.Node)) == api.ConditionTrue, ""
+	})
+	// The credential names every server, not only the one joined.
+	var cred struct {
+		Servers []string `json:"servers"`
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, "credential.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cred); err != nil {
+		t.Fatal(err)
+	}
+	if len(cred.Servers) != 3 {
+		t.Errorf("the credential lists servers %v, want all 3", cred.Servers)
+	}
+
+	obj, err := admin.Get(e.ctx, nodesR, "", e.node, client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := admin.Watch(e.ctx, nodesR, "", client.ListOptions{FieldSelector: "metadata.name=" + e.node}, obj.GetObjectMeta().ResourceVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.c.Stop(first)
+	wctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	e.c.WaitForLeader(wctx)
+	stopped := time.Now()
+
+	// Over four grace periods, every version of the Node stays Ready.
+	window := time.After(4 * failoverGrace)
+	heartbeats := 0
+watching:
+	for {
+		select {
+		case ev, ok := <-watch:
+			if !ok {
+				t.Fatal("the node watch ended")
+			}
+			if ev.Err != nil {
+				t.Fatalf("node watch: %v", ev.Err)
+			}
+			n, _ := ev.Object.(*api.Node)
+			if n == nil {
+				continue
+			}
+			if st := nodeReady(n); st != api.ConditionTrue {
+				t.Fatalf("%s after the agent's server stopped, node Ready = %s: %+v", time.Since(stopped).Round(time.Millisecond), st, n.Status.Conditions)
+			}
+			heartbeats++
+		case <-window:
+			break watching
+		}
+	}
+	t.Logf("%d node updates, all Ready, over %s after the agent's server stopped", heartbeats, 4*failoverGrace)
+
+	// Pods bound after the stop reach the agent and run.
+	e.admin = admin
+	e.createPod("after-failover", nil)
+	e.waitPhase("after-failover", api.PodRunning, nil)
+}
