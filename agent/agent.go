@@ -62,6 +62,9 @@ type Agent struct {
 	// gossip is the agent's member of the pool, nil without one; the
 	// servers it sees are servers to fail over to.
 	gossip atomic.Pointer[gossip.Pool]
+	// legacyHeartbeat: the server serves no heartbeat call, so the node's
+	// status is posted every heartbeat.
+	legacyHeartbeat atomic.Bool
 	// endpointPort is the port the agent's endpoint listens on.
 	endpointPort int
 	// thresholds are Config.EvictionHard, parsed once.

@@ -26,6 +26,7 @@ const (
 	DefaultHeartbeat     = 10 * time.Second
 	DefaultStatusCheck   = 2 * time.Second
 	DefaultServerRefresh = time.Minute
+	DefaultStatusRefresh = 5 * time.Minute
 	DefaultEndpointPort  = 10250
 	DefaultGossipPort    = 6445
 	DefaultMaxPods       = 110
@@ -67,10 +68,13 @@ type Config struct {
 	// ContainerdSocket is the runtime's socket; empty means: start and
 	// supervise a private containerd if the binary is installed.
 	ContainerdSocket string
-	// Heartbeat is the period of status updates when nothing changes;
-	// StatusCheck the period of looking at the host.
-	Heartbeat   time.Duration
-	StatusCheck time.Duration
+	// Heartbeat is the period of the heartbeat call (liveness, no raft
+	// write) and of comparing the node's status with what was posted;
+	// StatusRefresh the period of posting the status when nothing
+	// changed; StatusCheck the period of looking at the host's conditions.
+	Heartbeat     time.Duration
+	StatusRefresh time.Duration
+	StatusCheck   time.Duration
 	// ServerRefresh is the period of asking the API (and gossip) which
 	// servers the agent may fail over to.
 	ServerRefresh time.Duration
@@ -134,6 +138,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StatusCheck <= 0 {
 		c.StatusCheck = DefaultStatusCheck
+	}
+	if c.StatusRefresh <= 0 {
+		c.StatusRefresh = DefaultStatusRefresh
 	}
 	if c.ServerRefresh <= 0 {
 		c.ServerRefresh = DefaultServerRefresh

@@ -96,10 +96,68 @@ watching:
 			break watching
 		}
 	}
-	t.Logf("%d node updates, all Ready, over %s after the agent's server stopped", heartbeats, 4*failoverGrace)
+	t.Logf("%d node versions seen, all Ready, over %s after the agent's server stopped", heartbeats, 4*failoverGrace)
 
 	// Pods bound after the stop reach the agent and run.
 	e.admin = admin
 	e.createPod("after-failover", nil)
 	e.waitPhase("after-failover", api.PodRunning, nil)
+}
+
+// An agent whose node does not change proves it alive with heartbeats
+// that the leader keeps in memory: over several grace periods its Node
+// is not written (same resourceVersion) and stays Ready. When the
+// control plane's copy says otherwise (marked Unknown), the heartbeat's
+// reply makes the agent post its status again (issue 9 item 8).
+func TestAgentHeartbeatsWithoutWritingStatus(t *testing.T) {
+	const grace = 1500 * time.Millisecond
+	e := newEnvWith(t, cluster.Options{Servers: 1, ControlLoops: true, Configure: func(c *server.Config) {
+		c.NodeMonitorGracePeriod = grace
+	}})
+	cfg := e.config(e.rt)
+	cfg.JoinToken = e.joinString()
+	e.start(cfg)
+	get := func() *api.Node {
+		obj, err := e.admin.Get(e.ctx, nodesR, "", e.node, client.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*api.Node)
+	}
+	var rv string
+	waitFor(t, "node Ready", 20*time.Second, func() (bool, string) {
+		obj, err := e.admin.Get(e.ctx, nodesR, "", e.node, client.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		rv = obj.GetObjectMeta().ResourceVersion
+		return nodeReady(obj.(*api.Node)) == api.ConditionTrue, ""
+	})
+	watch, err := e.admin.Watch(e.ctx, nodesR, "", client.ListOptions{FieldSelector: "metadata.name=" + e.node}, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-watch:
+		n, _ := ev.Object.(*api.Node)
+		t.Fatalf("the Node of an agent whose host did not change was written while it heartbeated: %s %+v", ev.Type, n)
+	case <-time.After(4 * grace): // the window watched: four grace periods, eight heartbeats
+	}
+	if st := nodeReady(get()); st != api.ConditionTrue {
+		t.Fatalf("node Ready = %s", st)
+	}
+
+	// Marked Unknown behind the agent's back: the next heartbeat's reply
+	// says so, and the agent posts Ready again.
+	n := get()
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].Status = api.ConditionUnknown
+	}
+	if _, _, err := e.admin.UpdateStatus(e.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent to post Ready again", 20*time.Second, func() (bool, string) {
+		st := nodeReady(get())
+		return st == api.ConditionTrue, st
+	})
 }

@@ -40,6 +40,14 @@ func (a *Agent) updateServers(ctx context.Context) {
 	if err != nil {
 		a.log.Debug("listing the servers", "err", err)
 	}
+	a.learnServers(urls)
+}
+
+// learnServers makes urls, with the servers the gossip pool sees alive,
+// the servers the client fails over between, and saves them in the
+// credential when they changed.
+func (a *Agent) learnServers(urls []string) {
+	urls = slices.Clone(urls)
 	if p := a.gossip.Load(); p != nil {
 		for _, m := range p.Members() {
 			if m.Role == gossip.RoleServer && m.State == gossip.StateAlive && m.API != "" && !slices.Contains(urls, m.API) {
@@ -52,6 +60,8 @@ func (a *Agent) updateServers(ctx context.Context) {
 		return
 	}
 	slices.Sort(urls)
+	a.credMu.Lock()
+	defer a.credMu.Unlock()
 	known := slices.Sorted(slices.Values(a.cl.Servers()))
 	if slices.Equal(urls, known) {
 		return
@@ -61,8 +71,6 @@ func (a *Agent) updateServers(ctx context.Context) {
 		return
 	}
 	a.log.Info("servers to fail over to", "servers", a.cl.Servers())
-	a.credMu.Lock()
-	defer a.credMu.Unlock()
 	a.cred.Servers = urls
 	if err := a.cred.save(a.cfg.DataDir); err != nil {
 		a.log.Warn("saving the servers in the credential", "err", err)

@@ -29,6 +29,9 @@ const (
 	SubresourceLog    = "log"
 	SubresourceExec   = "exec"
 	SubresourceImages = "images"
+	// SubresourceHeartbeat (verb create, on nodes) renews a node's
+	// liveness on the leader without a raft write; a node for itself.
+	SubresourceHeartbeat = "heartbeat"
 )
 
 // ResourceNodeCredentials is what a join token may create: the agent trades
@@ -255,7 +258,7 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 		}
 		switch req.Verb {
 		case VerbCreate:
-			return req.Subresource == ""
+			return req.Subresource == "" || req.Subresource == SubresourceHeartbeat
 		case VerbUpdate, VerbPatch:
 			return readableSub(req.Subresource)
 		}

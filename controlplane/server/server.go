@@ -54,6 +54,9 @@ type Server struct {
 	gossipKey []byte
 	// servers caches the API URLs agents fail over between (servers.go).
 	servers serverURLs
+	// liveness holds node heartbeats while this server's leader loops
+	// run; nil otherwise (liveness.go).
+	liveness atomic.Pointer[liveness]
 
 	metrics        *metrics
 	metricsHandler http.Handler

@@ -18,20 +18,38 @@ const serverURLsTTL = 10 * time.Second
 
 // serverURLs is the cached list of the servers' API URLs.
 type serverURLs struct {
-	mu   sync.Mutex
-	urls []string
-	at   time.Time
+	mu         sync.Mutex
+	urls       []string
+	at         time.Time
+	refreshing bool
 }
 
 // ServerURLs lists the API URLs of the servers of the raft configuration
-// that answer, this server's first; agents fail over between them.
+// that answer, this server's first; agents fail over between them. A
+// stale list is returned as it is while one refresh runs in the
+// background: every heartbeat reply carries the list, and none should
+// wait for the status calls to every server (2 s when one is down).
 func (s *Server) ServerURLs(ctx context.Context) []string {
 	c := &s.servers
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.urls != nil && time.Since(c.at) < serverURLsTTL {
-		return slices.Clone(c.urls)
+	urls, fresh := c.urls, time.Since(c.at) < serverURLsTTL
+	// Not once Close began: it waits for s.wg.
+	start := urls != nil && !fresh && !c.refreshing && s.stopCtx.Err() == nil
+	if start {
+		c.refreshing = true
 	}
+	c.mu.Unlock()
+	switch {
+	case urls == nil:
+		return s.refreshServerURLs(ctx)
+	case start:
+		s.wg.Go(func() { s.refreshServerURLs(s.stopCtx) })
+	}
+	return slices.Clone(urls)
+}
+
+// refreshServerURLs asks raft for the servers and caches the list.
+func (s *Server) refreshServerURLs(ctx context.Context) []string {
 	urls := []string{s.url}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -44,7 +62,10 @@ func (s *Server) ServerURLs(ctx context.Context) []string {
 			urls = append(urls, p.APIAddr)
 		}
 	}
-	c.urls, c.at = urls, time.Now()
+	c := &s.servers
+	c.mu.Lock()
+	c.urls, c.at, c.refreshing = urls, time.Now(), false
+	c.mu.Unlock()
 	return slices.Clone(urls)
 }
 
