@@ -489,7 +489,10 @@ func (a *Agents) register(ctx context.Context, n *simNode, cur *api.Node) error 
 // recordRegistration keeps what a registration wrote.
 func (a *Agents) recordRegistration(n *simNode, podCIDR string, st api.NodeStatus) {
 	n.status = st
-	n.statusAt = time.Now()
+	// As if the last post were at a random point of the refresh period:
+	// nodes registered together refresh spread out, as agents started at
+	// different times do, so the steady rate shows from the start.
+	n.statusAt = time.Now().Add(-rand.N(a.cfg.StatusRefresh))
 	n.mu.Lock()
 	n.podRange = n.net.pods
 	if p, err := netip.ParsePrefix(podCIDR); err == nil && p.Addr().Is4() {
