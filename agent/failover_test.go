@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +104,20 @@ watching:
 	e.admin = admin
 	e.createPod("after-failover", nil)
 	e.waitPhase("after-failover", api.PodRunning, nil)
+
+	// A server added later is learned (from the heartbeat's reply or the
+	// servers list) and saved in the credential.
+	added := e.c.AddServer()
+	waitFor(t, "the credential to list the added server", 30*time.Second, func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(e.dir, "credential.json"))
+		if err != nil {
+			return false, err.Error()
+		}
+		if err := json.Unmarshal(b, &cred); err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(cred.Servers, "https://"+added.APIAddr), strings.Join(cred.Servers, ",")
+	})
 }
 
 // An agent whose node does not change proves it alive with heartbeats
