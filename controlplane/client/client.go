@@ -192,9 +192,23 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 // does not answer, or answers 503, is passed over for the next one of
 // the client's servers when repeating the request is safe (retryable).
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
-	var tried []*endpoint
+	var (
+		tried []*endpoint
+		// last is the previous server's 503, kept in case no server is
+		// left to try; closed when another reply is returned.
+		lastRes *http.Response
+		lastErr error
+	)
+	defer func() { drain(lastRes) }()
 	for {
 		ep := c.eps.pick(tried)
+		if ep == nil {
+			// SetServers shrank the list under this request: every
+			// server left was tried.
+			res, err := lastRes, lastErr
+			lastRes = nil
+			return res, err
+		}
 		tried = append(tried, ep)
 		var rd io.Reader
 		ct := ""
@@ -217,11 +231,19 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		if len(tried) >= c.eps.size() || !retryable(method, err, code) {
 			return resp, err
 		}
-		if resp != nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-			resp.Body.Close()
-		}
+		drain(lastRes)
+		lastRes, lastErr = resp, err
 	}
+}
+
+// drain reads a little of a reply that will not be used and closes it, so
+// that its connection can be reused; nil is a no-op.
+func drain(resp *http.Response) {
+	if resp == nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
 }
 
 // sendBody is send with a body read as it is sent: size bytes (-1 or 0:
