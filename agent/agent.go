@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/gossip"
 	"github.com/outpost-edge/outpost/runtime"
 )
 
@@ -28,13 +29,15 @@ var (
 
 // Agent is one running node agent.
 type Agent struct {
-	cfg   Config
-	log   *slog.Logger
-	cred  *credential
-	cl    *client.Client
-	rt    Runtime
-	state *state
-	pods  *pods
+	cfg  Config
+	log  *slog.Logger
+	cred *credential
+	// credMu guards cred's Servers and its file.
+	credMu sync.Mutex
+	cl     *client.Client
+	rt     Runtime
+	state  *state
+	pods   *pods
 	// address is the node's InternalIP, also every pod's IP (host
 	// network).
 	address string
@@ -56,6 +59,12 @@ type Agent struct {
 	// alive is when the node loop last turned (UnixNano), for the
 	// watchdog.
 	alive atomic.Int64
+	// gossip is the agent's member of the pool, nil without one; the
+	// servers it sees are servers to fail over to.
+	gossip atomic.Pointer[gossip.Pool]
+	// legacyHeartbeat: the server serves no heartbeat call, so the node's
+	// status is posted every heartbeat.
+	legacyHeartbeat atomic.Bool
 	// endpointPort is the port the agent's endpoint listens on.
 	endpointPort int
 	// thresholds are Config.EvictionHard, parsed once.
@@ -196,6 +205,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a.wg.Go(func() { a.watchPods(runCtx) })
 	a.wg.Go(func() { a.reportLoop(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })
+	a.wg.Go(func() { a.refreshServers(runCtx) })
 	a.wg.Go(func() {
 		t := time.NewTicker(10 * time.Second)
 		defer t.Stop()

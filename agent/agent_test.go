@@ -46,7 +46,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := cluster.New(t, cluster.Options{Servers: 1, ControlLoops: true})
+	return newEnvWith(t, cluster.Options{Servers: 1, ControlLoops: true})
+}
+
+// newEnvWith is newEnv on a cluster of opts.
+func newEnvWith(t *testing.T, opts cluster.Options) *env {
+	t.Helper()
+	c := cluster.New(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	leader := c.WaitForLeader(ctx)

@@ -25,6 +25,8 @@ var (
 const (
 	DefaultHeartbeat     = 10 * time.Second
 	DefaultStatusCheck   = 2 * time.Second
+	DefaultServerRefresh = time.Minute
+	DefaultStatusRefresh = 5 * time.Minute
 	DefaultEndpointPort  = 10250
 	DefaultGossipPort    = 6445
 	DefaultMaxPods       = 110
@@ -66,10 +68,16 @@ type Config struct {
 	// ContainerdSocket is the runtime's socket; empty means: start and
 	// supervise a private containerd if the binary is installed.
 	ContainerdSocket string
-	// Heartbeat is the period of status updates when nothing changes;
-	// StatusCheck the period of looking at the host.
-	Heartbeat   time.Duration
-	StatusCheck time.Duration
+	// Heartbeat is the period of the heartbeat call (liveness, no raft
+	// write) and of comparing the node's status with what was posted;
+	// StatusRefresh the period of posting the status when nothing
+	// changed; StatusCheck the period of looking at the host's conditions.
+	Heartbeat     time.Duration
+	StatusRefresh time.Duration
+	StatusCheck   time.Duration
+	// ServerRefresh is the period of asking the API (and gossip) which
+	// servers the agent may fail over to.
+	ServerRefresh time.Duration
 	// Reserved is taken from capacity for the system (cpu, memory,
 	// ephemeral-storage); MaxPods is the pods capacity.
 	Reserved api.ResourceList
@@ -130,6 +138,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StatusCheck <= 0 {
 		c.StatusCheck = DefaultStatusCheck
+	}
+	if c.StatusRefresh <= 0 {
+		c.StatusRefresh = DefaultStatusRefresh
+	}
+	if c.ServerRefresh <= 0 {
+		c.ServerRefresh = DefaultServerRefresh
 	}
 	if c.MaxPods <= 0 {
 		c.MaxPods = DefaultMaxPods

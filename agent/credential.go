@@ -22,7 +22,8 @@ import (
 const credentialFile = "credential.json"
 
 // credential is what the agent keeps of its join: the server it joined
-// and the reply of POST nodecredentials.
+// and the reply of POST nodecredentials, whose Servers the agent keeps
+// current (servers.go).
 type credential struct {
 	Server string `json:"server"`
 	api.NodeCredential
@@ -30,7 +31,7 @@ type credential struct {
 
 // clientConfig is the API client configuration of the node credential.
 func (c *credential) clientConfig() client.Config {
-	return client.Config{Server: c.Server, CAData: []byte(c.CACert), Token: c.Token}
+	return client.Config{Server: c.Server, Servers: c.Servers, CAData: []byte(c.CACert), Token: c.Token}
 }
 
 // tlsCertificate is the agent's own certificate and key.

@@ -55,5 +55,6 @@ func (a *Agent) startExtras(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("gossip: %w", err)
 	}
+	a.gossip.Store(p)
 	return func() { _ = p.Close() }, nil
 }

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"net/http"
+	"reflect"
 	goruntime "runtime"
 	"slices"
 	"time"
@@ -21,14 +24,21 @@ const (
 	LabelArch     = "kubernetes.io/arch"
 )
 
-// nodeLoop registers the Node, then looks at the host every StatusCheck
-// and sends the node's status when it changed, and at least every
-// Heartbeat.
+// nodeLoop registers the Node, then looks at the host every StatusCheck.
+// It writes the node's status (a raft entry) only when it changed —
+// conditions, capacity, addresses, node info, images — or StatusRefresh
+// passed, and otherwise proves the node alive every Heartbeat with the
+// heartbeat call, which the leader keeps in memory (issue 9 item 8).
 func (a *Agent) nodeLoop(ctx context.Context) {
 	var (
 		prev     []api.NodeCondition
 		lastSent time.Time
+		lastBeat time.Time
+		sentKey  api.NodeStatus
 		node     *api.Node
+		// resend: the stored Ready status is not the one posted (the
+		// node lifecycle controller marked the node Unknown).
+		resend bool
 	)
 	t := time.NewTicker(a.cfg.StatusCheck)
 	defer t.Stop()
@@ -45,13 +55,29 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 			}
 			now := a.now()
 			conds := host.Conditions(prev, obs, a.thresholds, rtErr, now)
-			if host.Changed(prev, conds) || now.Sub(lastSent) >= a.cfg.Heartbeat {
-				sent, gone := a.sendNodeStatus(ctx, node, conds, rtVersion)
+			changed := host.Changed(prev, conds) || resend
+			beat := now.Sub(lastBeat) >= a.cfg.Heartbeat
+			if changed || beat {
+				st, err := a.nodeStatus(ctx, conds, rtVersion)
 				switch {
-				case gone:
-					node = nil
-				case sent != nil:
-					node, prev, lastSent = sent, conds, now
+				case err != nil:
+					a.log.Warn("read the host", "err", err)
+				case changed || a.legacyHeartbeat.Load() || now.Sub(lastSent) >= a.cfg.StatusRefresh || !reflect.DeepEqual(statusKey(st), sentKey):
+					sent, gone := a.sendNodeStatus(ctx, node, st)
+					switch {
+					case gone:
+						node = nil
+					case sent != nil:
+						node, prev, lastSent, lastBeat, sentKey, resend = sent, conds, now, now, statusKey(st), false
+					}
+				default:
+					switch ready, err := a.heartbeat(ctx); {
+					case err == nil:
+						lastBeat = now
+						resend = ready != conditionStatus(prev, api.NodeReady)
+					case api.IsNotFound(err):
+						node = nil
+					}
 				}
 			}
 		}
@@ -61,6 +87,54 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// heartbeat renews the node's liveness on the leader and returns the
+// Ready status the control plane holds. A server that does not serve
+// heartbeats (an older version during a rolling update) makes the agent
+// post its whole status every heartbeat instead, as those servers expect.
+func (a *Agent) heartbeat(ctx context.Context) (string, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hb, err := a.cl.NodeHeartbeat(rctx, a.cfg.NodeName)
+	if err != nil {
+		var se *api.StatusError
+		switch {
+		case errors.As(err, &se) && se.Status.Code == http.StatusNotFound && (se.Status.Details == nil || se.Status.Details.Name == ""):
+			a.log.Info("the server serves no node heartbeats: posting the node's status every heartbeat instead")
+			a.legacyHeartbeat.Store(true)
+			return "", nil
+		case api.IsNotFound(err):
+			// The Node was deleted: register it again.
+		default:
+			a.offline(err)
+		}
+		return "", err
+	}
+	a.contact()
+	a.learnServers(hb.Servers)
+	return hb.Ready, nil
+}
+
+// statusKey is st without the times that change at every post, to tell a
+// status that changed from one that did not.
+func statusKey(st api.NodeStatus) api.NodeStatus {
+	st.Conditions = slices.Clone(st.Conditions)
+	for i := range st.Conditions {
+		st.Conditions[i].LastHeartbeatTime = nil
+		st.Conditions[i].LastTransitionTime = nil
+	}
+	return st
+}
+
+// conditionStatus is the status of the condition of type typ in conds.
+func conditionStatus(conds []api.NodeCondition, typ string) string {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 // nodeStatus is the status the agent reports: the host's facts, the
@@ -203,15 +277,10 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 	}
 }
 
-// sendNodeStatus writes the node's status with conds; it returns the
-// stored node, or nil when it could not (the next tick tries again), and
-// whether the Node is gone (deleted by an administrator: register again).
-func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, conds []api.NodeCondition, rtVersion string) (*api.Node, bool) {
-	st, err := a.nodeStatus(ctx, conds, rtVersion)
-	if err != nil {
-		a.log.Warn("read the host", "err", err)
-		return nil, false
-	}
+// sendNodeStatus writes the node's status st; it returns the stored
+// node, or nil when it could not (the next tick tries again), and whether
+// the Node is gone (deleted by an administrator: register again).
+func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, st api.NodeStatus) (*api.Node, bool) {
 	for attempt := 0; attempt < 3; attempt++ {
 		upd := *node
 		upd.Status = st

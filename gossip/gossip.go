@@ -56,7 +56,9 @@ type Member struct {
 	Name string
 	Role Role
 	// Addr is the member's gossip address, host:port.
-	Addr  string
+	Addr string
+	// API is a server's API URL ("" for agents): agents fail over to it.
+	API   string
 	State State
 	// Since is when this pool learned of the member's current state.
 	Since time.Time
@@ -101,6 +103,9 @@ type Config struct {
 	Key []byte
 	// Join lists host:port addresses of members to join (the servers).
 	Join []string
+	// API is a server's API URL, gossiped in its metadata so that agents
+	// learn every server they may fail over to.
+	API string
 	// Logger gets the pool's and memberlist's records; nil discards them.
 	Logger *slog.Logger
 	// Timing is the timing preset; default TimingDefault.
@@ -114,7 +119,8 @@ type Config struct {
 // meta is a member's metadata, JSON in memberlist's NodeMeta (512 bytes
 // at most).
 type meta struct {
-	Role Role `json:"role"`
+	Role Role   `json:"role"`
+	API  string `json:"api,omitempty"`
 	// Leaving is set by Leave just before the member says goodbye:
 	// memberlist tells its users of a death and of a departure alike.
 	Leaving bool `json:"leaving,omitempty"`
@@ -184,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	mc.SecretKey = slices.Clone(cfg.Key)
 	mc.GossipVerifyIncoming = true
 	mc.GossipVerifyOutgoing = true
-	p.delegate = &delegate{meta: meta{Role: cfg.Role}}
+	p.delegate = &delegate{meta: meta{Role: cfg.Role, API: cfg.API}}
 	mc.Delegate = p.delegate
 	mc.Events = events{p}
 	mc.Logger = log.New(logWriter{p.log}, "", 0)
@@ -422,7 +428,7 @@ func (p *Pool) Close() error {
 // it with its node lock held, so it must not block or call memberlist.
 func (p *Pool) record(typ EventType, n *memberlist.Node) {
 	md := metaOf(n.Meta)
-	m := Member{Name: n.Name, Role: md.Role, Addr: n.Address(), Since: time.Now()}
+	m := Member{Name: n.Name, Role: md.Role, Addr: n.Address(), API: md.API, Since: time.Now()}
 	switch typ {
 	case EventJoin, EventUpdate:
 		m.State = StateAlive

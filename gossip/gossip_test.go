@@ -328,3 +328,18 @@ func TestLogWriterLevels(t *testing.T) {
 		}
 	}
 }
+
+// A server's API URL travels in its metadata: agents learn from the pool
+// every server they may fail over to (issue 9 item 7).
+func TestServerAPIURLInMetadata(t *testing.T) {
+	s1 := start(t, Config{Name: "server:s1", API: "https://10.0.0.1:6443", Timing: TimingFast})
+	a1 := start(t, Config{Name: "a1", Role: RoleAgent, Join: []string{s1.LocalAddr()}, Timing: TimingFast})
+	waitMember(t, a1, "server:s1", StateAlive, 10*time.Second)
+	if m, _ := a1.Member("server:s1"); m.API != "https://10.0.0.1:6443" || m.Role != RoleServer {
+		t.Fatalf("the agent sees the server as %+v, want API https://10.0.0.1:6443", m)
+	}
+	waitMember(t, s1, "a1", StateAlive, 10*time.Second)
+	if m, _ := s1.Member("a1"); m.API != "" {
+		t.Fatalf("an agent member carries API %q", m.API)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"net/netip"
 	"slices"
 	"sync"
@@ -25,7 +26,10 @@ const SilencedAnnotation = "sim.outpost.io/silenced"
 // Defaults of Config.
 const (
 	DefaultHeartbeat = 10 * time.Second
-	DefaultWorkers   = 16
+	// DefaultStatusRefresh is the agent's: a node that does not change
+	// posts its status this often.
+	DefaultStatusRefresh = 5 * time.Minute
+	DefaultWorkers       = 16
 )
 
 // writeTimeout bounds each write, so that a stuck request cannot hold a
@@ -70,10 +74,19 @@ type Config struct {
 	// Count stamps out this many numbered copies of each template
 	// (CopyName: worker-0001...); 0 runs the templates under their names.
 	Count int
-	// Heartbeat is the interval of each node's status update (default
-	// 10s). Each interval is jittered by ±10% and the first one is
-	// spread over a whole interval, so nodes do not beat in step.
+	// Heartbeat is the interval of each node's heartbeat (default 10s):
+	// the heartbeat call, which renews the node's liveness on the leader
+	// without a raft write, as a real agent's does. Each interval is
+	// jittered by ±10% and the first one is spread over a whole
+	// interval, so nodes do not beat in step.
 	Heartbeat time.Duration
+	// StatusRefresh is how often a node that does not change posts its
+	// status anyway (default 5m, as the agent's).
+	StatusRefresh time.Duration
+	// StatusEveryHeartbeat posts the whole status at every heartbeat
+	// instead, as agents did before the heartbeat call (to measure the
+	// difference; testing/bench).
+	StatusEveryHeartbeat bool
 	// DisablePods leaves pods alone, for pure scheduler benchmarks:
 	// pods bound to the nodes stay Pending.
 	DisablePods bool
@@ -140,8 +153,11 @@ type simNode struct {
 	nextIP      atomic.Uint32
 
 	// Touched only by registration and then by the one heartbeat worker
-	// that has this node's key.
-	status api.NodeStatus
+	// that has this node's key: the status, when it was last posted, and
+	// whether the server lacks the heartbeat call (an older version).
+	status     api.NodeStatus
+	statusAt   time.Time
+	noBeatCall bool
 
 	timerMu sync.Mutex
 	timer   *time.Timer
@@ -184,6 +200,9 @@ func Run(ctx context.Context, cfg Config) error {
 func Start(ctx context.Context, cfg Config) (*Agents, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.StatusRefresh <= 0 {
+		cfg.StatusRefresh = DefaultStatusRefresh
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
@@ -470,6 +489,10 @@ func (a *Agents) register(ctx context.Context, n *simNode, cur *api.Node) error 
 // recordRegistration keeps what a registration wrote.
 func (a *Agents) recordRegistration(n *simNode, podCIDR string, st api.NodeStatus) {
 	n.status = st
+	// As if the last post were at a random point of the refresh period:
+	// nodes registered together refresh spread out, as agents started at
+	// different times do, so the steady rate shows from the start.
+	n.statusAt = time.Now().Add(-rand.N(a.cfg.StatusRefresh))
 	n.mu.Lock()
 	n.podRange = n.net.pods
 	if p, err := netip.ParsePrefix(podCIDR); err == nil && p.Addr().Is4() {
@@ -597,8 +620,10 @@ func (a *Agents) heartbeatWorker() {
 	}
 }
 
-// heartbeat refreshes every condition's lastHeartbeatTime through the
-// status subresource, as the node; a node deleted behind its back
+// heartbeat proves node n alive as an agent does: the heartbeat call,
+// which the leader keeps in memory, and a status post (every condition's
+// lastHeartbeatTime refreshed) only when the stored node is not Ready
+// (a transition) or StatusRefresh passed. A node deleted behind its back
 // registers again, as a real agent does.
 func (a *Agents) heartbeat(n *simNode) {
 	n.mu.RLock()
@@ -606,6 +631,40 @@ func (a *Agents) heartbeat(n *simNode) {
 		n.mu.RUnlock()
 		return
 	}
+	if a.cfg.StatusEveryHeartbeat || n.noBeatCall || !n.serverReady.Load() || time.Since(n.statusAt) >= a.cfg.StatusRefresh {
+		a.postStatus(n)
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, writeTimeout)
+	defer cancel()
+	hb, err := n.cl.NodeHeartbeat(ctx, n.name)
+	switch {
+	case err == nil && hb.Ready == api.ConditionTrue:
+		n.mu.RUnlock()
+	case err == nil:
+		// Marked Unknown meanwhile: post Ready again now.
+		n.serverReady.Store(false)
+		a.postStatus(n)
+	case isRouteNotFound(err):
+		n.noBeatCall = true
+		a.postStatus(n)
+	default:
+		n.mu.RUnlock()
+		a.heartbeatFailed(n, err)
+	}
+}
+
+// isRouteNotFound is a 404 naming no object: a server that does not serve
+// the path at all.
+func isRouteNotFound(err error) bool {
+	var se *api.StatusError
+	return errors.As(err, &se) && se.Status.Code == http.StatusNotFound && (se.Status.Details == nil || se.Status.Details.Name == "")
+}
+
+// postStatus refreshes every condition's lastHeartbeatTime through the
+// status subresource, as the node. It releases n.mu's read lock, which
+// the caller holds.
+func (a *Agents) postStatus(n *simNode) {
 	now := api.NewTime(time.Now())
 	transition := !n.serverReady.Load()
 	for i := range n.status.Conditions {
@@ -624,9 +683,17 @@ func (a *Agents) heartbeat(n *simNode) {
 	}
 	_, _, err := n.cl.UpdateStatus(ctx, body)
 	n.mu.RUnlock()
-	switch {
-	case err == nil:
+	if err == nil {
+		n.statusAt = now.Time
 		n.serverReady.Store(readyTrue(n.status.Conditions))
+		return
+	}
+	a.heartbeatFailed(n, err)
+}
+
+// heartbeatFailed registers n again if it was deleted, else logs err.
+func (a *Agents) heartbeatFailed(n *simNode, err error) {
+	switch {
 	case api.IsNotFound(err):
 		a.log.Info("node was deleted; registering it again", "node", n.name)
 		if err := a.register(a.ctx, n, nil); err != nil && a.ctx.Err() == nil {

@@ -90,7 +90,8 @@ this process. Each node is a real API client with a credential of its own (a nod
 made with the admin configuration and stored by its hash only): it registers its Node with
 the file's labels, taints, capacity, allocatable and conditions, plus the labels a real agent
 sets (kubernetes.io/hostname = the node's name, kubernetes.io/os, kubernetes.io/arch); it
-sends a heartbeat every --heartbeat (jittered); and it marks the pods bound to it Running
+sends a heartbeat every --heartbeat (jittered; the heartbeat call, which costs no raft write,
+and its whole status only when the stored node is not Ready or every 5 minutes); and it marks the pods bound to it Running
 and Ready, with a pod IP from a fake per-node range (no container runs anywhere).
 
 --count N stamps out N copies of each Node of the file, numbered: a Node "worker" with
@@ -142,9 +143,11 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 		file      string
 		count     int
 		heartbeat time.Duration
-		pods      bool
-		workers   int
-		quiet     bool
+		// statusEvery: the old heartbeat (a status write each).
+		statusEvery bool
+		pods        bool
+		workers     int
+		quiet       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agents -f nodes.yaml [--count N]",
@@ -182,8 +185,10 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 				Heartbeat:   heartbeat,
 				DisablePods: !pods,
 				Workers:     workers,
-				Logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
-				Progress:    stderr,
+
+				StatusEveryHeartbeat: statusEvery,
+				Logger:               slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+				Progress:             stderr,
 			}
 			return runAgents(cmd, cfg, stderr)
 		},
@@ -192,6 +197,7 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 	f.StringVarP(&file, "filename", "f", "", "file of Node manifests (YAML, --- separated, or JSON)")
 	f.IntVar(&count, "count", 0, "run this many numbered copies of each Node of the file (name-0001...)")
 	f.DurationVar(&heartbeat, "heartbeat", DefaultHeartbeat, "interval of each node's heartbeat (jittered by ±10%)")
+	f.BoolVar(&statusEvery, "status-every-heartbeat", false, "post each node's whole status at every heartbeat (a raft write each), as agents did before the heartbeat call; for comparing")
 	f.BoolVar(&pods, "pods", true, "mark pods bound to the nodes Running; --pods=false leaves them Pending")
 	f.IntVar(&workers, "workers", DefaultWorkers, "writes in flight at most, for each of registration, heartbeats and pods")
 	f.BoolVarP(&quiet, "quiet", "q", false, "log only warnings (not each node going quiet or resuming)")

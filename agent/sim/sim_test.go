@@ -41,6 +41,12 @@ func testLogger(t testing.TB, level slog.Level) *slog.Logger {
 // startServer runs a one-server cluster on loopback and returns its admin
 // configuration and the path of its admin.conf.
 func startServer(t *testing.T) (client.Config, string) {
+	cfg, path, _ := startServerWith(t)
+	return cfg, path
+}
+
+// startServerWith is startServer that also returns the server.
+func startServerWith(t *testing.T) (client.Config, string, *server.Server) {
 	t.Helper()
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "admin.conf")
@@ -71,7 +77,7 @@ func startServer(t *testing.T) (client.Config, string) {
 	if err := s.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	return s.AdminConfig(), confPath
+	return s.AdminConfig(), confPath, s
 }
 
 // waitFor polls cond until it holds or the deadline passes; it polls
@@ -107,8 +113,13 @@ func condition(n *api.Node, typ string) api.NodeCondition {
 	return api.NodeCondition{}
 }
 
-func heartbeatOf(t *testing.T, cl *client.Client, name string) time.Time {
+// heartbeatOf is when the leader last heard node name's heartbeat (the
+// heartbeat call, held in its memory), or else its last status post.
+func heartbeatOf(t *testing.T, s *server.Server, cl *client.Client, name string) time.Time {
 	t.Helper()
+	if at, ok := s.NodeHeartbeat(name); ok {
+		return at
+	}
 	c := condition(getNode(t, cl, name), api.NodeReady)
 	if c.LastHeartbeatTime == nil {
 		t.Fatalf("node %s: Ready has no lastHeartbeatTime", name)
@@ -158,7 +169,7 @@ status:
 // The simulation registers the file's nodes, each with its own node
 // credential, heartbeats, runs pods, and goes quiet on demand.
 func TestAgents(t *testing.T) {
-	adminCfg, confPath := startServer(t)
+	adminCfg, confPath, srv := startServerWith(t)
 	admin, err := client.New(adminCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -263,11 +274,16 @@ func TestAgents(t *testing.T) {
 		t.Fatalf("worker-0001 updating worker-0002: err = %v, want Forbidden", err)
 	}
 
-	// Heartbeats move lastHeartbeatTime (whole seconds on the wire).
-	start := heartbeatOf(t, admin, "worker-0001")
+	// Heartbeats renew the node's liveness on the leader, and write
+	// nothing while the node does not change.
+	rv := getNode(t, admin, "worker-0001").ResourceVersion
+	start := heartbeatOf(t, srv, admin, "worker-0001")
 	waitFor(t, "a heartbeat of worker-0001", 5*time.Second, func() bool {
-		return heartbeatOf(t, admin, "worker-0001").After(start)
+		return heartbeatOf(t, srv, admin, "worker-0001").After(start)
 	})
+	if got := getNode(t, admin, "worker-0001").ResourceVersion; got != rv {
+		t.Errorf("worker-0001's heartbeats wrote its Node: resourceVersion %s -> %s", rv, got)
+	}
 
 	// A pod bound to a simulated node becomes Running and Ready.
 	createBoundPod(t, admin, "web", "worker-0002")
@@ -308,12 +324,12 @@ func TestAgents(t *testing.T) {
 	// Ready drops once the process has seen the annotation; silencing
 	// waits for writes in flight, so the heartbeat read next is its last.
 	waitFor(t, "worker-0003 silenced", 5*time.Second, func() bool { return a.Ready() == 2 })
-	quiet := heartbeatOf(t, admin, "worker-0003")
+	quiet := heartbeatOf(t, srv, admin, "worker-0003")
 	createBoundPod(t, admin, "quiet", "worker-0003")
 	waitFor(t, "worker-0001 to heartbeat 2s past worker-0003's last", 5*time.Second, func() bool {
-		return !heartbeatOf(t, admin, "worker-0001").Before(quiet.Add(2 * time.Second))
+		return !heartbeatOf(t, srv, admin, "worker-0001").Before(quiet.Add(2 * time.Second))
 	})
-	if got := heartbeatOf(t, admin, "worker-0003"); !got.Equal(quiet) {
+	if got := heartbeatOf(t, srv, admin, "worker-0003"); !got.Equal(quiet) {
 		t.Fatalf("silenced worker-0003 heartbeat moved from %v to %v", quiet, got)
 	}
 	if ph := getPod(t, admin, "quiet").Status.Phase; ph == api.PodRunning {
@@ -325,7 +341,7 @@ func TestAgents(t *testing.T) {
 		t.Errorf("sim resume printed %q", out)
 	}
 	waitFor(t, "worker-0003 heartbeating again", 5*time.Second, func() bool {
-		return heartbeatOf(t, admin, "worker-0003").After(quiet)
+		return heartbeatOf(t, srv, admin, "worker-0003").After(quiet)
 	})
 	waitFor(t, "pod quiet Running", 5*time.Second, func() bool {
 		return getPod(t, admin, "quiet").Status.Phase == api.PodRunning

@@ -27,6 +27,7 @@ type agentFile struct {
 	GossipPort       int                    `json:"gossipPort,omitempty"`
 	ContainerdSocket string                 `json:"containerdSocket,omitempty"`
 	Heartbeat        string                 `json:"heartbeat,omitempty"`
+	StatusRefresh    string                 `json:"statusRefresh,omitempty"`
 	Reserved         map[string]string      `json:"reserved,omitempty"`
 	MaxPods          int64                  `json:"maxPods,omitempty"`
 	EvictionHard     string                 `json:"evictionHard,omitempty"`
@@ -86,7 +87,7 @@ keep running, and an agent restarted meanwhile brings them back.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Server, "server", "", "API URL of the control plane (https://host:6443)")
+	f.StringVar(&cfg.Server, "server", "", "API URL of a server to join through (https://host:6443; first start only: the credential then lists every server, and the agent fails over between them)")
 	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_JOIN"), "join string (or OUTPOST_JOIN); needed on the first start only")
 	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/outpost/agent", "directory for the credential, the state file, logs and containerd's root")
@@ -96,7 +97,8 @@ keep running, and an agent restarted meanwhile brings them back.`,
 	f.StringVar(&cfg.EndpointAddr, "listen", ":10250", "address of the agent's endpoint (logs, exec, image import; control plane only)")
 	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "port of the gossip membership pool")
 	f.StringVar(&cfg.ContainerdSocket, "containerd-socket", "", "containerd's socket (default: start a private containerd)")
-	f.DurationVar(&cfg.Heartbeat, "heartbeat", agent.DefaultHeartbeat, "how often the node's status is sent when nothing changed")
+	f.DurationVar(&cfg.Heartbeat, "heartbeat", agent.DefaultHeartbeat, "how often the node proves it is alive (no raft write) and its status is compared with what was posted")
+	f.DurationVar(&cfg.StatusRefresh, "status-refresh", agent.DefaultStatusRefresh, "how often the node's status is posted when nothing changed")
 	f.StringVar(&reserved, "reserved", "", "resources kept for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi")
 	f.Int64Var(&cfg.MaxPods, "max-pods", agent.DefaultMaxPods, "the node's pods capacity")
 	f.StringVar(&cfg.EvictionHard, "eviction-hard", "", "pressure thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
@@ -140,12 +142,22 @@ func loadAgentFile(path string, cfg *agent.Config, cmd *cobra.Command) error {
 	if fc.MaxPods != 0 {
 		set("max-pods", func() { cfg.MaxPods = fc.MaxPods })
 	}
-	if fc.Heartbeat != "" {
-		d, err := time.ParseDuration(fc.Heartbeat)
-		if err != nil {
-			return fmt.Errorf("--config %s: heartbeat: %w", path, err)
+	dur := func(flag, key string, dst *time.Duration, v string) error {
+		if v == "" {
+			return nil
 		}
-		set("heartbeat", func() { cfg.Heartbeat = d })
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, key, err)
+		}
+		set(flag, func() { *dst = d })
+		return nil
+	}
+	if err := dur("heartbeat", "heartbeat", &cfg.Heartbeat, fc.Heartbeat); err != nil {
+		return err
+	}
+	if err := dur("status-refresh", "statusRefresh", &cfg.StatusRefresh, fc.StatusRefresh); err != nil {
+		return err
 	}
 	if len(fc.Labels) > 0 {
 		cfg.Labels = fc.Labels

@@ -64,4 +64,28 @@ type NodeCredential struct {
 	// servers' gossip addresses to join.
 	GossipKey   string   `json:"gossipKey,omitempty"`
 	GossipPeers []string `json:"gossipPeers,omitempty"`
+	// Servers are the API URLs of the cluster's servers when the
+	// credential was issued: the agent fails over between them.
+	Servers []string `json:"servers,omitempty"`
+}
+
+// ServerList is the reply of GET /apis/outpost.io/v1/servers: the API
+// URLs of the servers of the raft configuration that answer.
+type ServerList struct {
+	TypeMeta `json:",inline"`
+	Servers  []string `json:"servers"`
+}
+
+// NodeHeartbeat is the reply of POST
+// /apis/outpost.io/v1/nodes/NAME/heartbeat: the leader renewed the node's
+// liveness (in memory, not in the raft log).
+type NodeHeartbeat struct {
+	TypeMeta `json:",inline"`
+	NodeName string `json:"nodeName"`
+	// Ready is the status of the stored Node's Ready condition: when it
+	// is not what the agent last posted (the node lifecycle controller
+	// marked it Unknown), the agent posts its status again.
+	Ready string `json:"ready,omitempty"`
+	// Servers are the API URLs of the servers, to fail over to.
+	Servers []string `json:"servers,omitempty"`
 }

@@ -29,11 +29,18 @@ const (
 	SubresourceLog    = "log"
 	SubresourceExec   = "exec"
 	SubresourceImages = "images"
+	// SubresourceHeartbeat (verb create, on nodes) renews a node's
+	// liveness on the leader without a raft write; a node for itself.
+	SubresourceHeartbeat = "heartbeat"
 )
 
 // ResourceNodeCredentials is what a join token may create: the agent trades
 // the join token for a node's own credential.
 const ResourceNodeCredentials = "nodecredentials"
+
+// ResourceServers is the list of the control plane's API URLs, which
+// agents read to fail over between servers.
+const ResourceServers = "servers"
 
 // Request is what a caller asks to do. For a resource request Resource is
 // the plural ("pods") and, for create, Name is the name in the body. A
@@ -168,6 +175,7 @@ var resourceGroup = map[string]string{
 	"tokens":                "outpost.io",
 	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",
+	ResourceServers:         "outpost.io",
 }
 
 // publicPaths are readable by every authenticated caller; other
@@ -250,13 +258,15 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 		}
 		switch req.Verb {
 		case VerbCreate:
-			return req.Subresource == ""
+			return req.Subresource == "" || req.Subresource == SubresourceHeartbeat
 		case VerbUpdate, VerbPatch:
 			return readableSub(req.Subresource)
 		}
 		return false
 	case "services", "namespaces":
 		return isRead(req.Verb) && readableSub(req.Subresource)
+	case ResourceServers:
+		return req.Verb == VerbList
 	case "events":
 		return (req.Verb == VerbCreate || req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == ""
 	}

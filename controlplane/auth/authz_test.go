@@ -53,6 +53,8 @@ func TestAuthorize(t *testing.T) {
 
 		// developer: workloads in its namespaces.
 		{"dev create pod", dev, res("create", "pods", "", "team-a", "p"), true},
+		{"dev heartbeat a node", dev, res("create", "nodes", "heartbeat", "", "edge-1"), false},
+		{"dev list servers", dev, Request{Verb: "list", Resource: "servers", Group: "outpost.io"}, false},
 		{"dev delete deployment", dev, Request{Verb: "delete", Resource: "deployments", Group: "apps", Namespace: "team-b", Name: "d"}, true},
 		{"dev update replicaset no group", dev, res("update", "replicasets", "", "team-a", "r"), true},
 		{"dev patch daemonset", dev, res("patch", "daemonsets", "", "team-a", "d"), true},
@@ -129,6 +131,10 @@ func TestAuthorize(t *testing.T) {
 		{"node update service", node, res("update", "services", "", "default", "s"), false},
 		{"node deployments", node, Request{Verb: "list", Resource: "deployments", Group: "apps"}, false},
 		{"node tokens", node, Request{Verb: "get", Resource: "tokens", Group: "outpost.io", Name: "node01"}, false},
+		{"node heartbeat own", node, res("create", "nodes", "heartbeat", "", "edge-1"), true},
+		{"node heartbeat other", node, res("create", "nodes", "heartbeat", "", "edge-2"), false},
+		{"node list servers", node, Request{Verb: "list", Resource: "servers", Group: "outpost.io"}, true},
+		{"node delete servers", node, Request{Verb: "delete", Resource: "servers", Group: "outpost.io"}, false},
 		{"node healthz", node, path("get", "/healthz"), true},
 		{"node metrics", node, path("get", "/metrics"), false},
 
@@ -138,6 +144,8 @@ func TestAuthorize(t *testing.T) {
 		{"join list pods", joiner, res("list", "pods", "", "", ""), false},
 		{"join create node", joiner, res("create", "nodes", "", "", ""), false},
 		{"join create events", joiner, res("create", "events", "", "default", "e"), false},
+		{"join heartbeat", joiner, res("create", "nodes", "heartbeat", "", "edge-1"), false},
+		{"join list servers", joiner, Request{Verb: "list", Resource: "servers", Group: "outpost.io"}, false},
 		{"join healthz", joiner, path("get", "/healthz"), true},
 
 		// anything else.

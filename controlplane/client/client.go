@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +47,9 @@ var (
 // Client talks to the outpost HTTP API. It is safe for concurrent use; one
 // Client should be shared, so that its connections are reused.
 type Client struct {
-	base      *url.URL
+	// eps are the servers, shared by copies (WithToken).
+	eps       *endpoints
+	insecure  bool
 	hc        *http.Client
 	token     string
 	namespace string
@@ -61,37 +64,36 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Server == "" {
 		return nil, ErrNoServer
 	}
-	server := cfg.Server
-	if !strings.Contains(server, "://") {
-		// "host:port", as users type it and as kubectl takes it.
-		server = "https://" + server
-	}
-	u, err := url.Parse(strings.TrimRight(server, "/"))
+	u, err := parseServer(cfg.Server, cfg.Insecure)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrBadServer, cfg.Server, err)
+		return nil, err
 	}
-	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w %q: want https://host:port", ErrBadServer, cfg.Server)
+	eps := &endpoints{list: []*endpoint{{base: u}}, now: time.Now}
+	for _, srv := range cfg.Servers {
+		o, err := parseServer(srv, cfg.Insecure)
+		if err != nil {
+			return nil, fmt.Errorf("servers: %w", err)
+		}
+		if o.Scheme != u.Scheme {
+			return nil, fmt.Errorf("%w %q: every server must use the scheme of %s", ErrBadServer, srv, cfg.Server)
+		}
+		if !slices.ContainsFunc(eps.list, func(ep *endpoint) bool { return ep.base.String() == o.String() }) {
+			eps.list = append(eps.list, &endpoint{base: o})
+		}
 	}
 	var tlsCfg *tls.Config
-	switch u.Scheme {
-	case "https":
-		if cfg.TLS != nil {
+	if u.Scheme == "https" {
+		switch {
+		case cfg.TLS != nil:
 			tlsCfg = cfg.TLS.Clone()
-		} else if len(cfg.CAData) > 0 {
+		case len(cfg.CAData) > 0:
 			tlsCfg, err = pki.ClientTLSConfig(cfg.CAData)
 			if err != nil {
 				return nil, fmt.Errorf("certificate-authority-data: %w", err)
 			}
-		} else {
+		default:
 			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
-	case "http":
-		if !cfg.Insecure {
-			return nil, fmt.Errorf("%w (server %s)", ErrPlainHTTP, cfg.Server)
-		}
-	default:
-		return nil, fmt.Errorf("%w %q: scheme must be https or http", ErrBadServer, cfg.Server)
 	}
 	ns := cfg.Namespace
 	if ns == "" {
@@ -115,7 +117,8 @@ func New(cfg Config) (*Client, error) {
 		ExpectContinueTimeout: time.Second,
 	}
 	return &Client{
-		base:      u,
+		eps:       eps,
+		insecure:  cfg.Insecure,
 		hc:        &http.Client{Transport: tr},
 		token:     cfg.Token,
 		namespace: ns,
@@ -142,8 +145,8 @@ func (c *Client) CAPin() (string, error) {
 // Namespace is the namespace requests use when they name none.
 func (c *Client) Namespace() string { return c.namespace }
 
-// Server is the base URL the client talks to.
-func (c *Client) Server() string { return c.base.String() }
+// Server is the base URL the client talks to now.
+func (c *Client) Server() string { return c.eps.current().String() }
 
 // SetWarningHandler makes the client call fn with the text of every
 // warning header of every reply, raw requests and watches included. The
@@ -185,20 +188,85 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 }
 
 // send issues the request and reports warnings; the caller owns the body.
-// A non-2xx reply is returned as a response, not an error.
+// A non-2xx reply is returned as a response, not an error. A server that
+// does not answer, or answers 503, is passed over for the next one of
+// the client's servers when repeating the request is safe (retryable).
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
-	if body == nil {
-		return c.sendBody(ctx, method, path, query, nil, 0, "")
+	var (
+		tried []*endpoint
+		// last is the previous server's 503, kept in case no server is
+		// left to try; closed when another reply is returned.
+		lastRes *http.Response
+		lastErr error
+	)
+	defer func() { drain(lastRes) }()
+	for {
+		ep := c.eps.pick(tried)
+		if ep == nil {
+			// SetServers shrank the list under this request: every
+			// server left was tried.
+			res, err := lastRes, lastErr
+			lastRes = nil
+			return res, err
+		}
+		tried = append(tried, ep)
+		var rd io.Reader
+		ct := ""
+		if body != nil {
+			rd, ct = bytes.NewReader(body), "application/json"
+		}
+		resp, err := c.sendTo(ctx, ep, method, path, query, rd, int64(len(body)), ct)
+		if ctx.Err() != nil {
+			return resp, err
+		}
+		if err == nil && resp.StatusCode != http.StatusServiceUnavailable {
+			c.eps.answered(ep)
+			return resp, nil
+		}
+		c.eps.failed(ep)
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		if len(tried) >= c.eps.size() || !retryable(method, err, code) {
+			return resp, err
+		}
+		drain(lastRes)
+		lastRes, lastErr = resp, err
 	}
-	return c.sendBody(ctx, method, path, query, bytes.NewReader(body), int64(len(body)), "application/json")
+}
+
+// drain reads a little of a reply that will not be used and closes it, so
+// that its connection can be reused; nil is a no-op.
+func drain(resp *http.Response) {
+	if resp == nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
 }
 
 // sendBody is send with a body read as it is sent: size bytes (-1 or 0:
-// unknown, sent chunked) of contentType; nil for none.
+// unknown, sent chunked) of contentType; nil for none. It cannot be
+// repeated, so it goes to one server only.
 func (c *Client) sendBody(ctx context.Context, method, path string, query url.Values, body io.Reader, size int64, contentType string) (*http.Response, error) {
+	ep := c.eps.pick(nil)
+	resp, err := c.sendTo(ctx, ep, method, path, query, body, size, contentType)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil || resp.StatusCode == http.StatusServiceUnavailable:
+		c.eps.failed(ep)
+	default:
+		c.eps.answered(ep)
+	}
+	return resp, err
+}
+
+// sendTo sends one request to ep.
+func (c *Client) sendTo(ctx context.Context, ep *endpoint, method, path string, query url.Values, body io.Reader, size int64, contentType string) (*http.Response, error) {
 	// path arrives escaped (PathFor escapes names); URL wants both forms.
-	u := *c.base
-	u.RawPath = c.base.EscapedPath() + path
+	u := *ep.base
+	u.RawPath = ep.base.EscapedPath() + path
 	unescaped, err := url.PathUnescape(u.RawPath)
 	if err != nil {
 		return nil, fmt.Errorf("request path %q: %w", path, err)
@@ -228,7 +296,7 @@ func (c *Client) sendBody(ctx context.Context, method, path string, query url.Va
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, method, path, err)
+		return nil, c.transportErrorAt(ctx, ep.base.Host, method, path, err)
 	}
 	if c.onWarning != nil {
 		for _, w := range ParseWarnings(resp.Header) {
@@ -241,10 +309,14 @@ func (c *Client) sendBody(ctx context.Context, method, path string, query url.Va
 // transportError keeps a cancelled or timed-out context recognisable and
 // marks everything else as an unreachable server.
 func (c *Client) transportError(ctx context.Context, method, path string, err error) error {
+	return c.transportErrorAt(ctx, c.eps.current().Host, method, path, err)
+}
+
+func (c *Client) transportErrorAt(ctx context.Context, host, method, path string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s %s: %w", method, path, ctxErr)
 	}
-	return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.base.Host, err)
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, host, err)
 }
 
 // ErrorFromReply turns a non-2xx reply into an *api.StatusError: the

@@ -17,6 +17,10 @@ type Config struct {
 	// Server is the API's base URL, "https://host:port"; without a
 	// scheme ("host:port"), https:// is assumed.
 	Server string
+	// Servers are more API URLs of the same cluster: a request that
+	// cannot reach the server in use goes to the next (agents fail over
+	// between servers this way). Not written to the config file.
+	Servers []string
 	// CAData is the PEM of the cluster CA that signed the server's
 	// certificate. Without it the system roots are used.
 	CAData []byte

@@ -37,15 +37,23 @@ const raftPeersPath = "/apis/outpost.io/v1/raft/peers"
 
 // RaftPeers lists the raft members with their state.
 func (c *Client) RaftPeers(ctx context.Context) ([]RaftPeer, error) {
-	data, _, err := c.Do(ctx, http.MethodGet, raftPeersPath, nil, nil)
-	if err != nil {
+	var l raftPeerList
+	if err := c.doJSON(ctx, http.MethodGet, raftPeersPath, &l); err != nil {
 		return nil, err
 	}
-	var l raftPeerList
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, fmt.Errorf("%w: RaftPeerList: %w", ErrBadReply, err)
-	}
 	return l.Items, nil
+}
+
+// doJSON sends a request without a body and decodes the reply into out.
+func (c *Client) doJSON(ctx context.Context, method, path string, out any) error {
+	data, _, err := c.Do(ctx, method, path, nil, nil)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadReply, path, err)
+	}
+	return nil
 }
 
 // RaftPromote makes non-voter id a voter. The server refuses (with a
@@ -94,4 +102,25 @@ func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
 		return VersionInfo{}, fmt.Errorf("%w: version: %w", ErrBadReply, err)
 	}
 	return v, nil
+}
+
+const serversPath = "/apis/outpost.io/v1/servers"
+
+// APIServers lists the API URLs of the cluster's servers that answer
+// (agents fail over between them; see SetServers).
+func (c *Client) APIServers(ctx context.Context) ([]string, error) {
+	var l api.ServerList
+	if err := c.doJSON(ctx, http.MethodGet, serversPath, &l); err != nil {
+		return nil, err
+	}
+	return l.Servers, nil
+}
+
+// NodeHeartbeat renews node's liveness on the leader (no raft write).
+func (c *Client) NodeHeartbeat(ctx context.Context, node string) (*api.NodeHeartbeat, error) {
+	var hb api.NodeHeartbeat
+	if err := c.doJSON(ctx, http.MethodPost, "/apis/outpost.io/v1/nodes/"+url.PathEscape(node)+"/heartbeat", &hb); err != nil {
+		return nil, err
+	}
+	return &hb, nil
 }

@@ -23,6 +23,14 @@ type Membership interface {
 	Subscribe() (names <-chan string, cancel func())
 }
 
+// Liveness is the leader's memory of node heartbeats that cost no raft
+// write (the server's heartbeat endpoint).
+type Liveness interface {
+	// LastHeartbeat is when the leader last heard from node name (this
+	// host's clock), and whether it has since it started leading.
+	LastHeartbeat(name string) (time.Time, bool)
+}
+
 // MemberState is a gossip member's state.
 type MemberState string
 
@@ -40,6 +48,9 @@ type NodeLifecycle struct {
 	// Membership is the gossip pool's view of the nodes; nil judges
 	// nodes by their heartbeats alone.
 	Membership Membership
+	// Liveness is the heartbeats held in the leader's memory; nil judges
+	// nodes by their status writes (and gossip) alone.
+	Liveness Liveness
 	// MonitorGracePeriod is how long a node may go without a new
 	// heartbeat (a new lastHeartbeatTime of its Ready condition) before
 	// its conditions become Unknown; default DefaultNodeMonitorGracePeriod.
@@ -76,6 +87,7 @@ type nodeLifecycle struct {
 	*loop
 	s     *shared
 	m     Membership
+	live  Liveness
 	grace time.Duration
 
 	mu   sync.Mutex
@@ -94,7 +106,7 @@ type heartbeat struct {
 }
 
 func newNodeLifecycle(s *shared, cfg NodeLifecycle) *nodeLifecycle {
-	c := &nodeLifecycle{s: s, m: cfg.Membership, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}}
+	c := &nodeLifecycle{s: s, m: cfg.Membership, live: cfg.Liveness, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}}
 	if c.grace <= 0 {
 		c.grace = DefaultNodeMonitorGracePeriod
 	}
@@ -186,6 +198,15 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 		return 0, nil
 	}
 	h := c.observe(n)
+	if c.live != nil {
+		// A heartbeat the leader heard is evidence of life as a status
+		// write is; the grace still starts no earlier than this
+		// controller's first look (observe), so a new leader, which has
+		// heard nothing yet, gives every node a full grace period.
+		if t, ok := c.live.LastHeartbeat(name); ok && t.After(h.at) {
+			h.at, h.changed = t, true
+		}
+	}
 	now := c.s.now()
 	msg := ""
 	if c.m != nil {

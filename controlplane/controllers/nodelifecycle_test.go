@@ -347,3 +347,54 @@ func TestNodeLifecycleIgnoresNodesWithoutHeartbeats(t *testing.T) {
 		t.Fatalf("by-hand Ready = %s, want True left alone", got)
 	}
 }
+
+// fakeLiveness is the leader's heartbeat memory, set by the test.
+type fakeLiveness struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (f *fakeLiveness) LastHeartbeat(name string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.last[name]
+	return t, ok
+}
+
+func (f *fakeLiveness) beat(name string, at time.Time) {
+	f.mu.Lock()
+	f.last[name] = at
+	f.mu.Unlock()
+}
+
+// Heartbeats held in the leader's memory keep a node Ready without any
+// status write; when they stop, the node is marked a grace period after
+// the last one. A heartbeat older than the controller's first look does
+// not shorten the fresh grace period a new leader gives (issue 9 item 8).
+func TestNodeLifecycleLivenessHeartbeats(t *testing.T) {
+	e := newEnv(t)
+	live := &fakeLiveness{last: map[string]time.Time{}}
+	e.agentNode("hb-1")
+	// Heard long before this controller started (an earlier leadership).
+	live.beat("hb-1", e.clock.Now().Add(-time.Hour))
+	e.startLifecycle(NodeLifecycle{Liveness: live})
+	e.settle("hb-1")
+	for range 4 {
+		e.clock.Advance(30 * time.Second)
+		live.beat("hb-1", e.clock.Now())
+		e.settle("hb-1")
+		if got := readyStatus(e.node("hb-1")); got != api.ConditionTrue {
+			t.Fatalf("Ready = %s while heartbeats arrive every 30s (grace 40s)", got)
+		}
+	}
+	if w := e.f.Writes("status nodes"); w != 0 {
+		t.Fatalf("%d node status writes while the node heartbeated, want none", w)
+	}
+	e.clock.Advance(30 * time.Second)
+	e.settle("hb-1")
+	if got := readyStatus(e.node("hb-1")); got != api.ConditionTrue {
+		t.Fatalf("Ready = %s 30s after the last heartbeat, want True", got)
+	}
+	e.clock.Advance(11 * time.Second)
+	e.waitUnknown("hb-1", msgHeartbeatsStopped)
+}

@@ -77,6 +77,7 @@ func (s *Server) startGossip(ctx context.Context) error {
 		AdvertiseAddr: adv,
 		Key:           s.gossipKey,
 		Join:          seeds,
+		API:           s.url,
 		Logger:        s.cfg.Logger,
 	})
 	if err != nil {

@@ -179,6 +179,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveSchedulers(w, r, id, segs[4:n])
 			return
 		}
+		if group == raftGroup && segs[3] == auth.ResourceServers {
+			s.serveServers(w, r, id, segs[4:n])
+			return
+		}
 		if group == raftGroup && segs[3] == auth.ResourceNodeCredentials {
 			s.serveNodeCredentials(w, r, id, segs[4:n])
 			return

@@ -91,5 +91,6 @@ func (s *Server) serveNodeCredentials(w *recorder, r *http.Request, id *auth.Ide
 		Key:         string(keyPEM),
 		GossipKey:   base64.StdEncoding.EncodeToString(key),
 		GossipPeers: peers,
+		Servers:     s.ServerURLs(r.Context()),
 	})
 }

@@ -14,6 +14,9 @@ import (
 func (s *Server) runLoops(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	lv := newLiveness()
+	s.liveness.Store(lv)
+	defer s.liveness.CompareAndSwap(lv, nil)
 	c := internalClient{s}
 	wg.Go(func() { s.runSchedulers(ctx, c) })
 	if !s.cfg.DisableControllers {
@@ -23,6 +26,7 @@ func (s *Server) runLoops(ctx context.Context) {
 				Logger: s.cfg.Logger.With("component", "controllers"),
 				NodeLifecycle: controllers.NodeLifecycle{
 					Membership:         s.nodeMembership(),
+					Liveness:           lv,
 					MonitorGracePeriod: s.cfg.NodeMonitorGracePeriod,
 				},
 			})

@@ -61,6 +61,9 @@ func (s *Server) serveNodeStream(w *recorder, r *http.Request, id *auth.Identity
 	case group == "" && len(segs) == 5 && segs[0] == "namespaces" && segs[2] == "pods" && segs[4] == subExec:
 		w.label(verbCreate, "pods/"+subExec)
 		s.servePodExec(w, r, id, segs[1], segs[3])
+	case group == raftGroup && len(segs) == 3 && segs[0] == "nodes" && segs[2] == subHeartbeat:
+		w.label(verbCreate, "nodes/"+subHeartbeat)
+		s.serveNodeHeartbeat(w, r, id, segs[1])
 	case group == raftGroup && len(segs) == 3 && segs[0] == "nodes" && segs[2] == subImages:
 		w.label(verbCreate, "nodes/"+subImages)
 		s.serveNodeImages(w, r, id, segs[1])

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
@@ -51,6 +52,11 @@ type Server struct {
 	// gossip is the server's member of the gossip pool; gossipKey its key.
 	gossip    *gossip.Pool
 	gossipKey []byte
+	// servers caches the API URLs agents fail over between (servers.go).
+	servers serverURLs
+	// liveness holds node heartbeats while this server's leader loops
+	// run; nil otherwise (liveness.go).
+	liveness atomic.Pointer[liveness]
 
 	metrics        *metrics
 	metricsHandler http.Handler

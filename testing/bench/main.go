@@ -38,12 +38,16 @@ func main() {
 		schedW   = flag.String("scheduler-workloads", "", "run only the scheduler workloads whose name contains this")
 		agentB   = flag.Bool("agent", true, "run the node agent measurements (issue 4; needs root, containerd, runc)")
 		agentO   = flag.Bool("agent-only", false, "run only the node agent measurements")
+		hbB      = flag.Bool("heartbeats", true, "run the node heartbeat measurement (issue 9 item 8)")
+		hbN      = flag.Int("heartbeat-nodes", 5000, "simulated nodes in the heartbeat measurement")
+		hbO      = flag.Bool("heartbeats-only", false, "run only the node heartbeat measurement")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	if !*only && !*agentO {
+	others := !*hbO
+	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
 			log.Fatal(err)
@@ -52,7 +56,7 @@ func main() {
 			r.goBench = goBenchmarks()
 		}
 	}
-	if *sched && !*agentO {
+	if *sched && !*agentO && others {
 		res := runSchedulerBench(ctx, *bin, *schedN, *schedX, *schedW)
 		algo := ""
 		if *gobench {
@@ -60,7 +64,10 @@ func main() {
 		}
 		r.sched = schedMarkdown(res, algo)
 	}
-	if *agentB || *agentO {
+	if (*hbB && !*only && !*agentO) || *hbO {
+		r.heartbeats = hbMarkdown(runHeartbeatBench(ctx, *bin, *hbN), fmt.Sprintf("go run ./testing/bench -bin %s -heartbeats-only -heartbeat-nodes %d", *bin, *hbN))
+	}
+	if (*agentB && others) || *agentO {
 		r.agent = agentMarkdown(runAgentBench(ctx, *bin), "go run ./testing/bench -bin "+*bin+" -agent-only")
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
@@ -94,6 +101,7 @@ type report struct {
 	notes      []string
 	sched      string
 	agent      string
+	heartbeats string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -469,6 +477,7 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "\n## Go micro-benchmarks\n\n```\n%s\n```\n", r.goBench)
 	}
 	b.WriteString(r.sched)
+	b.WriteString(r.heartbeats)
 	b.WriteString(r.agent)
 	return b.String()
 }

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+)
+
+// subHeartbeat is the heartbeat subresource of nodes in the outpost.io
+// group: POST /apis/outpost.io/v1/nodes/NAME/heartbeat.
+const subHeartbeat = auth.SubresourceHeartbeat
+
+// liveness is the leader's memory of node heartbeats, as Nomad keeps its
+// heartbeat timers: a heartbeat renews it without a raft entry, so that a
+// node that is alive and unchanged costs the log nothing. It lives as
+// long as one leadership's loops; the next leader starts empty, and the
+// node lifecycle controller gives every node a full grace period from
+// the moment it first looks, so a failover marks no node Unknown for
+// heartbeats the old leader received.
+type liveness struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func newLiveness() *liveness { return &liveness{last: map[string]time.Time{}} }
+
+func (l *liveness) renew(name string, at time.Time) {
+	l.mu.Lock()
+	l.last[name] = at
+	l.mu.Unlock()
+}
+
+// LastHeartbeat is when the leader last heard node name's heartbeat (the
+// leader's clock).
+func (l *liveness) LastHeartbeat(name string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.last[name]
+	return t, ok
+}
+
+// serveNodeHeartbeat answers POST /apis/outpost.io/v1/nodes/NAME/heartbeat:
+// a follower forwards it to the leader, which renews the node's liveness
+// in memory and answers with the Ready status its store holds (so an
+// agent whose node was marked Unknown posts its status again) and the
+// servers to fail over to.
+func (s *Server) serveNodeHeartbeat(w *recorder, r *http.Request, id *auth.Identity, name string) {
+	if r.Method != http.MethodPost {
+		writeError(w, api.NewMethodNotAllowed(r.Method+" is not supported on nodes "+name+"/"+subHeartbeat))
+		return
+	}
+	if err := s.authorize(id, auth.Request{Verb: auth.VerbCreate, Resource: "nodes", Subresource: subHeartbeat, Name: name}); err != nil {
+		writeError(w, err)
+		return
+	}
+	if s.forwardIfFollower(w, r) {
+		return
+	}
+	lv := s.liveness.Load()
+	if lv == nil {
+		// Leading, but before the barrier: the store may not hold the
+		// node yet, and no controller reads liveness.
+		writeError(w, unavailable("the leader is starting; retry", 1))
+		return
+	}
+	obj, _, err := s.store.Get(nodesResource, "", name)
+	if err != nil {
+		writeError(w, api.NewNotFound(nodesResource, name))
+		return
+	}
+	lv.renew(name, time.Now())
+	ready := ""
+	if n, ok := obj.(*api.Node); ok {
+		for _, c := range n.Status.Conditions {
+			if c.Type == api.NodeReady {
+				ready = c.Status
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, &api.NodeHeartbeat{
+		TypeMeta: api.TypeMeta{APIVersion: "outpost.io/v1", Kind: "NodeHeartbeat"},
+		NodeName: name,
+		Ready:    ready,
+		Servers:  s.ServerURLs(r.Context()),
+	})
+}
+
+// NodeHeartbeat is when this server, as leader, last heard node name's
+// heartbeat; false when it does not lead or has not heard one.
+func (s *Server) NodeHeartbeat(name string) (time.Time, bool) {
+	lv := s.liveness.Load()
+	if lv == nil {
+		return time.Time{}, false
+	}
+	return lv.LastHeartbeat(name)
+}
