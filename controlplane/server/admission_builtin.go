@@ -215,16 +215,19 @@ func (schedulerPolicyAdmission) Admit(_ context.Context, _ string, _ *auth.Ident
 	if err == nil {
 		return nil
 	}
-	base := api.Root("spec").Child("policy").String()
+	base := api.Root("spec").Child("policy")
 	var errs api.ErrorList
 	if ie, ok := errors.AsType[*policy.InvalidError](err); ok {
 		for _, fe := range ie.Errs {
 			c := *fe
-			c.Field = base + "." + fe.Field
+			c.Field = base.String()
+			if fe.Field != "" {
+				c.Field += "." + fe.Field
+			}
 			errs = append(errs, &c)
 		}
 	} else {
-		errs = append(errs, api.Invalid(api.Root("spec").Child("policy"), "(the document)", err.Error()))
+		errs = append(errs, api.Invalid(base, "(the document)", err.Error()))
 	}
 	return api.NewInvalid("SchedulerPolicy", sp.Name, errs)
 }

@@ -60,21 +60,34 @@ var defaultPolicyDocument = func() string {
 // server must not start on a policy its operator did not mean.
 func newSchedulerSet(files map[string]string) (*schedulerSet, error) {
 	ss := &schedulerSet{files: files, docs: map[string]string{}, errs: map[string]string{}}
-	var errs []string
-	for name, file := range files {
-		doc, err := readPolicy(file)
-		if err != nil {
+	if _, failed := ss.read(); len(failed) > 0 {
+		var errs []string
+		for name, err := range failed {
 			errs = append(errs, fmt.Sprintf("scheduler %q: %v", name, err))
-			continue
 		}
-		ss.docs[name] = doc
-	}
-	if len(errs) > 0 {
 		slices.Sort(errs)
 		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
 	}
-	ss.loaded = time.Now()
 	return ss, nil
+}
+
+// read reads every file, keeping each document that reads well and each
+// failed file's last document and failure. The caller holds mu or owns ss.
+func (ss *schedulerSet) read() (good map[string]string, failed map[string]error) {
+	good, failed = map[string]string{}, map[string]error{}
+	for name, file := range ss.files {
+		doc, err := readPolicy(file)
+		if err != nil {
+			ss.errs[name] = err.Error()
+			failed[name] = err
+			continue
+		}
+		delete(ss.errs, name)
+		ss.docs[name] = doc
+		good[name] = doc
+	}
+	ss.loaded = time.Now()
+	return good, failed
 }
 
 // readPolicy returns the document of a policy file ("" for the default
@@ -107,20 +120,11 @@ func (ss *schedulerSet) source(serverID, name string) string {
 func (ss *schedulerSet) reload() (map[string]string, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	good, failed := ss.read()
 	var errs []error
-	good := map[string]string{}
-	for name, file := range ss.files {
-		doc, err := readPolicy(file)
-		if err != nil {
-			ss.errs[name] = err.Error()
-			errs = append(errs, fmt.Errorf("scheduler %q keeps its last good policy: %w", name, err))
-			continue
-		}
-		delete(ss.errs, name)
-		ss.docs[name] = doc
-		good[name] = doc
+	for name, err := range failed {
+		errs = append(errs, fmt.Errorf("scheduler %q keeps its last good policy: %w", name, err))
 	}
-	ss.loaded = time.Now()
 	return good, errors.Join(errs...)
 }
 
@@ -129,11 +133,7 @@ func (ss *schedulerSet) reload() (map[string]string, error) {
 func (ss *schedulerSet) seeds() map[string]string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	out := make(map[string]string, len(ss.docs))
-	for name, doc := range ss.docs {
-		out[name] = doc
-	}
-	return out
+	return maps.Clone(ss.docs)
 }
 
 // seedSchedulerPolicies creates the SchedulerPolicy of every scheduler
