@@ -238,17 +238,22 @@ func (s *boltStore) deleteSome(lo, hi uint64, prefix bool) (bool, error) {
 		c := tx.Bucket(bucketLogs).Cursor()
 		// Seek again after each delete rather than trusting Next or Prev
 		// after Delete, whose position is easy to get wrong.
+		loKey := indexKey(lo)
+		var pastHi []byte // nil: nothing lies above hi
+		if hi < math.MaxUint64 {
+			pastHi = indexKey(hi + 1)
+		}
 		next := func() []byte {
 			if prefix {
-				k, _ := c.Seek(indexKey(lo))
+				k, _ := c.Seek(loKey)
 				if k == nil || binary.BigEndian.Uint64(k) > hi {
 					return nil
 				}
 				return k
 			}
 			var k []byte
-			if hi < math.MaxUint64 {
-				k, _ = c.Seek(indexKey(hi + 1))
+			if pastHi != nil {
+				k, _ = c.Seek(pastHi)
 			}
 			if k == nil {
 				k, _ = c.Last()

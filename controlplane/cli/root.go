@@ -148,14 +148,14 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 	if c == c.Root() || !c.HasSubCommands() || c.Runnable() {
 		return
 	}
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2
+	}
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
 		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-		if cmd.SuggestionsMinimumDistance <= 0 {
-			cmd.SuggestionsMinimumDistance = 2
-		}
 		if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
 			msg += "; did you mean " + strings.Join(sugg, " or ") + "?"
 		}

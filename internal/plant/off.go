@@ -2,8 +2,5 @@
 
 package plant
 
-// Enabled reports whether this binary can plant bugs at all.
-const Enabled = false
-
 // On reports whether the named bug is planted; never, in this build.
 func On(string) bool { return false }

@@ -8,9 +8,6 @@ import (
 	"sync"
 )
 
-// Enabled reports whether this binary can plant bugs at all.
-const Enabled = true
-
 var planted = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, name := range strings.Split(os.Getenv("OUTPOST_PLANT"), ",") {
