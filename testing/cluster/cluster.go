@@ -96,11 +96,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	// A server answers nothing that depends on its store until it has
 	// applied a read index taken after it started (server: catchup.go);
 	// tests begin once every member would answer.
-	for _, m := range c.Members {
-		if err := m.Server.WaitReady(ctx); err != nil {
-			t.Fatalf("start cluster: %v", err)
-		}
-	}
+	c.waitReady("start cluster", c.Members...)
 	return c
 }
 
@@ -226,10 +222,19 @@ func (c *Cluster) Restart(m *Member) {
 	if err := c.start(m, 0); err != nil {
 		c.t.Fatalf("restart: %v", err)
 	}
+	c.waitReady("restart", m)
+}
+
+// waitReady fails the test, naming what, unless every one of ms is ready
+// within 30 s.
+func (c *Cluster) waitReady(what string, ms ...*Member) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := m.Server.WaitReady(ctx); err != nil {
-		c.t.Fatalf("restart: %v", err)
+	for _, m := range ms {
+		if err := m.Server.WaitReady(ctx); err != nil {
+			c.t.Fatalf("%s: %v", what, err)
+		}
 	}
 }
 
@@ -243,11 +248,7 @@ func (c *Cluster) AddServer() *Member {
 	if err := c.start(m, 0); err != nil {
 		c.t.Fatalf("add server: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.Server.WaitReady(ctx); err != nil {
-		c.t.Fatalf("add server: %v", err)
-	}
+	c.waitReady("add server", m)
 	return m
 }
 

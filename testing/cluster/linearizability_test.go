@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -30,22 +29,19 @@ func TestLinearizableUnderFaults(t *testing.T) {
 
 	runCtx, stop := context.WithTimeout(ctx, dur)
 	defer stop()
-	var wg sync.WaitGroup
-	const clients = 6
-	for id := range clients {
-		wg.Add(1)
-		// Each client talks to one server for its whole life.
-		cl, err := client.New(c.ClientConfig(c.Members[id%len(c.Members)]))
+	// Each client talks to one server for its whole life.
+	var clients []*client.Client
+	for _, m := range c.Members {
+		cl, err := client.New(c.ClientConfig(m))
 		if err != nil {
 			t.Fatalf("client: %v", err)
 		}
-		go func() {
-			defer wg.Done()
-			w.Run(runCtx, id, cl)
-		}()
+		clients = append(clients, cl)
 	}
+	ran := make(chan struct{})
+	go func() { defer close(ran); w.RunAll(runCtx, 6, clients) }()
 	faults := nemesis(runCtx, t, c)
-	wg.Wait()
+	<-ran
 	c.Net.Heal()
 
 	sum, counts := linearize.Summary(h)
@@ -60,13 +56,7 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	// running for ever.
 	res, info := h.Check(4 * time.Minute)
 	if res != porcupine.Ok {
-		path := filepath.Join(t.TempDir(), "history.html")
-		if err := porcupine.VisualizePath(linearize.Model(), info, path); err == nil {
-			if b, err := os.ReadFile(path); err == nil {
-				_ = os.WriteFile(filepath.Join(os.TempDir(), "outpost-linearizability.html"), b, 0o644)
-			}
-		}
-		t.Fatalf("history is %s, not linearizable (visualization in %s)", res, filepath.Join(os.TempDir(), "outpost-linearizability.html"))
+		t.Fatalf("history is %s, not linearizable (%s)", res, h.Save(info, "outpost-linearizability"))
 	}
 }
 

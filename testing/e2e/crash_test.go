@@ -110,20 +110,11 @@ func TestCrashWholeClusterKill9(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	wg := writeStream(wctx, cl, 8, "w", &acked, &n)
 	waitCount(t, &n, 300, time.Minute)
-	for _, s := range c.Servers {
-		c.Kill(s)
-	}
+	c.KillAll()
 	stop()
 	wg.Wait()
-	for _, s := range c.Servers {
-		if err := c.Start(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range c.Servers {
-		if err := s.WaitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.StartAll(ctx); err != nil {
+		t.Fatal(err)
 	}
 	assertAllPresent(t, ctx, cl, &acked)
 }
@@ -141,7 +132,7 @@ func startCluster(ctx context.Context, t *testing.T, n int, args ...string) (*pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := client.New(cfg)
+	cl, err := c.Servers[0].Client()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,11 +107,7 @@ func runLinearizable(ctx context.Context, t *testing.T, bin string, dur time.Dur
 	w := &linearize.Workload{History: h, Keys: []string{"k0", "k1", "k2", "k3", "k4", "k5"}, Namespace: "default"}
 	var clients []*client.Client
 	for _, s := range c.Servers {
-		cfg, err := s.AdminConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, err := client.New(cfg)
+		cl, err := s.Client()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,12 +115,8 @@ func runLinearizable(ctx context.Context, t *testing.T, bin string, dur time.Dur
 	}
 	runCtx, stop := context.WithTimeout(ctx, dur)
 	defer stop()
-	var wg sync.WaitGroup
-	for id := range 12 {
-		wg.Go(func() { w.Run(runCtx, id, clients[id%len(clients)]) })
-	}
-	done := processNemesis(runCtx, t, c, clients[0], faults)
-	wg.Wait()
+	done := processNemesis(runCtx, t, c, clients, faults)
+	w.RunAll(runCtx, 12, clients)
 	applied := done()
 
 	sum, counts := linearize.Summary(h)
@@ -138,16 +127,7 @@ func runLinearizable(ctx context.Context, t *testing.T, bin string, dur time.Dur
 	}
 	res, info := h.Check(2 * time.Minute)
 	if res == porcupine.Illegal {
-		path := filepath.Join(os.TempDir(), "outpost-linearizability-"+filepath.Base(t.Name())+".html")
-		if err := porcupine.VisualizePath(linearize.Model(), info, path); err == nil {
-			sum += "; visualization in " + path
-		}
-		if b, err := json.Marshal(h.Operations()); err == nil {
-			jp := strings.TrimSuffix(path, ".html") + ".json"
-			if os.WriteFile(jp, b, 0o644) == nil {
-				sum += ", history in " + jp
-			}
-		}
+		sum += "; " + h.Save(info, "outpost-linearizability-"+filepath.Base(t.Name()))
 	}
 	return res, sum
 }
@@ -155,7 +135,7 @@ func runLinearizable(ctx context.Context, t *testing.T, bin string, dur time.Dur
 // processNemesis applies faults in turn, one every couple of seconds, until
 // ctx ends; the function it returns waits until every server runs again
 // and lists what was done.
-func processNemesis(ctx context.Context, t *testing.T, c *proc.Cluster, cl *client.Client, faults []string) func() []string {
+func processNemesis(ctx context.Context, t *testing.T, c *proc.Cluster, clients []*client.Client, faults []string) func() []string {
 	var done []string
 	finished := make(chan struct{})
 	go func() {
@@ -182,15 +162,13 @@ func processNemesis(ctx context.Context, t *testing.T, c *proc.Cluster, cl *clie
 			}
 			f := faults[round%len(faults)]
 			if f == "kill-all" {
-				for _, s := range c.Servers {
-					c.Kill(s)
-				}
+				c.KillAll()
 				done = append(done, f)
 				pause(500 * time.Millisecond)
 				restart(c.Servers...)
 				continue
 			}
-			l := leaderOf(ctx, c)
+			l := leaderOf(ctx, c, clients)
 			if l == nil {
 				continue
 			}
@@ -227,23 +205,15 @@ func processNemesis(ctx context.Context, t *testing.T, c *proc.Cluster, cl *clie
 	}
 }
 
-// leaderOf asks the running servers which of them leads; nil when none
-// answers within a second.
-func leaderOf(ctx context.Context, c *proc.Cluster) *proc.Server {
-	for _, s := range c.Servers {
+// leaderOf asks the running servers which of them leads, clients[i]
+// talking to c.Servers[i]; nil when none answers within a second.
+func leaderOf(ctx context.Context, c *proc.Cluster, clients []*client.Client) *proc.Server {
+	for i, s := range c.Servers {
 		if s.PID() == 0 {
 			continue
 		}
-		cfg, err := s.AdminConfig()
-		if err != nil {
-			continue
-		}
-		cl, err := client.New(cfg)
-		if err != nil {
-			continue
-		}
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		peers, err := cl.RaftPeers(qctx)
+		peers, err := clients[i].RaftPeers(qctx)
 		cancel()
 		if err != nil {
 			continue

@@ -73,9 +73,7 @@ func TestRestartedClusterServesNothingStale(t *testing.T) {
 			t.Fatalf("%s took a snapshot at index %d, after the deletion at %d: the test needs it in the unsnapshotted tail", s.ID, idx, deletedAt)
 		}
 	}
-	for _, s := range c.Servers {
-		c.Kill(s)
-	}
+	c.KillAll()
 
 	tlsCfg, err := pki.ClientTLSConfig(cfg.CAData)
 	if err != nil {
@@ -97,15 +95,8 @@ func TestRestartedClusterServesNothingStale(t *testing.T) {
 			wg.Go(func() { hammer(hctx, hc, base, req, &tally) })
 		}
 	}
-	for _, s := range c.Servers {
-		if err := c.Start(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range c.Servers {
-		if err := s.WaitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.StartAll(ctx); err != nil {
+		t.Fatal(err)
 	}
 	// Some more once every server is ready: the token must now be refused
 	// everywhere.

@@ -1,6 +1,10 @@
 package linearize
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,4 +48,24 @@ func (h *History) Operations() []porcupine.Operation {
 // Check runs porcupine over the history; timeout bounds the search.
 func (h *History) Check(timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
 	return porcupine.CheckOperationsVerbose(Model(), h.Operations(), timeout)
+}
+
+// Save writes a failed check's visualization (info, from Check) and the
+// recorded operations to the system's temporary directory as name.html
+// and name.json, where they outlive the test's own directory, and says
+// where, for the failure message.
+func (h *History) Save(info porcupine.LinearizationInfo, name string) string {
+	name = strings.NewReplacer("/", "-", " ", "-").Replace(name)
+	base := filepath.Join(os.TempDir(), name)
+	var saved []string
+	if err := porcupine.VisualizePath(Model(), info, base+".html"); err == nil {
+		saved = append(saved, "visualization in "+base+".html")
+	}
+	if b, err := json.Marshal(h.Operations()); err == nil && os.WriteFile(base+".json", b, 0o644) == nil {
+		saved = append(saved, "history in "+base+".json")
+	}
+	if len(saved) == 0 {
+		return "nothing saved"
+	}
+	return strings.Join(saved, ", ")
 }

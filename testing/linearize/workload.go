@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -79,14 +80,8 @@ func (w *Workload) Run(ctx context.Context, id int, cl *client.Client) {
 			obj, err = cl.Get(opCtx, objRes, w.Namespace, key, client.GetOptions{Consistent: true})
 		}
 		cancel()
-		if ctx.Err() != nil && err != nil {
-			// The run ended under the request: nothing was learned, and a
-			// write cut off here may still apply. Record it as unknown.
-			if in.Kind != OpRead {
-				w.History.Done(id, call, in, Output{Result: ResUnknown, Cause: CauseClientGaveUp})
-			}
-			return
-		}
+		// A request the run's end cut off is a client that gave up:
+		// Classify records a write as unknown, since it may still apply.
 		out, record := Classify(in.Kind, obj, err)
 		if record {
 			w.History.Done(id, call, in, out)
@@ -103,6 +98,16 @@ func (w *Workload) Run(ctx context.Context, id int, cl *client.Client) {
 			}
 		}
 	}
+}
+
+// RunAll runs n clients until ctx ends, client i talking only to
+// clients[i%len(clients)], and waits for them.
+func (w *Workload) RunAll(ctx context.Context, n int, clients []*client.Client) {
+	var wg sync.WaitGroup
+	for id := range n {
+		wg.Go(func() { w.Run(ctx, id, clients[id%len(clients)]) })
+	}
+	wg.Wait()
 }
 
 func (w *Workload) object(name, value, rv string) *api.Service {

@@ -66,19 +66,27 @@ func StartCluster(ctx context.Context, bin, root string, n int, args ...string) 
 			APIAddr: api, RaftAddr: raft,
 		})
 	}
+	if err := c.StartAll(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// StartAll starts (or restarts) every server with its data dir and waits
+// until every one is ready.
+func (c *Cluster) StartAll(ctx context.Context) error {
 	for _, s := range c.Servers {
 		if err := c.Start(s); err != nil {
-			c.Stop()
-			return nil, err
+			return err
 		}
 	}
 	for _, s := range c.Servers {
 		if err := s.WaitReady(ctx); err != nil {
-			c.Stop()
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // Start starts (or restarts) s with its data dir.
@@ -131,22 +139,26 @@ func (c *Cluster) Kill(s *Server) {
 	}
 }
 
+// KillAll stops every server with SIGKILL at once, as a power cut does.
+func (c *Cluster) KillAll() {
+	for _, s := range c.Servers {
+		c.Kill(s)
+	}
+}
+
 // Pause freezes s with SIGSTOP: it keeps its sockets and believes what it
 // believed, as a server stalled by a frozen VM or a long swap storm does,
 // and answers nothing until Resume.
-func (c *Cluster) Pause(s *Server) error {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return errors.New("server " + s.ID + " is not running")
-	}
-	return s.cmd.Process.Signal(syscall.SIGSTOP)
-}
+func (c *Cluster) Pause(s *Server) error { return s.signal(syscall.SIGSTOP) }
 
 // Resume lets a paused server run again (SIGCONT).
-func (c *Cluster) Resume(s *Server) error {
+func (c *Cluster) Resume(s *Server) error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return errors.New("server " + s.ID + " is not running")
 	}
-	return s.cmd.Process.Signal(syscall.SIGCONT)
+	return s.cmd.Process.Signal(sig)
 }
 
 // Terminate stops s gracefully (SIGTERM, SIGKILL after 10 s): a leader
@@ -191,6 +203,15 @@ func (s *Server) AdminConfig() (client.Config, error) {
 	return client.LoadConfig(filepath.Join(s.Dir, "admin.conf"))
 }
 
+// Client is an admin client of this server alone.
+func (s *Server) Client() (*client.Client, error) {
+	cfg, err := s.AdminConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg)
+}
+
 // PID is the server's process ID, 0 when it is not running.
 func (s *Server) PID() int {
 	if s.cmd == nil || s.cmd.Process == nil {
@@ -205,12 +226,9 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	defer cancel()
 	var last error
 	for {
-		cfg, err := s.AdminConfig()
+		cl, err := s.Client()
 		if err == nil {
-			var cl *client.Client
-			if cl, err = client.New(cfg); err == nil {
-				_, _, err = cl.Do(ctx, "GET", "/readyz", nil, nil)
-			}
+			_, _, err = cl.Do(ctx, "GET", "/readyz", nil, nil)
 		}
 		if err == nil {
 			return nil
