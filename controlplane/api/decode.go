@@ -62,25 +62,23 @@ func decodeInto(data []byte, obj Object, requireType bool) (Warnings, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(obj)
-	var w Warnings
 	switch {
-	case err == nil:
-		if err := checkTrailing(data, int(dec.InputOffset())); err != nil {
-			return nil, err
-		}
 	case errors.Is(err, io.EOF):
 		return nil, NewBadRequest("the request body is empty")
-	default:
-		var se *json.SyntaxError
-		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, syntaxError(data, err)
-		}
-		// Slow path: an unknown field, a value of the wrong type or a value
-		// a leaf type refused. Walk the document to say which, by path.
-		rv.SetZero()
-		if w, err = decodeSlow(data, obj, r); err != nil {
-			return nil, err
-		}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, syntaxError(data, err)
+	}
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return nil, syntaxError(data, err)
+	}
+	// Slow path: an unknown field, a field named in another case (which
+	// encoding/json accepts, hence no error above), a value of the wrong
+	// type, a value a leaf type refused, or data after the object. Walk
+	// the document to say which, by path.
+	rv.SetZero()
+	w, err := decodeSlow(data, obj, r)
+	if err != nil {
+		return nil, err
 	}
 	if r != nil {
 		if err := checkTypeMeta(obj.GetTypeMeta(), r, requireType); err != nil {
@@ -181,17 +179,17 @@ func Encode(obj Object) ([]byte, error) {
 		if tm.Kind == "" || tm.APIVersion == "" {
 			return nil, fmt.Errorf("%w: %T", ErrUnknownKind, obj)
 		}
-		return json.Marshal(obj)
+		return Marshal(obj)
 	}
 	if tm.Kind == r.Kind && tm.APIVersion == r.APIVersion() {
-		return json.Marshal(obj)
+		return Marshal(obj)
 	}
 	// A shallow copy is enough: only the TypeMeta differs.
 	cp := reflect.New(reflect.TypeOf(obj).Elem())
 	cp.Elem().Set(reflect.ValueOf(obj).Elem())
 	c := cp.Interface().(Object)
 	*c.GetTypeMeta() = TypeMeta{APIVersion: r.APIVersion(), Kind: r.Kind}
-	return json.Marshal(c)
+	return Marshal(c)
 }
 
 // checkTrailing refuses anything but white space after the object.
@@ -593,22 +591,23 @@ type structField struct {
 	typ  reflect.Type
 }
 
-// lookup finds the field a JSON key decodes into: the exact name first,
-// then a case-insensitive match, as encoding/json does.
+// lookup finds the field a JSON key decodes into. Only the exact name
+// does: Kubernetes' strict decoding refuses `nodeselector` for
+// nodeSelector, where encoding/json would take it.
 func (sf *structFields) lookup(key string) *structField {
 	if i, ok := sf.exact[key]; ok {
 		return &sf.fields[i]
-	}
-	for i := range sf.fields {
-		if strings.EqualFold(sf.fields[i].name, key) {
-			return &sf.fields[i]
-		}
 	}
 	return nil
 }
 
 // suggest names a close field for a typo, if there is one.
 func (sf *structFields) suggest(key string) string {
+	for _, f := range sf.fields {
+		if strings.EqualFold(f.name, key) {
+			return fmt.Sprintf("did you mean %q?", f.name)
+		}
+	}
 	best, bestD := "", 3
 	try := func(name string) {
 		if d := editDistance(key, name); d < bestD && d < len(name)/2+1 {
@@ -725,8 +724,8 @@ func peekTypeMeta(data []byte) (tm TypeMeta, ok bool) {
 		if !ok {
 			return tm, false
 		}
-		isKind := bytes.EqualFold(key, []byte("kind"))
-		isVersion := bytes.EqualFold(key, []byte("apiVersion"))
+		isKind := string(key) == "kind"
+		isVersion := string(key) == "apiVersion"
 		i = skipSpace(data, next)
 		if i >= len(data) || data[i] != ':' {
 			return tm, false

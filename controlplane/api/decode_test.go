@@ -63,6 +63,23 @@ func TestDecodeUnknownFields(t *testing.T) {
 			doc:    podJSON(`{"containers":[],"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpression":[]}]}}}}`),
 			fields: []string{"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpression"},
 		},
+		{
+			// Issue 9 item 10: encoding/json matches names without regard
+			// to case and stored these as nodeSelector and topologyKey;
+			// Kubernetes' strict decoding refuses them.
+			name: "field names in another case",
+			doc: podJSON(`{"containers":[{"name":"a","image":"x"}],"nodeselector":{"a":"b"},` +
+				`"affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{},"topologykey":"zone"}]}}}`),
+			fields: []string{
+				"spec.nodeselector",
+				"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologykey",
+			},
+		},
+		{
+			name:   "metadata in another case",
+			doc:    `{"apiVersion":"v1","kind":"Pod","Metadata":{"name":"p"},"spec":{"containers":[]}}`,
+			fields: []string{"Metadata"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +117,14 @@ func TestDecodeUnknownFieldSuggestion(t *testing.T) {
 	}
 	if d := statusErr(t, err).Status.Details; d.Kind != "Pod" || d.Name != "p" {
 		t.Errorf("details name the object %s/%s, want Pod/p", d.Kind, d.Name)
+	}
+}
+
+// A field named in another case is refused with its right name.
+func TestDecodeSuggestsTheRightCase(t *testing.T) {
+	_, _, err := Decode([]byte(podJSON(`{"containers":[],"NODESELECTOR":{"a":"b"}}`)))
+	if err == nil || !strings.Contains(err.Error(), `did you mean "nodeSelector"?`) {
+		t.Fatalf("error %v does not suggest nodeSelector", err)
 	}
 }
 

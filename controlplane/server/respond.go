@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +36,7 @@ func writeRaw(w http.ResponseWriter, code int, body []byte) {
 
 // writeJSON encodes v and replies with it.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
+	b, err := api.Marshal(v)
 	if err != nil {
 		writeError(w, api.NewInternalError(fmt.Errorf("encoding reply: %w", err)))
 		return
@@ -66,7 +65,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if d := se.Status.Details; d != nil && d.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
-	b, mErr := json.Marshal(&se.Status)
+	b, mErr := api.Marshal(&se.Status)
 	if mErr != nil {
 		b = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`)
 	}

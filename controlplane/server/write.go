@@ -330,7 +330,7 @@ func collectionPath(r *api.Resource, ns string) string {
 // stored JSON.
 func copyOf(r *api.Resource, raw []byte) (api.Object, error) {
 	obj := r.New()
-	if err := json.Unmarshal(raw, obj); err != nil {
+	if err := api.Unmarshal(raw, obj); err != nil {
 		return nil, api.NewInternalError(fmt.Errorf("decoding stored %s: %w", r.Kind, err))
 	}
 	return obj, nil

@@ -412,7 +412,7 @@ func canonIntOrString(v reflect.Value) (bool, bool) {
 // roundTrip replaces a self-encoding leaf without a rule of its own by the
 // decode of its encoding.
 func roundTrip(v reflect.Value) (bool, bool) {
-	b, err := json.Marshal(v.Addr().Interface())
+	b, err := api.Marshal(v.Addr().Interface())
 	if err != nil {
 		return false, false
 	}
@@ -433,7 +433,7 @@ func pointerRoundTrip(v reflect.Value) (bool, bool) {
 	if v.IsNil() {
 		return false, true
 	}
-	b, err := json.Marshal(v.Interface())
+	b, err := api.Marshal(v.Interface())
 	if err != nil {
 		return false, false
 	}

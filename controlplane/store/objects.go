@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"reflect"
 	"strconv"
 
@@ -99,7 +98,7 @@ func specEqual(a, b api.Object) bool {
 // encode is the JSON a GET returns: the typed object with apiVersion and
 // kind, which the store sets on every object it keeps.
 func encode(obj api.Object) ([]byte, error) {
-	return json.Marshal(obj)
+	return api.Marshal(obj)
 }
 
 var rvKey = []byte(`"resourceVersion":"`)

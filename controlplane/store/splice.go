@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -221,7 +220,7 @@ func splice(dst, obj []byte, ms []member, edits []edit) []byte {
 func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
+			b, _ := api.Marshal(s)
 			return append(dst, b...)
 		}
 	}
@@ -257,7 +256,7 @@ func bindRaw(raw []byte, next *api.Pod) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	status, err := json.Marshal(&next.Status)
+	status, err := api.Marshal(&next.Status)
 	if err != nil {
 		return nil, false
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -336,7 +335,7 @@ func (s *Store) run(ctx context.Context, w *watcher, backlog []WatchEvent, out c
 		w.mu.Unlock()
 		if gone != nil {
 			s.unregister(w)
-			raw, _ := json.Marshal(&gone.Status)
+			raw, _ := api.Marshal(&gone.Status)
 			send(WatchEvent{Type: Error, Raw: raw, Err: gone})
 			return
 		}
