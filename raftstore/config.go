@@ -51,6 +51,10 @@ type Config struct {
 	// know and may not skip). The node has stopped applying by then; the
 	// caller should shut down with the error.
 	OnFatal func(error)
+	// StateHash, when set, returns the FSM's state hash right after the
+	// entry at index was applied, and whether it still knows it; servers
+	// compare them to find a state that drifted (Node.StateHashes).
+	StateHash func(index uint64) (uint64, bool)
 
 	HeartbeatTimeout   time.Duration // default 1s
 	ElectionTimeout    time.Duration // default: HeartbeatTimeout

@@ -895,6 +895,14 @@ func (n *Node) rpcHandlers() map[string]rpcHandler {
 			}
 			return &readIndexResponse{Index: idx}, nil
 		},
+		rpcStateHash: func(ctx context.Context, body json.RawMessage) (any, error) {
+			var req stateHashRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				return nil, fmt.Errorf("state hash: bad request: %w", err)
+			}
+			sh := n.localStateHash(ctx, req.Index)
+			return &sh, nil
+		},
 		rpcJoin: func(ctx context.Context, body json.RawMessage) (any, error) {
 			var req joinRequest
 			if err := json.Unmarshal(body, &req); err != nil {

@@ -20,6 +20,7 @@ const (
 	rpcStatus    = "Status"
 	rpcReadIndex = "ReadIndex"
 	rpcJoin      = "Join"
+	rpcStateHash = "StateHash"
 
 	maxRPCFrame       = 1 << 20
 	rpcIdleTimeout    = 2 * time.Minute

@@ -113,6 +113,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP and plain raft TCP, no TLS (tokens are still required); never on a real network")
 	f.StringVar(&cfg.AdminConfigPath, "admin-config", "", "where to write the admin client config (default DATA-DIR/admin.conf)")
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept")
+	f.DurationVar(&cfg.StateHashInterval, "state-hash-interval", time.Minute, "how often this server compares a hash of its state with the other servers' at the same raft index; a server that differs fails /readyz (GET /debug/statehash shows the last comparison)")
 	f.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks whether to snapshot (0: 2m)")
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
 	gf.add(cmd, "")

@@ -90,6 +90,10 @@ type Config struct {
 	AdminConfigPath string
 	// EventTTL is how long events are kept (default 1h).
 	EventTTL time.Duration
+	// StateHashInterval is how often this server compares its state hash
+	// with the other servers' (default DefaultStateHashInterval;
+	// statehash.go).
+	StateHashInterval time.Duration
 	// MaxBodyBytes limits request bodies (default 3 MiB); larger ones get
 	// 413.
 	MaxBodyBytes int64
@@ -190,6 +194,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.EventTTL <= 0 {
 		c.EventTTL = DefaultEventTTL
+	}
+	if c.StateHashInterval <= 0 {
+		c.StateHashInterval = DefaultStateHashInterval
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes

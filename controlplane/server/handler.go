@@ -124,6 +124,11 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.servePprof(w, r, id)
 			return
 		}
+		if n == 2 && segs[1] == "statehash" {
+			w.label(verbGet, "statehash")
+			s.serveStateHash(w, r, id)
+			return
+		}
 	case "metrics":
 		w.label(verbGet, "metrics")
 		if n != 1 {

@@ -51,6 +51,9 @@ func (s *Server) notReady(ctx context.Context) string {
 	if reason := s.catchingUp(); reason != "" {
 		return reason
 	}
+	if alarm := s.stateCheck.Alarm(); alarm != "" {
+		return alarm
+	}
 	if s.node.Leader().ID == "" {
 		return "raft has no leader"
 	}

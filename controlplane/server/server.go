@@ -57,6 +57,9 @@ type Server struct {
 	// liveness holds node heartbeats while this server's leader loops
 	// run; nil otherwise (liveness.go).
 	liveness atomic.Pointer[liveness]
+	// stateCheck compares this server's state hash with its peers'
+	// (statehash.go).
+	stateCheck *stateCheck
 
 	metrics        *metrics
 	metricsHandler http.Handler
@@ -212,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		TrailingLogs:       cfg.TrailingLogs,
 		SnapshotInterval:   cfg.SnapshotInterval,
 		Dial:               cfg.Dial,
+		StateHash:          st.StateHash,
 	}
 	// A command this version cannot apply stops the server (ARCHITECTURE:
 	// hard rules); Run returns the error so systemd shows why.
@@ -281,6 +285,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if s.metrics, err = newMetrics(cfg.Registry); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
 	}
+	if s.stateCheck, err = newStateCheck(cfg.Registry); err != nil {
+		return fail(fmt.Errorf("metrics: %w", err))
+	}
 	s.metricsHandler = newMetricsHandler(s)
 	s.proxy, s.transport = s.newProxy(peerClientTLS)
 
@@ -309,6 +316,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.awaitCatchUp(s.stopCtx)
 	}()
+	s.wg.Go(func() { s.runStateChecks(s.stopCtx) })
 	go func() {
 		defer s.wg.Done()
 		var err error

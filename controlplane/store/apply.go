@@ -57,6 +57,7 @@ func (s *Store) Apply(index uint64, cmd []byte) any {
 	if len(tx.touched) > 0 {
 		tx.finishNamespaces()
 	}
+	s.hashes.record(index, s.sum)
 	if tx.locked {
 		s.applied.Store(index)
 		s.mu.Unlock()
@@ -503,11 +504,13 @@ func (tx *txn) put(t *table, e *entry, prev *entry) {
 	names[m.Name] = e
 	typ := Modified
 	var prevObj api.Object
+	tx.s.sum += entryHash(t, e)
 	if prev == nil {
 		t.n++
 		typ = Added
 	} else {
 		prevObj = prev.obj
+		tx.s.sum -= entryHash(t, prev)
 	}
 	if t.byNode != nil {
 		if prev != nil {
@@ -528,6 +531,7 @@ func (tx *txn) remove(t *table, stored, final *entry) {
 		delete(t.ns, m.Namespace)
 	}
 	t.n--
+	tx.s.sum -= entryHash(t, stored)
 	if t.byNode != nil {
 		t.unindexNode(stored)
 	}

@@ -45,6 +45,11 @@ func (lf *leaderFollower) apply(cmd []byte) (leader, follower *Result) {
 	if !reflect.DeepEqual(leader.Object, follower.Object) {
 		lf.t.Fatalf("stored objects differ:\nleader   %#v\nfollower %#v", leader.Object, follower.Object)
 	}
+	hl, _ := lf.leader.s.StateHash(lf.leader.idx)
+	hf, _ := lf.follower.s.StateHash(lf.follower.idx)
+	if hl != hf {
+		lf.t.Fatalf("state hashes differ: leader %x, follower %x", hl, hf)
+	}
 	return leader, follower
 }
 

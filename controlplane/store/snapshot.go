@@ -267,6 +267,7 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		byNode map[string]map[*entry]struct{}
 	}
 	fresh := make(map[*table]*contents, len(s.tables))
+	var stateSum uint64 // the state hash of what is restored (statehash.go)
 	for _, t := range s.tables {
 		c := &contents{ns: make(map[string]map[string]*entry)}
 		if t.byNode != nil {
@@ -295,6 +296,7 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		e := &entry{obj: rec.obj, raw: rec.raw, node: podNode(rec.obj)}
 		names[m.Name] = e
 		c.n++
+		stateSum += entryHash(rec.t, e)
 		if c.byNode != nil {
 			set := c.byNode[e.node]
 			if set == nil {
@@ -315,6 +317,8 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 			t.objects.Set(float64(t.n))
 		}
 	}
+	s.sum = stateSum
+	s.hashes.reset(index, stateSum)
 	s.applied.Store(index)
 	s.mu.Unlock()
 	s.notifyApplied()

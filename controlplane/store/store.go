@@ -158,6 +158,10 @@ type Store struct {
 
 	handoff handoff
 
+	// sum is the state hash (statehash.go); only the applier changes it.
+	sum    uint64
+	hashes hashLog
+
 	m *metrics
 }
 
