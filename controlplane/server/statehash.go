@@ -49,7 +49,7 @@ type stateCheck struct {
 func newStateCheck(reg prometheus.Registerer) (*stateCheck, error) {
 	c := &stateCheck{
 		reported: map[string]bool{},
-		last: api.StateHashReport{TypeMeta: api.TypeMeta{APIVersion: "outpost.io/v1", Kind: "StateHashReport"}},
+		last:     api.StateHashReport{TypeMeta: api.TypeMeta{APIVersion: "outpost.io/v1", Kind: "StateHashReport"}},
 		checks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outpost_state_hash_checks_total",
 			Help: "Comparisons of this server's state hash with its peers'.",
