@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -114,19 +113,19 @@ func (f *filler) fill(v reflect.Value) {
 // encode and decode give.
 func checkCanonical(t *testing.T, r *api.Resource, obj api.Object) {
 	t.Helper()
-	enc, err := json.Marshal(obj)
+	enc, err := api.Marshal(obj)
 	if err != nil {
 		return // not encodable: never a command
 	}
 	want := r.New()
-	if err := json.Unmarshal(enc, want); err != nil {
+	if err := api.Unmarshal(enc, want); err != nil {
 		t.Fatalf("%s: decoding its own encoding: %v\n%s", r.Kind, err, enc)
 	}
 	if !canonicalize(obj) {
 		t.Fatalf("%s: canonicalize refused a value\n%s", r.Kind, enc)
 	}
 	if !reflect.DeepEqual(obj, want) {
-		got, _ := json.Marshal(obj)
+		got, _ := api.Marshal(obj)
 		t.Fatalf("%s: canonical value differs from the decoded one\nencoding: %s\ncanonical: %s\ngot  %#v\nwant %#v", r.Kind, enc, got, obj, want)
 	}
 }
