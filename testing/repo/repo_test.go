@@ -64,6 +64,9 @@ func TestBinaryDependencies(t *testing.T) {
 		"github.com/cespare/xxhash",
 		"github.com/munnerz/goautoneg",
 		"google.golang.org/protobuf", // prometheus' exposition format
+		// encoding/json/v2's own module: one JSON engine in every build,
+		// with or without GOEXPERIMENT=jsonv2 (issue 9 item 4).
+		"github.com/go-json-experiment/json",
 		"sigs.k8s.io/yaml",
 		"go.yaml.in/yaml",
 		"github.com/fatih/color", // hclog
