@@ -63,13 +63,15 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	OUTPOST_TEST_REAL=1 $(GO) test -count=1 $(OTHER_PKGS)
+	OUTPOST_TEST_REAL=1 OUTPOST_MUTATION_DETECTOR=1 $(GO) test -count=1 $(OTHER_PKGS)
 
 # OUTPOST_TEST_REAL=1: tests of real parts (containerd, network
 # namespaces) must run, and fail when what they need is missing, instead
-# of skipping.
+# of skipping. OUTPOST_MUTATION_DETECTOR=1: the server processes that
+# end-to-end tests start check that nothing changes a stored object (it
+# is on in test binaries anyway; controlplane/store/mutation.go).
 race:
-	OUTPOST_TEST_REAL=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+	OUTPOST_TEST_REAL=1 OUTPOST_MUTATION_DETECTOR=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 test: test-deps vet build unit race
 	@echo "make test: all passed"

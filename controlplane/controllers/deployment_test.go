@@ -488,7 +488,11 @@ func TestRollingScaleDownCountsNoMoreThanSpec(t *testing.T) {
 		rs := newReplicaSet(name, spec, map[string]string{"app": "web", labelPodTemplateHash: name})
 		rs.Spec.Template.Spec.Containers[0].Image = image
 		rs.OwnerReferences = []api.OwnerReference{newControllerRef(d)}
-		rs = e.create(rs).(*api.ReplicaSet)
+		stored, err := controller.Copy(e.create(rs)) // Create returns the store's own object
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = stored.(*api.ReplicaSet)
 		rs.Status = api.ReplicaSetStatus{Replicas: available, ReadyReplicas: available, AvailableReplicas: available}
 		out, err := e.f.UpdateStatus(context.Background(), rs)
 		if err != nil {

@@ -505,6 +505,9 @@ func (tx *txn) put(t *table, e *entry, prev *entry) {
 	typ := Modified
 	var prevObj api.Object
 	tx.s.sum += entryHash(t, e)
+	if detectMutations() && prev != nil {
+		checkUnchanged(t.res.Plural, prev)
+	}
 	if prev == nil {
 		t.n++
 		typ = Added
@@ -532,6 +535,9 @@ func (tx *txn) remove(t *table, stored, final *entry) {
 	}
 	t.n--
 	tx.s.sum -= entryHash(t, stored)
+	if detectMutations() {
+		checkUnchanged(t.res.Plural, stored)
+	}
 	if t.byNode != nil {
 		t.unindexNode(stored)
 	}

@@ -2,9 +2,10 @@ package store
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
-	"testing"
+	"sync"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -21,7 +22,13 @@ import (
 // encodes to them was changed behind the store's back. It checks an
 // entry when a write replaces or removes it, and every entry when a
 // snapshot is written; a change fails loudly, naming the object.
-var detectMutations = testing.Testing() || os.Getenv("OUTPOST_MUTATION_DETECTOR") != ""
+//
+// A test binary is recognised by the test.v flag its testing package
+// registers before any test runs (importing testing here would link it
+// into the outpost binary), so the check is made at first use.
+var detectMutations = sync.OnceValue(func() bool {
+	return os.Getenv("OUTPOST_MUTATION_DETECTOR") != "" || flag.Lookup("test.v") != nil
+})
 
 // onMutation is what a detected change does: panic, as Kubernetes'
 // detector does, so that the test that made it fails with the message.

@@ -19,7 +19,7 @@ func catchMutations(t *testing.T) *[]string {
 // when it is deleted, and when a snapshot is written, and the message
 // names the object (issue 9 item 5). Objects nobody changed pass.
 func TestMutationDetector(t *testing.T) {
-	if !detectMutations {
+	if !detectMutations() {
 		t.Fatal("the mutation detector is off in a test binary")
 	}
 	got := catchMutations(t)

@@ -96,6 +96,9 @@ func (snap *snapshot) Persist(w io.Writer) error {
 		for _, g := range st.groups {
 			slices.SortFunc(g.entries, func(a, b namedEntry) int { return strings.Compare(a.name, b.name) })
 			for _, ne := range g.entries {
+				if detectMutations() {
+					checkUnchanged(st.plural, ne.e)
+				}
 				sw.buf = binary.AppendUvarint(sw.buf, uint64(len(ne.e.raw)))
 				sw.buf = append(sw.buf, ne.e.raw...)
 				if len(sw.buf) >= 1<<20 {
