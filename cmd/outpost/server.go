@@ -55,6 +55,8 @@ func newServerCommand() *cobra.Command {
 		// configFile is the master-config-shaped file of the admission
 		// plugins (ADM-1, ADM-2).
 		configFile string
+		// secretFile holds the cluster secret, out of ps's sight.
+		secretFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -63,14 +65,14 @@ func newServerCommand() *cobra.Command {
 
 Three servers that start with --bootstrap-expect 3 and --join listing each
 other form a new cluster; they must share the cluster secret (the same
---cluster-secret or OUTPOST_CLUSTER_SECRET, at least 32 characters; make one
-with "outpost adm secret"). A server that restarts rejoins with its data. A
+--cluster-secret-file or OUTPOST_CLUSTER_SECRET, at least 32 characters; make
+one with "outpost adm secret"). A server that restarts rejoins with its data. A
 new server joins an existing cluster with --join and the cluster secret only:
 it is added as a non-voter, catches up, and is then promoted.
 
 The first start writes an admin client config to DATA-DIR/admin.conf.`,
 		Example: `  outpost server --data-dir /var/lib/outpost --bootstrap-expect 3 \
-      --join 10.0.0.2:6444,10.0.0.3:6444 --cluster-secret "$SECRET"`,
+      --join 10.0.0.2:6444,10.0.0.3:6444 --cluster-secret-file /etc/outpost/cluster-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -79,7 +81,21 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			}
 			cfg.Logger = log
 			cfg.Join = splitList(join)
-			if cfg.ClusterSecret == "" {
+			switch {
+			case secretFile != "" && cfg.ClusterSecret != "":
+				return fmt.Errorf("--cluster-secret-file and --cluster-secret both given: use one")
+			case secretFile != "":
+				b, err := os.ReadFile(secretFile)
+				if err != nil {
+					return fmt.Errorf("--cluster-secret-file: %w", err)
+				}
+				cfg.ClusterSecret = strings.TrimSpace(string(b))
+				if cfg.ClusterSecret == "" {
+					return fmt.Errorf("--cluster-secret-file %s is empty", secretFile)
+				}
+			case cfg.ClusterSecret != "":
+				log.Warn("--cluster-secret on the command line is visible to every user of this machine (ps, /proc); use --cluster-secret-file or OUTPOST_CLUSTER_SECRET")
+			default:
 				cfg.ClusterSecret = os.Getenv("OUTPOST_CLUSTER_SECRET")
 			}
 			if cfg.DataDir == "" {
@@ -109,7 +125,8 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.StringVar(&cfg.AdvertiseRaft, "advertise-raft", "", "raft address other servers dial (default: derived from --raft-addr)")
 	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are known (0: join an existing one, or restart)")
 	f.StringVar(&join, "join", "", "comma-separated raft addresses of other servers")
-	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared cluster secret (or OUTPOST_CLUSTER_SECRET; generated for a one-server cluster)")
+	f.StringVar(&secretFile, "cluster-secret-file", "", "file holding the shared cluster secret (keep it mode 0600)")
+	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared cluster secret; visible in ps, so prefer --cluster-secret-file or OUTPOST_CLUSTER_SECRET (generated for a one-server cluster)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP and plain raft TCP, no TLS (tokens are still required); never on a real network")
 	f.StringVar(&cfg.AdminConfigPath, "admin-config", "", "where to write the admin client config (default DATA-DIR/admin.conf)")
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept")

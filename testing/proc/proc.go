@@ -100,6 +100,11 @@ func (c *Cluster) Start(s *Server) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
+	// As the README says to pass it: from a file, not on the command line.
+	secretFile := filepath.Join(filepath.Dir(s.Dir), "cluster-secret")
+	if err := os.WriteFile(secretFile, []byte(c.Secret+"\n"), 0o600); err != nil {
+		return err
+	}
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -112,7 +117,7 @@ func (c *Cluster) Start(s *Server) error {
 		"--gossip-addr", "127.0.0.1:0",
 		"--bootstrap-expect", fmt.Sprint(len(c.Servers)),
 		"--join", strings.Join(join, ","),
-		"--cluster-secret", c.Secret,
+		"--cluster-secret-file", secretFile,
 		"--log-level", "warn",
 	}, c.Args...)
 	cmd := exec.Command(c.Bin, args...)

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The cluster secret can come from a file, out of ps's sight (issue 9
+// item 10); an empty file or both ways at once are refused before
+// anything starts.
+func TestServerClusterSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster-secret-file", empty}, "is empty"},
+		{[]string{"--cluster-secret-file", filepath.Join(dir, "missing")}, "no such file"},
+		{[]string{"--cluster-secret-file", empty, "--cluster-secret", strings.Repeat("x", 40)}, "both given"},
+	} {
+		cmd := newServerCommand()
+		cmd.SetArgs(append([]string{"--data-dir", filepath.Join(dir, "data")}, tt.args...))
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want one saying %q", tt.args, err, tt.want)
+		}
+	}
+}
