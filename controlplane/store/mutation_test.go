@@ -38,7 +38,9 @@ func TestMutationDetector(t *testing.T) {
 		name  string
 		write func()
 	}{
-		{"a", func() { h.ok(mustCmd(UpdateCmd(newPod("default", "a", "", map[string]string{"app": "x"}), SubresourceMain))) }},
+		{"a", func() {
+			h.ok(mustCmd(UpdateCmd(newPod("default", "a", "", map[string]string{"app": "x"}), SubresourceMain)))
+		}},
 		{"b", func() { h.ok(DeleteCmd(rPods, "default", "b", Preconditions{}, t0)) }},
 		{"c", func() { snapshotBytes(t, h.s) }},
 	}
