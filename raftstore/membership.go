@@ -35,6 +35,22 @@ func (n *Node) configuration() (raft.Configuration, uint64, error) {
 	return f.Configuration(), f.Index(), nil
 }
 
+// Removed reports whether this server has applied a configuration that
+// no longer holds it: it was removed from the cluster and will never
+// have a leader again. A server removed while it was cut off may not
+// have learned it; it only sees no leader.
+func (n *Node) Removed() bool {
+	if n.closed.Load() {
+		return false
+	}
+	c, _, err := n.configuration()
+	if err != nil || len(c.Servers) == 0 {
+		return false
+	}
+	_, found := findServer(c, n.cfg.ID)
+	return !found
+}
+
 func findServer(c raft.Configuration, id string) (raft.Server, bool) {
 	for _, s := range c.Servers {
 		if string(s.ID) == id {

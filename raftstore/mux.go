@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -151,6 +152,12 @@ func (m *mux) route(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(headerTimeout))
 	var hdr [1]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+			m.log.Warn("raft port: a connection without TLS was refused; a server running with --insecure tried to reach this one, "+
+				"and every server of a cluster must agree on --insecure", "remote", c.RemoteAddr().String())
+			_ = c.Close()
+			return
+		}
 		m.log.Debug("raft port: connection dropped before its header", "remote", c.RemoteAddr().String(), "error", err)
 		_ = c.Close()
 		return
@@ -174,6 +181,10 @@ func (m *mux) route(c net.Conn) {
 		}
 		defer m.untrack(c)
 		m.handleRPC(c)
+	case tlsHandshakeRecord:
+		m.log.Warn("raft port: a TLS connection was refused; this server runs with --insecure, the one that tried to reach it does not, "+
+			"and every server of a cluster must agree on --insecure", "remote", c.RemoteAddr().String())
+		_ = c.Close()
 	default:
 		m.log.Warn("raft port: unknown connection header", "remote", c.RemoteAddr().String(), "header", hdr[0])
 		_ = c.Close()
@@ -228,6 +239,13 @@ func (m *mux) dial(addr string, header byte, timeout time.Duration) (net.Conn, e
 			_ = c.Close()
 			if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
 				return nil, &foreignCAError{addr: addr, err: err}
+			}
+			_, plain := errors.AsType[tls.RecordHeaderError](err)
+			if plain || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				// A plain-text server answers a TLS hello with garbage
+				// or hangs up on it.
+				return nil, fmt.Errorf("tls handshake with %s: %w: the server there does not speak TLS; "+
+					"is it running with --insecure? Every server of a cluster must agree on --insecure", addr, err)
 			}
 			return nil, fmt.Errorf("tls handshake with %s: %w", addr, err)
 		}
@@ -308,3 +326,7 @@ func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 }
 
 var errClosedConn = errors.New("connection closed")
+
+// tlsHandshakeRecord is the first byte of a TLS client hello, which a
+// plain-text server reads where it expects a header.
+const tlsHandshakeRecord = 0x16

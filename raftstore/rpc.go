@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -298,6 +299,12 @@ func (p *rpcClient) call(ctx context.Context, addr, method string, in, out any) 
 			err = errClosedConn
 		}
 		if !pooled || attempt > 0 {
+			if p.m.clientTLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+				// A TLS server hangs up on a plain-text hello without a
+				// word; the bare EOF would leave the operator guessing.
+				return fmt.Errorf("%s %s: %w: the server closed the connection without answering; it may be using TLS "+
+					"while this server runs with --insecure (every server of a cluster must agree on --insecure)", method, addr, err)
+			}
 			return fmt.Errorf("%s %s: %w", method, addr, err)
 		}
 	}

@@ -255,3 +255,45 @@ func TestForeignClusterCA(t *testing.T) {
 		})
 	}
 }
+
+// A server whose --insecure differs from the cluster's is refused with a
+// message that names --insecure, not a bare EOF or a TLS record error
+// (issue 9 item 10), both ways round.
+func TestInsecureMismatchSaysWhy(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	for _, tt := range []struct {
+		name               string
+		clusterTLS, newTLS bool
+	}{
+		{"insecure server joins a TLS cluster", true, false},
+		{"TLS server joins an insecure cluster", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			other := &testNode{cfg: testConfig(t, "other")}
+			other.cfg.BootstrapExpect = 1
+			other.cfg.Insecure = !tt.clusterTLS
+			if tt.clusterTLS {
+				other.cfg.ServerTLS, other.cfg.ClientTLS = ca.configs(t, "other")
+			}
+			if err := other.open(ctxT(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.close(t) })
+
+			cfg := testConfig(t, "new")
+			cfg.Insecure = !tt.newTLS
+			if tt.newTLS {
+				cfg.ServerTLS, cfg.ClientTLS = ca.configs(t, "new")
+			}
+			cfg.Join = []string{other.node.advertise}
+			n, err := Open(ctxT(t, 2*time.Second), cfg, newKV())
+			if err == nil {
+				n.Close()
+				t.Fatal("the server joined a cluster that disagrees on --insecure")
+			}
+			if !strings.Contains(err.Error(), "must agree on --insecure") {
+				t.Errorf("error %q does not say that every server must agree on --insecure", err)
+			}
+		})
+	}
+}

@@ -137,6 +137,10 @@ func (s *Server) forward(w *recorder, r *http.Request, body []byte) {
 		cancel()
 	}
 	if ld.ID == "" || ld.APIAddr == "" || ld.ID == s.cfg.ID {
+		if s.node.Removed() {
+			writeError(w, unavailable(s.noLeader(), 30))
+			return
+		}
 		writeError(w, unavailable("the cluster has no raft leader right now; retry shortly", 1))
 		return
 	}

@@ -55,7 +55,7 @@ func (s *Server) notReady(ctx context.Context) string {
 		return alarm
 	}
 	if s.node.Leader().ID == "" {
-		return "raft has no leader"
+		return s.noLeader()
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -244,4 +244,15 @@ func (s *Server) serveGroup(w http.ResponseWriter, _ *http.Request, group string
 
 func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, group string) {
 	writeRaw(w, http.StatusOK, resourceListJSON[group])
+}
+
+// noLeader says why this server has no raft leader: most often an
+// election or a lost quorum, but a server that was removed from the
+// cluster never gets one again, and must say so.
+func (s *Server) noLeader() string {
+	if s.node.Removed() {
+		return fmt.Sprintf("server %s was removed from the cluster and serves nothing; "+
+			"to bring it back, stop it, empty its data directory and start it again with --join", s.cfg.ID)
+	}
+	return "the cluster has no raft leader (an election is under way, or fewer than a quorum of servers are up)"
 }

@@ -182,6 +182,16 @@ func TestMembershipAndQuorumRefusal(t *testing.T) {
 	if err := cl.RaftRemove(ctx, m4.ID); err != nil {
 		t.Fatalf("remove s4: %v", err)
 	}
+	// The removed server says so, instead of "no leader" (issue 9 item
+	// 10), on /readyz and on a consistent read.
+	m4c := c.Client(m4)
+	waitFor(t, ctx, "s4's /readyz to say it was removed", func() bool {
+		_, _, err := m4c.Do(ctx, "GET", "/readyz", nil, nil)
+		return err != nil && strings.Contains(err.Error(), "s4 was removed from the cluster")
+	})
+	if _, err := m4c.Get(ctx, api.ResourceForKind("Namespace"), "", "default", client.GetOptions{Consistent: true}); err == nil || !strings.Contains(err.Error(), "was removed from the cluster") {
+		t.Errorf("a consistent read on the removed s4: %v, want it to say s4 was removed", err)
+	}
 	c.Stop(m4)
 	waitPeers(t, ctx, cl, func(ps []client.RaftPeer) bool { return suffrage(ps, m4.ID) == "" && len(ps) == 3 }, "s4 removed")
 
