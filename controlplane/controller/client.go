@@ -49,6 +49,10 @@ type Binding struct {
 	UID string
 	// NodeName is where the pod goes.
 	NodeName string
+	// Scheduler is the scheduler that chose the node; the Scheduled event
+	// of a successful binding names it as its source, so that `describe
+	// pod` shows which scheduler placed the pod (SCH-12).
+	Scheduler string
 }
 
 // Copy returns a private deep copy of obj, for a loop to change.

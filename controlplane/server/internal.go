@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -153,6 +154,7 @@ func (c internalClient) Bind(ctx context.Context, bindings []controller.Binding)
 		}
 		return errs
 	}
+	var events []api.Object
 	for k, res := range results {
 		if res.Fatal() {
 			c.s.log.Error("a raft entry could not be applied by this server; it must be upgraded", "err", res.Err)
@@ -161,7 +163,52 @@ func (c internalClient) Bind(ctx context.Context, bindings []controller.Binding)
 		}
 		if res.Err != nil {
 			errs[idx[k]] = res.Err
+			continue
+		}
+		if pod, ok := res.Object.(*api.Pod); ok {
+			events = append(events, scheduledEvent(pod, bindings[idx[k]].Scheduler, now))
+		}
+	}
+	if len(events) > 0 {
+		// One raft entry for the whole batch's events, after the binds
+		// succeeded: an event never claims a binding that failed, and the
+		// scheduler's group commit keeps the extra entries to one per
+		// batch rather than one per pod.
+		if err := c.s.createBatch(ctx, controlPlaneIdentity, events); err != nil && ctx.Err() == nil {
+			c.s.log.Warn("recording Scheduled events failed", "pods", len(events), "err", err)
 		}
 	}
 	return errs
+}
+
+// scheduledEvent is the Normal event of a bound pod, as kube-scheduler
+// records it: reason Scheduled, "Successfully assigned NS/POD to NODE",
+// from the scheduler that chose the node.
+func scheduledEvent(pod *api.Pod, scheduler string, now time.Time) *api.Event {
+	if scheduler == "" {
+		scheduler = pod.Spec.SchedulerName
+	}
+	ts := api.NewTime(now)
+	return &api.Event{
+		ObjectMeta: api.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", truncateName(pod.Name, 236), uint64(now.UnixNano()))},
+		InvolvedObject: api.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		},
+		Reason:         "Scheduled",
+		Message:        fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, pod.Spec.NodeName),
+		Source:         api.EventSource{Component: scheduler},
+		FirstTimestamp: ts,
+		LastTimestamp:  ts,
+		Count:          1,
+		Type:           api.EventTypeNormal,
+	}
+}
+
+// truncateName cuts a name to n bytes, without a trailing - or . that
+// would make the name built on it invalid.
+func truncateName(name string, n int) string {
+	if len(name) <= n {
+		return name
+	}
+	return strings.TrimRight(name[:n], "-.")
 }

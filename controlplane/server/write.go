@@ -53,6 +53,56 @@ func (s *Server) apply(ctx context.Context, cmd []byte) (*store.Result, error) {
 	return res, nil
 }
 
+// createBatch creates objs, put through defaulting, validation and
+// admission like any create, in one raft entry. Each create succeeds or
+// fails on its own; the errors of those that failed are joined.
+func (s *Server) createBatch(ctx context.Context, id *auth.Identity, objs []api.Object) error {
+	var errs []error
+	cmds := make([][]byte, 0, len(objs))
+	now := time.Now()
+	for _, obj := range objs {
+		m := obj.GetObjectMeta()
+		m.UID, m.CreationTimestamp, m.ResourceVersion, m.Generation, m.DeletionTimestamp = newUID(), api.NewTime(now), "", 0, nil
+		if err := s.checkObject(ctx, OpCreate, id, obj, nil); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cmd, err := s.store.CreateCmd(obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cmds = append(cmds, cmd)
+	}
+	defer func() {
+		for _, cmd := range cmds {
+			s.store.Release(cmd)
+		}
+	}()
+	switch len(cmds) {
+	case 0:
+		return errors.Join(errs...)
+	case 1:
+		if _, err := s.apply(ctx, cmds[0]); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
+	resp, _, err := s.node.Apply(actx, store.BatchCmd(cmds...))
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	results, _ := resp.([]*store.Result)
+	for _, r := range results {
+		if r != nil && r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // failWrite replies to a write that did not go through. A write that met
 // a lost leadership before reaching the log goes to the new leader with
 // the body already read.

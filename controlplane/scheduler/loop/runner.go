@@ -278,7 +278,7 @@ func (r *runner) scheduleOne(e *podEntry) {
 		}
 		r.setState(e, stBinding)
 		r.l.m.attempt(name, resultScheduled)
-		r.binds.add(controller.Binding{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, NodeName: res.Node}, e)
+		r.binds.add(controller.Binding{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, NodeName: res.Node, Scheduler: name}, e)
 		return
 	}
 	if r.ctx.Err() != nil {
