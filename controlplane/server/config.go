@@ -33,7 +33,8 @@ const (
 	// adminConfigFile is the admin client config's default file name.
 	adminConfigFile = "admin.conf"
 	// certTTL is the life of the server certificate; it is issued anew at
-	// every start, so it only needs to outlive one run.
+	// every start and, while the server runs, two thirds into its life
+	// (pki.Renewing).
 	certTTL = 365 * 24 * time.Hour
 )
 

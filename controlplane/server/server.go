@@ -189,7 +189,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		apiURL = scheme + "://" + hostPort(advertiseHost(ln.Addr()), ln.Addr().(*net.TCPAddr).Port)
 	}
-	cert, err := ca.IssueServerCert(cfg.ID, certHosts(&cfg, apiURL, ln.Addr()), certTTL)
+	hosts := certHosts(&cfg, apiURL, ln.Addr())
+	cert, err := pki.NewRenewing(func() (tls.Certificate, error) { return ca.IssueServerCert(cfg.ID, hosts, certTTL) })
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("server certificate: %w", err)
@@ -231,7 +232,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	var peerClientTLS *tls.Config
 	if !cfg.Insecure {
-		rcfg.ServerTLS, rcfg.ClientTLS = pki.PeerTLSConfigs(ca, cert)
+		rcfg.ServerTLS, rcfg.ClientTLS = pki.PeerTLSConfigs(ca, *cert.Current())
+		cert.Use(rcfg.ServerTLS, rcfg.ClientTLS)
 		peerClientTLS = rcfg.ClientTLS.Clone()
 	}
 	var machine raftstore.FSM = fsm{st}
@@ -301,7 +303,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	if !cfg.Insecure {
-		s.httpSrv.TLSConfig = pki.ServerTLSConfig(ca, cert)
+		s.httpSrv.TLSConfig = pki.ServerTLSConfig(ca, *cert.Current())
+		cert.Use(s.httpSrv.TLSConfig)
 	}
 	s.admin = client.Config{Server: apiURL, Token: adminID + "." + adminSecret, Insecure: cfg.Insecure}
 	if !cfg.Insecure {
@@ -317,6 +320,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.awaitCatchUp(s.stopCtx)
 	}()
 	s.wg.Go(func() { s.runStateChecks(s.stopCtx) })
+	if !cfg.Insecure {
+		s.wg.Go(func() { cert.Run(s.stopCtx, log.With("component", "pki")) })
+	}
 	go func() {
 		defer s.wg.Done()
 		var err error
