@@ -99,11 +99,16 @@ func TestRejoinAfterLongCut(t *testing.T) {
 	waitMember(t, s1, "a1", StateAlive, 10*time.Second)
 	waitMember(t, a1, "s1", StateAlive, 10*time.Second)
 
-	for drained := false; !drained; { // the first join
+	// The first join reports after its members are alive (the join loop
+	// runs on its own goroutine): wait for that report, so that it is
+	// not taken for a join through the cut below.
+	firstJoin := time.After(10 * time.Second)
+	for joined := false; !joined; {
 		select {
-		case <-attempts:
-		default:
-			drained = true
+		case a := <-attempts:
+			joined = a.n > 0
+		case <-firstJoin:
+			t.Fatal("the first join was never reported")
 		}
 	}
 	link.cut.Store(true)
