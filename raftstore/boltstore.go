@@ -46,7 +46,7 @@ var (
 )
 
 // openBoltStore opens (creating if needed) the store at path.
-func openBoltStore(path string) (*boltStore, error) {
+func openBoltStore(path string, noSync bool) (*boltStore, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: time.Second, // another process holding the file lock
 		// The freelist is rebuilt on open instead of written on every
@@ -57,6 +57,7 @@ func openBoltStore(path string) (*boltStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log store %s: %w", path, err)
 	}
+	db.NoSync, db.NoGrowSync = noSync, noSync
 	s := &boltStore{db: db}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketLogs, bucketConf} {

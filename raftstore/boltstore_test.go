@@ -20,7 +20,7 @@ import (
 func openTestStore(t testing.TB) (*boltStore, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "raft.db")
-	s, err := openBoltStore(path)
+	s, err := openBoltStore(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestBoltStoreLogsAndStable(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := openBoltStore(path)
+	s2, err := openBoltStore(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestBoltStoreCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only runs as the child of TestBoltStoreSurvivesKill")
 	}
-	s, err := openBoltStore(path)
+	s, err := openBoltStore(path, false)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -231,7 +231,7 @@ func TestBoltStoreSurvivesKill(t *testing.T) {
 		t.Fatalf("child acknowledged only %d entries", acked)
 	}
 
-	s, err := openBoltStore(path)
+	s, err := openBoltStore(path, false)
 	if err != nil {
 		t.Fatalf("reopen after kill: %v", err)
 	}
@@ -370,7 +370,7 @@ func TestBoltStoreDeleteRangeCrashLeavesNoHole(t *testing.T) {
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
-				r, err := openBoltStore(path)
+				r, err := openBoltStore(path, false)
 				if err != nil {
 					t.Fatalf("reopen: %v", err)
 				}

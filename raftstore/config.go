@@ -51,6 +51,10 @@ type Config struct {
 	// know and may not skip). The node has stopped applying by then; the
 	// caller should shut down with the error.
 	OnFatal func(error)
+	// UnsafeNoSync skips the log store's fsync: an acknowledged write can
+	// be lost when the machine loses power. Only for showing that the
+	// power-loss tests catch exactly that.
+	UnsafeNoSync bool
 	// StateHash, when set, returns the FSM's state hash right after the
 	// entry at index was applied, and whether it still knows it; servers
 	// compare them to find a state that drifted (Node.StateHashes).

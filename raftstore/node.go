@@ -147,7 +147,7 @@ func (n *Node) start(fsm FSM) error {
 		return fmt.Errorf("create %s: %w", raftDir, err)
 	}
 	var err error
-	if n.store, err = openBoltStore(filepath.Join(raftDir, "raft.db")); err != nil {
+	if n.store, err = openBoltStore(filepath.Join(raftDir, "raft.db"), cfg.UnsafeNoSync); err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return &dataDirInUseError{dir: cfg.DataDir}
 		}

@@ -147,8 +147,11 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 	CommitTimeout      time.Duration
 	SnapshotInterval   time.Duration
-	SnapshotThreshold  uint64
-	TrailingLogs       uint64
+	// UnsafeNoFsync skips the raft log's fsync (raftstore's UnsafeNoSync):
+	// only for the power-loss tests to show they catch a missing fsync.
+	UnsafeNoFsync     bool
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
 }
 
 // withDefaults fills in defaults and checks what cannot be defaulted.

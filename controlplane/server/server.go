@@ -215,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		SnapshotThreshold:  cfg.SnapshotThreshold,
 		TrailingLogs:       cfg.TrailingLogs,
 		SnapshotInterval:   cfg.SnapshotInterval,
+		UnsafeNoSync:       cfg.UnsafeNoFsync,
 		Dial:               cfg.Dial,
 		StateHash:          st.StateHash,
 	}
