@@ -91,6 +91,8 @@ type Server struct {
 // returns raftstore's own snapshot interface type.
 type fsm struct{ *store.Store }
 
+var _ raftstore.FSM = fsm{}
+
 func (f fsm) Snapshot() (raftstore.FSMSnapshot, error) {
 	snap, err := f.Store.Snapshot()
 	if err != nil {

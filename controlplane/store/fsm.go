@@ -1,10 +1,13 @@
 package store
 
-import "github.com/outpost-edge/outpost/raftstore"
+import "io"
 
-// FSMSnapshot is what Snapshot returns: raftstore's point-in-time state,
-// written out by Persist while Apply goes on.
-type FSMSnapshot = raftstore.FSMSnapshot
-
-// The store is the state machine raftstore replicates.
-var _ raftstore.FSM = (*Store)(nil)
+// FSMSnapshot is what Snapshot returns: a point-in-time state, written
+// out by Persist while Apply goes on. It has raftstore's FSMSnapshot's
+// methods; the store does not import raftstore, so that the loops, which
+// read the store's types, do not depend on replication (testing/repo's
+// layers). The server adapts the store to raftstore.FSM.
+type FSMSnapshot interface {
+	Persist(w io.Writer) error
+	Release()
+}
