@@ -35,20 +35,62 @@ func (n *Node) configuration() (raft.Configuration, uint64, error) {
 	return f.Configuration(), f.Index(), nil
 }
 
-// Removed reports whether this server has applied a configuration that
-// no longer holds it: it was removed from the cluster and will never
-// have a leader again. A server removed while it was cut off may not
-// have learned it; it only sees no leader.
-func (n *Node) Removed() bool {
+// removedProbeEvery bounds how often a leaderless node asks the others
+// whether it was removed.
+const removedProbeEvery = 2 * time.Second
+
+// Removed reports whether this server was removed from the cluster and
+// will never have a leader again: its own configuration no longer holds
+// it, or, while it has no leader, the leader it can reach says so. The
+// leader stops replicating to a removed server as soon as it appends the
+// change, so a removed server often never learns it from the log. Once
+// true, it stays true until the node is closed.
+func (n *Node) Removed(ctx context.Context) bool {
 	if n.closed.Load() {
 		return false
 	}
+	n.removedMu.Lock()
+	if n.removed {
+		n.removedMu.Unlock()
+		return true
+	}
+	n.removedMu.Unlock()
 	c, _, err := n.configuration()
 	if err != nil || len(c.Servers) == 0 {
 		return false
 	}
-	_, found := findServer(c, n.cfg.ID)
-	return !found
+	if _, found := findServer(c, n.cfg.ID); !found {
+		n.markRemoved()
+		return true
+	}
+	if id, _ := n.raft.LeaderWithID(); id != "" {
+		return false
+	}
+	n.removedMu.Lock()
+	due := time.Since(n.removedProbe) >= removedProbeEvery
+	if due {
+		n.removedProbe = time.Now()
+	}
+	n.removedMu.Unlock()
+	if !due {
+		return false
+	}
+	for _, p := range n.probe(ctx, c.Servers) {
+		if p.err == nil && p.status.IsLeader && p.status.ID != n.cfg.ID && !slices.Contains(p.status.Servers, n.cfg.ID) {
+			n.markRemoved()
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Node) markRemoved() {
+	n.removedMu.Lock()
+	defer n.removedMu.Unlock()
+	if !n.removed {
+		n.removed = true
+		n.log.Warn("this server was removed from the cluster")
+	}
 }
 
 func findServer(c raft.Configuration, id string) (raft.Server, bool) {

@@ -61,6 +61,12 @@ type Node struct {
 
 	// leaderChanged wakes WaitForLeader on leader or API address news.
 	leaderChanged notifier
+	// removed is set once this node learned it was removed from the
+	// cluster; removedProbe is when it last asked the others.
+	removedMu    sync.Mutex
+	removed      bool
+	removedProbe time.Time
+
 	apiMu         sync.Mutex
 	apiAddrs      map[string]string // raft address -> API address ("" = known to be empty)
 	apiFetching   map[string]bool
@@ -853,7 +859,21 @@ func (n *Node) Status() Status {
 		State:        state.String(),
 		IsLeader:     state == raft.Leader,
 		Bootstrapped: n.raft.LastIndex() > 0,
+		Servers:      n.serverIDs(),
 	}
+}
+
+// serverIDs lists the IDs of the configuration this node holds.
+func (n *Node) serverIDs() []string {
+	c, _, err := n.configuration()
+	if err != nil {
+		return nil
+	}
+	ids := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		ids[i] = string(s.ID)
+	}
+	return ids
 }
 
 // probeTimeout bounds one status RPC used to judge reachability.

@@ -84,6 +84,9 @@ type Status struct {
 	// server with BootstrapExpect joins an existing cluster instead of
 	// forming a new one.
 	Bootstrapped bool `json:"bootstrapped"`
+	// Servers are the IDs of the raft configuration this server holds,
+	// so that a server removed without learning it can find out.
+	Servers []string `json:"servers,omitempty"`
 }
 
 type readIndexResponse struct {

@@ -137,8 +137,8 @@ func (s *Server) forward(w *recorder, r *http.Request, body []byte) {
 		cancel()
 	}
 	if ld.ID == "" || ld.APIAddr == "" || ld.ID == s.cfg.ID {
-		if s.node.Removed() {
-			writeError(w, unavailable(s.noLeader(), 30))
+		if s.node.Removed(r.Context()) {
+			writeError(w, unavailable(s.noLeader(r.Context()), 30))
 			return
 		}
 		writeError(w, unavailable("the cluster has no raft leader right now; retry shortly", 1))

@@ -55,7 +55,7 @@ func (s *Server) notReady(ctx context.Context) string {
 		return alarm
 	}
 	if s.node.Leader().ID == "" {
-		return s.noLeader()
+		return s.noLeader(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -249,8 +249,8 @@ func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, group
 // noLeader says why this server has no raft leader: most often an
 // election or a lost quorum, but a server that was removed from the
 // cluster never gets one again, and must say so.
-func (s *Server) noLeader() string {
-	if s.node.Removed() {
+func (s *Server) noLeader(ctx context.Context) string {
+	if s.node.Removed(ctx) {
 		return fmt.Sprintf("server %s was removed from the cluster and serves nothing; "+
 			"to bring it back, stop it, empty its data directory and start it again with --join", s.cfg.ID)
 	}

@@ -105,7 +105,7 @@ func (s *Server) consistentRead(ctx context.Context) error {
 			if errors.Is(err, raftstore.ErrClosed) {
 				return raftError(err, "serve the read")
 			}
-			return s.noLeaderForRead()
+			return s.noLeaderForRead(ctx)
 		}
 	}
 	idx, err := s.node.ReadIndex(ctx)
@@ -114,7 +114,7 @@ func (s *Server) consistentRead(ctx context.Context) error {
 		// barrier entry's outcome unknown; for a read that only means no
 		// leader could vouch for the state.
 		if errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) || errors.Is(err, raftstore.ErrUnknownOutcome) {
-			return s.noLeaderForRead()
+			return s.noLeaderForRead(ctx)
 		}
 		return raftError(err, "confirm the commit index for a consistent read")
 	}
@@ -126,9 +126,9 @@ func (s *Server) consistentRead(ctx context.Context) error {
 
 // noLeaderForRead is the 503 of a read that asks for the latest state
 // while the cluster has no leader.
-func (s *Server) noLeaderForRead() error {
-	if s.node.Removed() {
-		return unavailable(s.noLeader(), 30)
+func (s *Server) noLeaderForRead(ctx context.Context) error {
+	if s.node.Removed(ctx) {
+		return unavailable(s.noLeader(ctx), 30)
 	}
 	return unavailable("cannot serve an up-to-date read: the cluster has no raft leader (an election is under way, "+
 		"or fewer than a quorum of servers are up); retry shortly, or add ?resourceVersion=0 to read this server's possibly stale copy", 1)
