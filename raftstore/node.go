@@ -67,9 +67,9 @@ type Node struct {
 	removed      bool
 	removedProbe time.Time
 
-	apiMu         sync.Mutex
-	apiAddrs      map[string]string // raft address -> API address ("" = known to be empty)
-	apiFetching   map[string]bool
+	apiMu       sync.Mutex
+	apiAddrs    map[string]string // raft address -> API address ("" = known to be empty)
+	apiFetching map[string]bool
 
 	// Linearizable reads on the leader: a read barrier per term, then one
 	// VerifyLeader shared by every read that arrived before it started.
