@@ -49,18 +49,17 @@ func waitCount(t *testing.T, n *atomic.Int64, want int64, timeout time.Duration)
 	}
 }
 
-func assertAllPresent(t *testing.T, ctx context.Context, cl *client.Client, acked *sync.Map) {
-	t.Helper()
+// missing lists the acknowledged names (keys of acked) that a consistent
+// list no longer holds, and how many were acknowledged.
+func missing(ctx context.Context, cl *client.Client, acked *sync.Map) (total, stored int, lost []string, err error) {
 	items, _, err := cl.List(ctx, api.ResourceForKind("Pod"), "default", client.ListOptions{Consistent: true})
 	if err != nil {
-		t.Fatalf("list after restart: %v", err)
+		return 0, 0, nil, err
 	}
 	have := make(map[string]bool, len(items))
 	for _, it := range items {
 		have[it.GetObjectMeta().Name] = true
 	}
-	var lost []string
-	total := 0
 	acked.Range(func(k, _ any) bool {
 		total++
 		if !have[k.(string)] {
@@ -68,10 +67,19 @@ func assertAllPresent(t *testing.T, ctx context.Context, cl *client.Client, acke
 		}
 		return true
 	})
+	return total, len(items), lost, nil
+}
+
+func assertAllPresent(t *testing.T, ctx context.Context, cl *client.Client, acked *sync.Map) {
+	t.Helper()
+	total, stored, lost, err := missing(ctx, cl, acked)
+	if err != nil {
+		t.Fatalf("list after restart: %v", err)
+	}
 	if len(lost) > 0 {
 		t.Fatalf("%d of %d acknowledged writes lost after SIGKILL, e.g. %v", len(lost), total, lost[:min(5, len(lost))])
 	}
-	t.Logf("all %d acknowledged writes survived (%d objects stored)", total, len(items))
+	t.Logf("all %d acknowledged writes survived (%d objects stored)", total, stored)
 }
 
 // A real server process killed with SIGKILL in the middle of a write stream

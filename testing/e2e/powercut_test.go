@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/testing/lossyfs"
 	"github.com/outpost-edge/outpost/testing/proc"
 )
@@ -68,21 +66,10 @@ func powerCut(t *testing.T, args ...string) (acked int, lost []string, restartEr
 	if err := c.StartAll(rctx); err != nil {
 		return int(n.Load()), nil, err
 	}
-	items, _, err := cl.List(ctx, api.ResourceForKind("Pod"), "default", client.ListOptions{Consistent: true})
+	acked, _, lost, err = missing(ctx, cl, &ackedNames)
 	if err != nil {
 		return int(n.Load()), nil, err
 	}
-	have := make(map[string]bool, len(items))
-	for _, it := range items {
-		have[it.GetObjectMeta().Name] = true
-	}
-	ackedNames.Range(func(k, _ any) bool {
-		acked++
-		if !have[k.(string)] {
-			lost = append(lost, k.(string))
-		}
-		return true
-	})
 	return acked, lost, nil
 }
 
