@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X github.com/outpost-edge/outpost/controlplane/version.Version
 BIN := bin/outpost
 DATA ?= $(HOME)/.local/share/outpost
 # Packages whose tests exercise concurrency run under the race detector.
-RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/server/... ./controlplane/client/... \
+RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./controlplane/server/... ./controlplane/client/... \
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
 	./runtime/... ./gossip/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \

@@ -64,6 +64,21 @@ func Validate(obj Object) ErrorList {
 	return errs
 }
 
+// CheckValid is Validate (old nil) or ValidateUpdate as the error a
+// writer returns: 422 Invalid listing every problem by field path.
+func CheckValid(obj, old Object) error {
+	var errs ErrorList
+	if old == nil {
+		errs = Validate(obj)
+	} else {
+		errs = ValidateUpdate(obj, old)
+	}
+	if len(errs) > 0 {
+		return NewInvalid(ResourceOf(obj).Kind, obj.GetObjectMeta().Name, errs)
+	}
+	return nil
+}
+
 // ValidateUpdate checks obj as a replacement for old: obj must be valid
 // (Validate), and the fields that may not change must not. An empty uid
 // or creationTimestamp in obj means "unchanged" (the store keeps the old

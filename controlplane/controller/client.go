@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // Client is how a control loop reads and changes the cluster.
@@ -25,7 +24,7 @@ type Client interface {
 	// Watch streams the changes of r after fromRV. The channel closes when
 	// ctx ends; an ERROR event (410) means the watch fell behind and the
 	// caller must list again.
-	Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan store.WatchEvent, error)
+	Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan api.WatchEvent, error)
 
 	// Create creates obj; generateName is honoured.
 	Create(ctx context.Context, obj api.Object) (api.Object, error)
@@ -35,7 +34,7 @@ type Client interface {
 	// UpdateStatus replaces obj's status only, under the same rule.
 	UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error)
 	// Delete deletes an object; non-empty preconditions must hold.
-	Delete(ctx context.Context, r *api.Resource, namespace, name string, pre store.Preconditions) error
+	Delete(ctx context.Context, r *api.Resource, namespace, name string, pre api.Preconditions) error
 	// Bind binds pods to nodes, as POST pods/NAME/binding would, in as
 	// few raft entries as it can. errs[i] is the outcome of bindings[i].
 	Bind(ctx context.Context, bindings []Binding) (errs []error)

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // Event is one change an Informer saw. Old is the cached object before a
 // Modified or Deleted (nil for Added).
 type Event struct {
-	Type   string // store.Added, store.Modified or store.Deleted
+	Type   string // api.Added, api.Modified or api.Deleted
 	Object api.Object
 	Old    api.Object
 }
@@ -110,7 +109,7 @@ func (i *Informer) Run(ctx context.Context, on func(Event)) {
 		rv, err := i.relist(on)
 		if err != nil {
 			i.log.Warn("list failed; retrying", "err", err, "retry_in", backoff)
-			if !sleep(ctx, backoff) {
+			if !Sleep(ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, 5*time.Second)
@@ -145,14 +144,14 @@ func (i *Informer) relist(on func(Event)) (uint64, error) {
 		prev, ok := old[k]
 		switch {
 		case !ok:
-			on(Event{Type: store.Added, Object: obj})
+			on(Event{Type: api.Added, Object: obj})
 		case prev.GetObjectMeta().ResourceVersion != obj.GetObjectMeta().ResourceVersion:
-			on(Event{Type: store.Modified, Object: obj, Old: prev})
+			on(Event{Type: api.Modified, Object: obj, Old: prev})
 		}
 	}
 	for k, prev := range old {
 		if _, ok := fresh[k]; !ok {
-			on(Event{Type: store.Deleted, Object: prev, Old: prev})
+			on(Event{Type: api.Deleted, Object: prev, Old: prev})
 		}
 	}
 	i.advance(rv)
@@ -172,28 +171,28 @@ func (i *Informer) watch(ctx context.Context, rv uint64, on func(Event)) bool {
 	got := false
 	for ev := range ch {
 		got = true
-		if ev.Type == store.Error {
+		if ev.Type == api.Error {
 			i.log.Info("watch ended; listing again", "err", ev.Err)
 			return true
 		}
-		if ev.Object == nil || ev.Type == store.Bookmark {
+		if ev.Object == nil || ev.Type == api.Bookmark {
 			i.advance(ev.RV)
 			continue
 		}
 		k := KeyOf(ev.Object)
 		i.mu.Lock()
 		prev := i.items[k]
-		if ev.Type == store.Deleted {
+		if ev.Type == api.Deleted {
 			delete(i.items, k)
 		} else {
 			i.items[k] = ev.Object
 		}
 		i.mu.Unlock()
 		typ := ev.Type
-		if typ == store.Added && prev != nil {
-			typ = store.Modified
+		if typ == api.Added && prev != nil {
+			typ = api.Modified
 		}
-		if typ != store.Deleted || prev != nil {
+		if typ != api.Deleted || prev != nil {
 			on(Event{Type: typ, Object: ev.Object, Old: prev})
 		}
 		i.advance(ev.RV)
@@ -201,8 +200,9 @@ func (i *Informer) watch(ctx context.Context, rv uint64, on func(Event)) bool {
 	return got
 }
 
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends; it reports whether d passed. The
+// leader's loops and the core back off with it.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -77,7 +77,7 @@ func TestInformerFollowsChanges(t *testing.T) {
 	if _, err := f.Update(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Delete(ctx, podsR, "default", "before", store.Preconditions{}); err != nil {
+	if err := f.Delete(ctx, podsR, "default", "before", api.Preconditions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "delete seen", func() bool { return rec.has("DELETED default/before") })
@@ -110,7 +110,7 @@ func TestInformerRelistReportsMissedDelete(t *testing.T) {
 	var once sync.Once
 	go inf.Run(ctx, func(ev controller.Event) {
 		rec.on(ev)
-		if ev.Type == store.Modified {
+		if ev.Type == api.Modified {
 			once.Do(func() { <-block }) // a slow handler: the store drops the watch
 		}
 	})
@@ -132,7 +132,7 @@ func TestInformerRelistReportsMissedDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.Delete(ctx, podsR, "default", "b", store.Preconditions{}); err != nil {
+	if err := f.Delete(ctx, podsR, "default", "b", api.Preconditions{}); err != nil {
 		t.Fatal(err)
 	}
 	close(block)

@@ -17,7 +17,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/taints"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 const (
@@ -93,7 +92,7 @@ func (v *schedView) onNode(ev controller.Event) {
 	if !v.on {
 		return
 	}
-	if ev.Type == store.Deleted {
+	if ev.Type == api.Deleted {
 		v.cluster.RemoveNode(n.Name)
 		return
 	}
@@ -107,7 +106,7 @@ func (v *schedView) onPod(ev controller.Event) {
 	if !v.on {
 		return
 	}
-	if ev.Type == store.Deleted {
+	if ev.Type == api.Deleted {
 		v.cluster.RemovePod(p.Namespace, p.Name)
 		return
 	}
@@ -161,7 +160,7 @@ func (c *daemonSetController) onDaemonSet(ev controller.Event) {
 // onNode wakes every daemon set when a node comes, goes or changes in a
 // way that can change where daemon pods belong (not on heartbeats).
 func (c *daemonSetController) onNode(ev controller.Event) {
-	if old, ok := ev.Old.(*api.Node); ok && ev.Type == store.Modified && !nodeChangeMatters(old, ev.Object.(*api.Node)) {
+	if old, ok := ev.Old.(*api.Node); ok && ev.Type == api.Modified && !nodeChangeMatters(old, ev.Object.(*api.Node)) {
 		return
 	}
 	for _, obj := range c.s.dsInf.List() {
@@ -203,7 +202,7 @@ func (c *daemonSetController) onPod(ev controller.Event) {
 		}
 		return
 	}
-	if ev.Type == store.Deleted || !podActive(pod) || pod.Spec.NodeName == "" {
+	if ev.Type == api.Deleted || !podActive(pod) || pod.Spec.NodeName == "" {
 		return
 	}
 	if ev.Old != nil && maps.Equal(ev.Old.GetObjectMeta().Labels, pod.Labels) && controllerRef(ev.Old.GetObjectMeta()) == nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 func newDaemonSet(name string, nodeSelector map[string]string) *api.DaemonSet {
@@ -165,7 +164,7 @@ func (e *env) watchAvailability(uid string) *availability {
 		e.t.Fatal(err)
 	}
 	for _, obj := range objs {
-		a.apply(uid, store.Added, obj.(*api.Pod))
+		a.apply(uid, api.Added, obj.(*api.Pod))
 	}
 	a.min = a.count()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -196,7 +195,7 @@ func (a *availability) apply(uid, typ string, p *api.Pod) {
 		m = map[string]bool{}
 		a.ready[p.Spec.NodeName] = m
 	}
-	if typ == store.Deleted {
+	if typ == api.Deleted {
 		delete(m, p.Name)
 	} else {
 		m[p.Name] = podActive(p) && podReady(p)

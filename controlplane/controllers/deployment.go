@@ -7,7 +7,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 const componentDeployment = "deployment-controller"
@@ -89,7 +88,7 @@ func (c *deploymentController) onReplicaSet(ev controller.Event) {
 		}
 		return
 	}
-	if ev.Type == store.Deleted {
+	if ev.Type == api.Deleted {
 		return
 	}
 	for _, obj := range c.s.deployInf.List() {
@@ -106,7 +105,7 @@ func (c *deploymentController) onReplicaSet(ev controller.Event) {
 // onPod wakes a Recreate deployment when one of its old pods is gone: it
 // waits for all of them before it creates the new ones.
 func (c *deploymentController) onPod(ev controller.Event) {
-	if ev.Type != store.Deleted {
+	if ev.Type != api.Deleted {
 		return
 	}
 	pod := ev.Object.(*api.Pod)

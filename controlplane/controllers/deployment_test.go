@@ -11,7 +11,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 func newDeployment(name string, replicas int32, surge, unavailable string) *api.Deployment {
@@ -98,7 +97,7 @@ func (e *env) watchInvariants(d *api.Deployment) *invariants {
 		inv.loading = true
 		inv.mu.Unlock()
 		for _, obj := range objs {
-			inv.apply(d, store.Added, obj)
+			inv.apply(d, api.Added, obj)
 		}
 		inv.mu.Lock()
 		inv.loading = false
@@ -124,7 +123,7 @@ func (inv *invariants) apply(d *api.Deployment, typ string, obj api.Object) {
 		if !isControlledBy(o, d.UID) {
 			return
 		}
-		if typ == store.Deleted {
+		if typ == api.Deleted {
 			delete(inv.sizes, o.Name)
 		} else {
 			inv.sizes[o.Name] = replicasOf(o.Spec.Replicas)
@@ -142,7 +141,7 @@ func (inv *invariants) apply(d *api.Deployment, typ string, obj api.Object) {
 		if !hasLabels(o.Labels, d.Spec.Selector.MatchLabels) {
 			return
 		}
-		if typ == store.Deleted {
+		if typ == api.Deleted {
 			delete(inv.ready, o.Name)
 			delete(inv.hashes, o.Name)
 		} else {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // garbageCollector deletes pods and replica sets whose owners are gone,
@@ -39,7 +38,7 @@ func newGarbageCollector(s *shared) *garbageCollector {
 // appears or its owners change.
 func (g *garbageCollector) onObject(ev controller.Event, plural string) {
 	m := ev.Object.GetObjectMeta()
-	if ev.Type == store.Deleted {
+	if ev.Type == api.Deleted {
 		for _, x := range []struct {
 			plural string
 			idx    *index
@@ -94,7 +93,7 @@ func (g *garbageCollector) sync(ctx context.Context, key string) (time.Duration,
 	case len(dangling) == 0:
 		return 0, nil
 	case len(dangling) == len(m.OwnerReferences):
-		err := g.s.client.Delete(ctx, r, ns, name, store.Preconditions{UID: m.UID, ResourceVersion: m.ResourceVersion})
+		err := g.s.client.Delete(ctx, r, ns, name, api.Preconditions{UID: m.UID, ResourceVersion: m.ResourceVersion})
 		switch {
 		case err == nil:
 			g.loop.log.Info("deleted an object whose owners are gone", "kind", r.Kind, "object", rest)

@@ -14,7 +14,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/controller/controllertest"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 const waitTimeout = 15 * time.Second
@@ -204,7 +203,7 @@ func (e *env) update(r *api.Resource, ns, name string, status bool, fn func(api.
 
 func (e *env) delete(r *api.Resource, ns, name string) {
 	e.t.Helper()
-	if err := e.f.Delete(context.Background(), r, ns, name, store.Preconditions{}); err != nil {
+	if err := e.f.Delete(context.Background(), r, ns, name, api.Preconditions{}); err != nil {
 		e.t.Fatalf("delete %s %s: %v", r.Kind, name, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // index keeps the objects of one informer by namespace and by the UID of
@@ -35,7 +34,7 @@ func (x *index) apply(ev controller.Event) {
 	if ev.Old != nil {
 		x.unlinkOwners(key, ev.Old.GetObjectMeta())
 	}
-	if ev.Type == store.Deleted {
+	if ev.Type == api.Deleted {
 		x.unlinkOwners(key, m)
 		remove(x.byNS, m.Namespace, m.Name)
 		remove(x.orphans, m.Namespace, m.Name)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // Membership is what the node lifecycle controller needs of the gossip
@@ -118,7 +117,7 @@ func newNodeLifecycle(s *shared, cfg NodeLifecycle) *nodeLifecycle {
 // heartbeat's time of arrival is known even if the queue is busy.
 func (c *nodeLifecycle) onNode(ev controller.Event) {
 	name := ev.Object.GetObjectMeta().Name
-	if ev.Type == store.Deleted {
+	if ev.Type == api.Deleted {
 		c.mu.Lock()
 		delete(c.seen, name)
 		c.mu.Unlock()

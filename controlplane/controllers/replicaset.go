@@ -12,7 +12,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 const componentReplicaSet = "replicaset-controller"
@@ -59,7 +58,7 @@ func (c *replicaSetController) onPod(ev controller.Event) {
 		}
 		return
 	}
-	if ev.Type == store.Deleted || !podActive(pod) {
+	if ev.Type == api.Deleted || !podActive(pod) {
 		return
 	}
 	if ev.Old != nil && maps.Equal(ev.Old.GetObjectMeta().Labels, pod.Labels) && controllerRef(ev.Old.GetObjectMeta()) == nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/controller/controllertest"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 var webLabels = map[string]string{"app": "web"}
@@ -189,12 +188,12 @@ func (l *laggyClient) gate() chan struct{} {
 	return l.open
 }
 
-func (l *laggyClient) Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan store.WatchEvent, error) {
+func (l *laggyClient) Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan api.WatchEvent, error) {
 	in, err := l.Fake.Watch(ctx, r, fromRV)
 	if err != nil || r.Plural != "pods" {
 		return in, err
 	}
-	out := make(chan store.WatchEvent)
+	out := make(chan api.WatchEvent)
 	go func() {
 		defer close(out)
 		for ev := range in {

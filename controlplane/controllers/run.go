@@ -13,7 +13,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // Sentinel errors of the package.
@@ -140,7 +139,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	}
 	onRS := func(ev controller.Event) {
 		s.rss.apply(ev)
-		if ev.Type == store.Deleted {
+		if ev.Type == api.Deleted {
 			s.sels.drop(ev.Object.GetObjectMeta().UID)
 		}
 		rsc.onReplicaSet(ev)
@@ -148,14 +147,14 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		gc.onObject(ev, "replicasets")
 	}
 	onDeploy := func(ev controller.Event) {
-		if ev.Type == store.Deleted {
+		if ev.Type == api.Deleted {
 			s.sels.drop(ev.Object.GetObjectMeta().UID)
 		}
 		dc.onDeployment(ev)
 		gc.onObject(ev, "")
 	}
 	onDS := func(ev controller.Event) {
-		if ev.Type == store.Deleted {
+		if ev.Type == api.Deleted {
 			s.sels.drop(ev.Object.GetObjectMeta().UID)
 		}
 		dsc.onDaemonSet(ev)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // burstReplicas bounds the pods one reconcile creates or deletes, as
@@ -220,7 +219,7 @@ func podFromTemplate(raw []byte, owner api.Object) (*api.Pod, error) {
 
 // preconditionUID makes a delete apply only to the object with uid, not
 // to another created since under the same name.
-func preconditionUID(uid string) store.Preconditions { return store.Preconditions{UID: uid} }
+func preconditionUID(uid string) api.Preconditions { return api.Preconditions{UID: uid} }
 
 // Batched writes.
 

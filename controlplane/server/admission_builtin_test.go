@@ -158,24 +158,3 @@ func TestNodeRestriction(t *testing.T) {
 	c.must(http.StatusOK, "PUT", path, nodeJSON("n1", map[string]string{"gpu": "yes"}, nil, true))
 	c.must(http.StatusOK, "DELETE", path, nil)
 }
-
-// The step is asked directly for what the HTTP path cannot reach: a
-// node's delete is refused by authorization before admission sees it.
-func TestNodeRestrictionAdmitsDirectly(t *testing.T) {
-	n1 := &auth.Identity{Name: "system:node:n1", Role: api.RoleNode, NodeName: "n1"}
-	adminID := &auth.Identity{Name: "admin", Role: api.RoleClusterAdmin}
-	old := nodeJSON("n1", map[string]string{"a": "b"}, nil, false)
-	var a nodeRestrictionAdmission
-	if err := a.Admit(t.Context(), OpDelete, n1, nil, old); err == nil || !strings.Contains(err.Error(), `node "n1" may not delete its Node object`) {
-		t.Errorf("node deletes its Node: %v", err)
-	}
-	if err := a.Admit(t.Context(), OpDelete, adminID, nil, old); err != nil {
-		t.Errorf("admin deletes a Node: %v", err)
-	}
-	if err := a.Admit(t.Context(), OpCreate, n1, nodeJSON("n1", map[string]string{"any": "thing"}, []api.Taint{{Key: "k", Effect: "NoSchedule"}}, true), nil); err != nil {
-		t.Errorf("node registers with labels and taints: %v", err)
-	}
-	if !a.Applies(OpDelete, n1, nodesResource) || a.Applies(OpUpdate, adminID, nodesResource) || a.Applies(OpUpdate, n1, podsResource) {
-		t.Error("Applies picks the wrong requests")
-	}
-}

@@ -10,15 +10,13 @@
 //
 // A write goes: authenticate (bearer token, else a client certificate of
 // the cluster CA) → on a follower, forward to the leader as it is → on the
-// leader, authorize → read and strictly decode the body → set the fields
-// the server owns (uid, creationTimestamp, generated name) → default →
-// validate → admission chain → raft Apply → reply with the bytes the store
-// encoded. A follower does not authorize what it forwards: the leader
-// decides, with the freshest state (which node a pod is bound to). Every
-// refusal happens before Apply, so a refused write leaves the store and
-// the raft log as they were; an update that carries no resourceVersion is
-// still applied conditionally, on the version it was validated against,
-// and retried if it lost a race.
+// leader, authorize → read and strictly decode the body → package core's
+// pipeline (server-owned fields, defaults, validation, admission, raft
+// Apply) → reply with the bytes the store encoded. A follower does not
+// authorize what it forwards: the leader decides, with the freshest state
+// (which node a pod is bound to). This package holds no write logic of its
+// own beyond the HTTP shape of a request; the leader's loops use the same
+// core through its in-process client.
 //
 // Reads follow Kubernetes' resourceVersion semantics. A get, list or
 // watch without a resourceVersion asks for the most recent state: the
@@ -31,17 +29,8 @@
 // resumes from N instead). consistent=true forces the quorum read.
 //
 // A server that has just started answers nothing that depends on its
-// store (authentication, authorization, admission, reads) until the store
-// has applied a read index obtained after the start: its snapshot may hold
-// a token deleted since, or lack one created since. The leader's duties
-// (schedulers, controllers, event expiry) start only after the leader
-// barrier, for the same reason.
-//
-// Every write passes the built-in admission steps before Config.Admission:
-// ADM-1's rule that only users allowed pods/binding may set spec.nodeName
-// (on pods and on workloads' pod templates), and NodeRestriction, which
-// keeps a node's own identity from changing its taints, unschedulable,
-// labels other than the kubelet's well-known ones, or deleting its Node.
+// store until the core says it has caught up (core.AwaitCatchUp), and
+// the leader's duties start only after the core's leader barrier.
 //
 // /healthz, /readyz and /version answer without a token, as Kubernetes
 // answers them to anonymous callers: probes and install scripts have no

@@ -16,6 +16,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/core"
 )
 
 // Headers between servers. A follower marks what it forwards with
@@ -63,7 +64,7 @@ func (s *Server) newProxy(clientTLS *tls.Config) (*httputil.ReverseProxy, *http.
 		MaxIdleConnsPerHost:   128,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: applyTimeout + 10*time.Second,
+		ResponseHeaderTimeout: core.ApplyTimeout + 10*time.Second,
 	}
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

@@ -101,7 +101,7 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		return
 	}
 	// Before authentication: tokens live in the store too.
-	if reason := s.catchingUp(); reason != "" {
+	if reason := s.core.CatchingUp(); reason != "" {
 		writeError(w, unavailable(reason+"; retry shortly", 1))
 		return
 	}
@@ -260,7 +260,7 @@ func (s *Server) catchUp(ctx context.Context) bool {
 // authorize asks the authorizer whether id may do req; a refusal is a 403
 // that names the verb and the resource.
 func (s *Server) authorize(id *auth.Identity, req auth.Request) error {
-	if err := auth.Authorize(id, req, lookups{s.store}); err != nil {
+	if err := auth.Authorize(id, req, s.core); err != nil {
 		return api.NewForbidden(err.Error())
 	}
 	return nil

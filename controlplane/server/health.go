@@ -48,7 +48,7 @@ func (s *Server) notReady(ctx context.Context) string {
 	if s.stopCtx.Err() != nil {
 		return "the server is shutting down"
 	}
-	if reason := s.catchingUp(); reason != "" {
+	if reason := s.core.CatchingUp(); reason != "" {
 		return reason
 	}
 	if alarm := s.stateCheck.Alarm(); alarm != "" {
@@ -66,10 +66,10 @@ func (s *Server) notReady(ctx context.Context) string {
 	if err := s.node.WaitApplied(ctx, idx); err != nil {
 		return fmt.Sprintf("this server has applied index %d of %d", s.node.AppliedIndex(), idx)
 	}
-	if _, _, err := s.store.Get(namespacesResource, "", "default"); err != nil {
+	if _, _, err := s.core.Get(namespacesResource, "", "default"); err != nil {
 		return "the cluster is not bootstrapped yet: namespace default does not exist"
 	}
-	if _, _, err := s.store.Get(tokensResource, "", s.adminTokenID); err != nil {
+	if _, _, err := s.core.Get(tokensResource, "", s.adminTokenID); err != nil {
 		return "the cluster is not bootstrapped yet: the admin token does not exist"
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 )
 
@@ -76,7 +77,7 @@ func (s *Server) serveNodeCredentials(w *recorder, r *http.Request, id *auth.Ide
 			Description: fmt.Sprintf("credential of node %s, from join token %s", req.NodeName, id.Name),
 		},
 	}
-	if _, err := s.createObject(r.Context(), controlPlaneIdentity, tok); err != nil {
+	if _, err := s.core.Create(r.Context(), core.ControlPlane, tok); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -66,7 +66,7 @@ func (s *Server) serveNodeHeartbeat(w *recorder, r *http.Request, id *auth.Ident
 		writeError(w, unavailable("the leader is starting; retry", 1))
 		return
 	}
-	obj, _, err := s.store.Get(nodesResource, "", name)
+	obj, _, err := s.core.Get(nodesResource, "", name)
 	if err != nil {
 		writeError(w, api.NewNotFound(nodesResource, name))
 		return

@@ -4,20 +4,21 @@ import (
 	"context"
 	"sync"
 
+	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 )
 
 // runLoops runs the leader's control loops, the schedulers (SCH-1, SCH-12)
 // and the workload controllers, until ctx ends (leadership lost or the
-// server stopping). Each gets the in-process client, so its writes go
-// through validation and admission like a user's.
-func (s *Server) runLoops(ctx context.Context) {
+// server stopping); the core starts it after the leader barrier. Each
+// gets the core's in-process client c, so its writes go through
+// validation and admission like a user's.
+func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	lv := newLiveness()
 	s.liveness.Store(lv)
 	defer s.liveness.CompareAndSwap(lv, nil)
-	c := internalClient{s}
 	wg.Go(func() { s.runSchedulers(ctx, c) })
 	if !s.cfg.DisableControllers {
 		wg.Go(func() {

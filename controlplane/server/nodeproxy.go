@@ -168,7 +168,7 @@ func (s *Server) serveNodeImages(w *recorder, r *http.Request, id *auth.Identity
 		writeError(w, err)
 		return
 	}
-	if _, _, err := s.store.Get(nodesResource, "", node); err != nil {
+	if _, _, err := s.core.Get(nodesResource, "", node); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -193,7 +193,7 @@ func (s *Server) podContainer(ctx context.Context, ns, name, container string) (
 	if err != nil {
 		s.log.Debug("reading a pod for a stream from the local store", "pod", ns+"/"+name, "err", err)
 	}
-	obj, _, err := s.store.Get(podsResource, ns, name)
+	obj, _, err := s.core.Get(podsResource, ns, name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -246,7 +246,7 @@ func waitingToStart(pod *api.Pod, container string) string {
 
 // agentAddr finds where node's agent listens, from the Node's status.
 func (s *Server) agentAddr(node string) (string, error) {
-	obj, _, err := s.store.Get(nodesResource, "", node)
+	obj, _, err := s.core.Get(nodesResource, "", node)
 	if err != nil {
 		if api.IsNotFound(err) {
 			return "", unavailable(fmt.Sprintf("node %s is not registered: its agent cannot be reached", node), 5)

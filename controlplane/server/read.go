@@ -188,7 +188,7 @@ func (s *Server) serveGet(w *recorder, r *http.Request, id *auth.Identity, rt *r
 		writeError(w, err)
 		return
 	}
-	_, raw, err := s.store.Get(rt.res, rt.ns, rt.name)
+	_, raw, err := s.core.Get(rt.res, rt.ns, rt.name)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -245,7 +245,7 @@ func (s *Server) serveList(w *recorder, r *http.Request, id *auth.Identity, rt *
 		writeError(w, err)
 		return
 	}
-	items, rv, err := s.store.List(rt.res, rt.ns, opts)
+	items, rv, err := s.core.List(rt.res, rt.ns, opts)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -323,7 +323,7 @@ func (s *Server) serveWatch(w *recorder, r *http.Request, id *auth.Identity, rt 
 			defer cancelT()
 		}
 	}
-	ch, err := s.store.Watch(ctx, rt.res, rt.ns, opts, fromRV, sendInitial)
+	ch, err := s.core.Watch(ctx, rt.res, rt.ns, opts, fromRV, sendInitial)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/raftstore"
 )
 
@@ -140,7 +141,7 @@ func TestContentTypes(t *testing.T) {
 func TestNewUID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		u := newUID()
+		u := core.NewUID()
 		if len(u) != 36 || u[8] != '-' || u[13] != '-' || u[14] != '4' || u[18] != '-' || u[23] != '-' || !strings.ContainsRune("89ab", rune(u[19])) {
 			t.Fatalf("%q is not a version 4 UUID", u)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/loop"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
@@ -142,7 +143,7 @@ func (ss *schedulerSet) seeds() map[string]string {
 // file that differs from it is only logged; a reload puts it in force.
 func (s *Server) seedSchedulerPolicies(ctx context.Context) error {
 	for name, doc := range s.schedulers.seeds() {
-		obj, _, err := s.store.Get(schedulerPoliciesResource, "", name)
+		obj, _, err := s.core.Get(schedulerPoliciesResource, "", name)
 		if err == nil {
 			if sp, ok := obj.(*api.SchedulerPolicy); ok && sp.Spec.Policy != doc {
 				s.log.Warn("the policy in force differs from this server's policy file; send SIGHUP or POST /apis/outpost.io/v1/schedulers/reload to put the file in force",
@@ -151,10 +152,10 @@ func (s *Server) seedSchedulerPolicies(ctx context.Context) error {
 			continue
 		}
 		sp := &api.SchedulerPolicy{
-			ObjectMeta: api.ObjectMeta{Name: name, UID: newUID(), CreationTimestamp: api.NewTime(time.Now())},
+			ObjectMeta: api.ObjectMeta{Name: name, UID: core.NewUID(), CreationTimestamp: api.NewTime(time.Now())},
 			Spec:       api.SchedulerPolicySpec{Policy: doc, Source: s.schedulers.source(s.cfg.ID, name)},
 		}
-		if err := s.ensure(ctx, sp); err != nil {
+		if err := s.core.Ensure(ctx, sp); err != nil {
 			return err
 		}
 	}
@@ -185,11 +186,11 @@ func (s *Server) storePolicies(ctx context.Context, docs map[string]string) erro
 	if len(docs) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, core.ApplyTimeout)
 	defer cancel()
 	// Written through this server's own API, which answers once it has
 	// caught up after its start.
-	if err := s.waitCaughtUp(ctx); err != nil {
+	if err := s.core.WaitCaughtUp(ctx); err != nil {
 		return fmt.Errorf("scheduler policies: %w", err)
 	}
 	cl, err := client.New(s.admin)
@@ -325,7 +326,7 @@ type SchedulerList struct {
 // listSchedulers describes the stored policies, with this server's files
 // and reload errors.
 func (s *Server) listSchedulers() (*SchedulerList, error) {
-	items, _, err := s.store.List(schedulerPoliciesResource, "", store.ListOptions{})
+	items, _, err := s.core.List(schedulerPoliciesResource, "", store.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 	"github.com/outpost-edge/outpost/controlplane/store"
 	"github.com/outpost-edge/outpost/gossip"
@@ -28,6 +28,19 @@ import (
 var (
 	// ErrConfig is wrapped by every error about a Config that cannot work.
 	ErrConfig = errors.New("invalid server configuration")
+)
+
+// Namespaces every cluster has (see core).
+const (
+	NamespaceDefault = core.NamespaceDefault
+	NamespaceSystem  = core.NamespaceSystem
+)
+
+var (
+	namespacesResource = api.ResourceForKind("Namespace")
+	tokensResource     = api.ResourceForKind("Token")
+	podsResource       = api.ResourceForKind("Pod")
+	nodesResource      = api.ResourceForKind("Node")
 )
 
 // shutdownTimeout bounds how long Close waits for requests in flight.
@@ -43,9 +56,10 @@ type Server struct {
 
 	store *store.Store
 	node  *raftstore.Node
+	// core is the write pipeline, the leadership lifecycle and the reads
+	// of the store; the HTTP API and the loops go through it.
+	core  *core.Core
 	authn *auth.Authenticator
-	// admission is the built-in steps, then Config.Admission.
-	admission []Admission
 	// schedulers are the policies of the schedulers the leader runs.
 	schedulers *schedulerSet
 
@@ -78,73 +92,9 @@ type Server struct {
 	serveErr chan error
 	// fatal receives raftstore's OnFatal error: the server must stop.
 	fatal chan error
-	// caughtUpCh is closed once the store has applied a read index
-	// obtained after start; until then the API serves nothing that
-	// depends on the store (catchup.go).
-	caughtUpCh chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// fsm adapts the store to raftstore's FSM interface, whose Snapshot
-// returns raftstore's own snapshot interface type.
-type fsm struct{ *store.Store }
-
-var _ raftstore.FSM = fsm{}
-
-func (f fsm) Snapshot() (raftstore.FSMSnapshot, error) {
-	snap, err := f.Store.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return snap, nil
-}
-
-// lookups answers the authenticator's and authorizer's questions from the
-// local store.
-type lookups struct{ st *store.Store }
-
-// GetToken returns the stored token id, or nil when there is none.
-func (l lookups) GetToken(id string) (*api.Token, error) {
-	obj, _, err := l.st.Get(tokensResource, "", id)
-	if err != nil {
-		if api.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	tok, _ := obj.(*api.Token)
-	return tok, nil
-}
-
-// PodNodeName returns the node pod ns/name is bound to.
-func (l lookups) PodNodeName(ns, name string) (string, bool) {
-	obj, _, err := l.st.Get(podsResource, ns, name)
-	if err != nil {
-		return "", false
-	}
-	p, ok := obj.(*api.Pod)
-	if !ok {
-		return "", false
-	}
-	return p.Spec.NodeName, true
-}
-
-var podsResource = api.ResourceForKind("Pod")
-
-// namespace returns the stored namespace name, for admission steps that
-// read its annotations (PodNodeSelector).
-func (l lookups) namespace(name string) (*api.Namespace, error) {
-	obj, _, err := l.st.Get(namespacesResource, "", name)
-	if err != nil {
-		return nil, err
-	}
-	ns, ok := obj.(*api.Namespace)
-	if !ok {
-		return nil, fmt.Errorf("namespace %s is stored as %T", name, obj)
-	}
-	return ns, nil
 }
 
 // Start assembles and starts a server: the cluster CA and this server's
@@ -239,7 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cert.Use(rcfg.ServerTLS, rcfg.ClientTLS)
 		peerClientTLS = rcfg.ClientTLS.Clone()
 	}
-	var machine raftstore.FSM = fsm{st}
+	machine := core.FSM(st)
 	if cfg.WrapFSM != nil {
 		machine = cfg.WrapFSM(machine)
 	}
@@ -264,9 +214,24 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		node:         node,
 		url:          apiURL,
 		serveErr:     make(chan error, 1),
-		caughtUpCh:   make(chan struct{}),
 		fatal:        fatal,
-		admission:    append(append(builtinAdmission(), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: lookups{st}.namespace})...), cfg.Admission...),
+	}
+	s.core, err = core.New(core.Config{
+		Store:           st,
+		Node:            node,
+		Logger:          log,
+		AdminTokenID:    adminID,
+		AdminSecretHash: auth.HashSecret(adminSecret),
+		EventTTL:        cfg.EventTTL,
+		AdmissionConfig: cfg.AdmissionConfig,
+		Admission:       cfg.Admission,
+		Seed:            s.seedSchedulerPolicies,
+		Duties:          s.runLoops,
+	})
+	if err != nil {
+		ln.Close()
+		_ = node.Close()
+		return nil, err
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	fail := func(err error) (*Server, error) {
@@ -278,7 +243,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = node.Close()
 		return nil, err
 	}
-	s.authn = auth.NewAuthenticator(lookups{st}, nil)
+	s.authn = auth.NewAuthenticator(s.core, nil)
 	// The admin token works before the leader has written its Token
 	// object, and cannot be locked out by deleting that object.
 	if err := s.authn.AddStatic(adminID+"."+adminSecret, auth.Identity{Name: "admin", Role: api.RoleClusterAdmin}); err != nil {
@@ -320,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
-		s.awaitCatchUp(s.stopCtx)
+		s.core.AwaitCatchUp(s.stopCtx)
 	}()
 	s.wg.Go(func() { s.runStateChecks(s.stopCtx) })
 	if !cfg.Insecure {
@@ -341,7 +306,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}()
 	go func() {
 		defer s.wg.Done()
-		s.runLeadership(s.stopCtx)
+		s.core.RunLeadership(s.stopCtx)
 	}()
 	log.Info("server started", "api", apiURL, "raft", node.Status().RaftAddr, "insecure", cfg.Insecure, "admin_config", cfg.AdminConfigPath)
 	return s, nil
@@ -451,8 +416,10 @@ func (s *Server) WaitReady(ctx context.Context) error {
 		if reason == "" {
 			return nil
 		}
-		if !sleepCtx(ctx, backoff) {
+		select {
+		case <-ctx.Done():
 			return fmt.Errorf("server %s not ready: %s: %w", s.cfg.ID, reason, ctx.Err())
+		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}

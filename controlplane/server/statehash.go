@@ -13,6 +13,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/raftstore"
 )
 
@@ -97,7 +98,7 @@ func (s *Server) runStateChecks(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if s.catchingUp() != "" {
+		if s.core.CatchingUp() != "" {
 			continue
 		}
 		s.checkStateHash(ctx)
@@ -220,7 +221,7 @@ func (s *Server) recordDivergence(ctx context.Context, rep api.StateHashReport) 
 			Count:          1,
 			Type:           "Warning",
 		}
-		if _, err := s.createObject(ctx, controlPlaneIdentity, ev); err != nil {
+		if _, err := s.core.Create(ctx, core.ControlPlane, ev); err != nil {
 			s.log.Warn("recording the state divergence event failed", "server", id, "err", err)
 			continue
 		}

@@ -71,12 +71,8 @@ const (
 	SubresourceStatus Subresource = "status"
 )
 
-// Preconditions guard a delete: a non-empty field must equal the stored
-// object's, or the delete fails with 409 Conflict.
-type Preconditions struct {
-	ResourceVersion string
-	UID             string
-}
+// Preconditions guard a delete (api.Preconditions).
+type Preconditions = api.Preconditions
 
 // CreateCmd builds the command that creates obj. The server has prepared
 // obj completely (namespace, name, uid, creationTimestamp, defaults); the

@@ -10,28 +10,18 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
-// Watch event types, as Kubernetes names them.
+// Watch event types, as Kubernetes names them (api's, named here too for
+// the store's own code and tests).
 const (
-	Added    = "ADDED"
-	Modified = "MODIFIED"
-	Deleted  = "DELETED"
-	Bookmark = "BOOKMARK"
-	Error    = "ERROR"
+	Added    = api.Added
+	Modified = api.Modified
+	Deleted  = api.Deleted
+	Bookmark = api.Bookmark
+	Error    = api.Error
 )
 
-// WatchEvent is one change seen by a watch. Object and Raw are shared with
-// the store: do not change them. RV is the resourceVersion to resume after
-// this event; for the synthetic ADDED events of sendInitial it is the
-// store's index when the watch started (each object's own resourceVersion
-// is in its metadata). An ERROR event has no Object: Err says why the watch
-// ends (a 410 means relist) and Raw is that api.Status in JSON.
-type WatchEvent struct {
-	Type   string
-	Object api.Object
-	Raw    []byte
-	RV     uint64
-	Err    *api.StatusError
-}
+// WatchEvent is one change seen by a watch (api.WatchEvent).
+type WatchEvent = api.WatchEvent
 
 // event is one change in a resource's window. prev is the object before a
 // MODIFIED (or the last stored version before a DELETED), so that a watch

@@ -33,11 +33,17 @@ var layers = []struct {
 	{"controlplane/store", []string{"controlplane/server", "controlplane/client", "controlplane/auth", "controlplane/admission", "controlplane/controller", "controlplane/controllers", "controlplane/scheduler", "agent", "gossip"}, false},
 	{"controlplane/auth", []string{"controlplane/server", "controlplane/store", "controlplane/client", "raftstore"}, false},
 	{"controlplane/admission", []string{"controlplane/server", "controlplane/store", "controlplane/client", "raftstore"}, false},
+	// The core: the write pipeline, leadership and the store's reads,
+	// with no transport (no net/http, see transportFree), no loops and no
+	// clients of the API above it.
+	{"controlplane/core", []string{"controlplane/server", "controlplane/client", "controlplane/cli", "controlplane/controllers", "controlplane/scheduler/loop", "agent", "gossip"}, false},
 	// The leader's loops talk to a controller.Client: never to the HTTP
-	// server or client, never to raft.
-	{"controlplane/controller", []string{"controlplane/server", "controlplane/client", "raftstore", "agent", "gossip"}, false},
-	{"controlplane/controllers", []string{"controlplane/server", "controlplane/client", "raftstore", "agent", "gossip"}, false},
-	{"controlplane/scheduler/loop", []string{"controlplane/server", "controlplane/client", "raftstore", "agent", "gossip"}, false},
+	// server or client, never to raft, the store or the core (they are
+	// handed the core's client).
+	{"controlplane/controller", []string{"controlplane/server", "controlplane/client", "raftstore", "agent", "gossip", "controlplane/core"}, false},
+	{"controlplane/controller", []string{"controlplane/store"}, true},
+	{"controlplane/controllers", []string{"controlplane/server", "controlplane/client", "raftstore", "agent", "gossip", "controlplane/core", "controlplane/store"}, false},
+	{"controlplane/scheduler/loop", []string{"controlplane/server", "controlplane/client", "raftstore", "agent", "gossip", "controlplane/core", "controlplane/store"}, false},
 	// Clients of the API: the API's types and the HTTP client only.
 	{"controlplane/client", []string{"controlplane/server", "controlplane/store", "raftstore", "controlplane/controller", "controlplane/scheduler/loop", "agent/host", "runtime"}, false},
 	{"controlplane/cli", []string{"controlplane/server", "controlplane/store", "raftstore", "controlplane/controller", "controlplane/controllers", "controlplane/scheduler/loop"}, false},
@@ -45,6 +51,10 @@ var layers = []struct {
 	{"gossip", []string{"controlplane/", "raftstore", "agent", "runtime"}, false},
 	{"runtime", []string{"controlplane/", "raftstore", "agent", "gossip"}, false},
 }
+
+// transportFree are packages that must not speak HTTP themselves: the
+// core is called by the HTTP server, never the other way round.
+var transportFree = []string{"controlplane/core", "controlplane/store", "controlplane/controller", "controlplane/controllers", "controlplane/scheduler/loop"}
 
 func TestLayers(t *testing.T) {
 	pkgs := goList(t, mod+"...")
@@ -66,10 +76,16 @@ func TestLayers(t *testing.T) {
 				}
 				for _, f := range l.forbid {
 					if (dr == strings.TrimSuffix(f, "/") || strings.HasPrefix(dr, strings.TrimSuffix(f, "/")+"/")) && !strings.HasPrefix(dr, l.pkg) {
-						t.Errorf("%s depends on %s, which is above its layer (see layers in %s)", rel, dr, "testing/repo/layers_test.go")
+						t.Errorf("%s depends on %s, which its layer must not reach (see layers in %s)", rel, dr, "testing/repo/layers_test.go")
 					}
 				}
 			}
+		}
+	}
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(p.ImportPath, mod)
+		if slices.Contains(transportFree, rel) && slices.Contains(p.Imports, "net/http") {
+			t.Errorf("%s imports net/http: it is below the transports (see transportFree in testing/repo/layers_test.go)", rel)
 		}
 	}
 	for _, l := range layers {

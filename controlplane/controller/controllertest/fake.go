@@ -94,22 +94,13 @@ func (f *Fake) List(r *api.Resource) ([]api.Object, uint64, error) {
 }
 
 // Watch implements controller.Client.
-func (f *Fake) Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan store.WatchEvent, error) {
+func (f *Fake) Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan api.WatchEvent, error) {
 	return f.st.Watch(ctx, r, "", store.ListOptions{}, fromRV, false)
 }
 
 func (f *Fake) check(obj, old api.Object) error {
 	api.SetDefaults(obj)
-	var errs api.ErrorList
-	if old == nil {
-		errs = api.Validate(obj)
-	} else {
-		errs = api.ValidateUpdate(obj, old)
-	}
-	if len(errs) > 0 {
-		return api.NewInvalid(api.ResourceOf(obj).Kind, obj.GetObjectMeta().Name, errs)
-	}
-	return nil
+	return api.CheckValid(obj, old)
 }
 
 // Create implements controller.Client.
@@ -164,7 +155,7 @@ func (f *Fake) update(obj api.Object, sub store.Subresource, kind string) (api.O
 }
 
 // Delete implements controller.Client.
-func (f *Fake) Delete(_ context.Context, r *api.Resource, namespace, name string, pre store.Preconditions) error {
+func (f *Fake) Delete(_ context.Context, r *api.Resource, namespace, name string, pre api.Preconditions) error {
 	_, err := f.applyOne("delete "+r.Plural, store.DeleteCmd(r, namespace, name, pre, f.Now()))
 	return err
 }

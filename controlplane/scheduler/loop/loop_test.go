@@ -16,7 +16,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/controller/controllertest"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // Pods of every kind of constraint get bound, and every binding satisfies
@@ -277,7 +276,7 @@ func TestParkedPodRetriedOnClusterChange(t *testing.T) {
 		{"placed pod deleted", func(t *testing.T, f *controllertest.Fake) {
 			create(t, f, mkNode("n1", onePod), mkPod("old", podOnNode("n1")))
 		}, func(t *testing.T, f *controllertest.Fake) {
-			if err := f.Delete(context.Background(), podsRes, "default", "old", store.Preconditions{}); err != nil {
+			if err := f.Delete(context.Background(), podsRes, "default", "old", api.Preconditions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -291,7 +290,7 @@ func TestParkedPodRetriedOnClusterChange(t *testing.T) {
 				&api.Service{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default"}, Spec: api.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []api.ServicePort{{Port: 80}}}},
 				mkPod("first", podLabels("app", "web"), podOnNode("n1")))
 		}, func(t *testing.T, f *controllertest.Fake) {
-			if err := f.Delete(context.Background(), servicesRes, "default", "web", store.Preconditions{}); err != nil {
+			if err := f.Delete(context.Background(), servicesRes, "default", "web", api.Preconditions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -496,7 +495,7 @@ func TestFailedBindingIsForgotten(t *testing.T) {
 				for _, b := range bs {
 					if b.Name == "a" {
 						<-parked
-						if err := f.Delete(context.Background(), podsRes, "default", "a", store.Preconditions{}); err != nil {
+						if err := f.Delete(context.Background(), podsRes, "default", "a", api.Preconditions{}); err != nil {
 							return err
 						}
 						<-deleted
@@ -535,7 +534,7 @@ func TestDeletingAndFinishedPodsDoNotCount(t *testing.T) {
 			}
 		}, true},
 		{"being deleted", func(t *testing.T, f *controllertest.Fake) {
-			if err := f.Delete(context.Background(), podsRes, "default", "old", store.Preconditions{}); err != nil {
+			if err := f.Delete(context.Background(), podsRes, "default", "old", api.Preconditions{}); err != nil {
 				t.Fatal(err)
 			}
 			if p := getPod(t, f, "old"); p.DeletionTimestamp == nil {

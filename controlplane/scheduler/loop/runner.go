@@ -13,7 +13,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
-	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
 // inputKind says what an inbox entry carries.
@@ -360,7 +359,7 @@ func (r *runner) onNode(in *input) {
 	if !ok {
 		return
 	}
-	if in.typ == store.Deleted {
+	if in.typ == api.Deleted {
 		r.cluster.RemoveNode(n.Name)
 		return
 	}
@@ -376,7 +375,7 @@ func (r *runner) onService(in *input) {
 	if !ok {
 		return
 	}
-	if in.typ == store.Deleted {
+	if in.typ == api.Deleted {
 		r.cluster.RemoveService(s.Namespace, s.Name)
 	} else {
 		r.cluster.SetService(s)
@@ -392,7 +391,7 @@ func (r *runner) onPod(in *input) {
 	old, _ := in.old.(*api.Pod)
 	key := podKey{pod.Namespace, pod.Name}
 	e := r.pods[key]
-	if in.typ == store.Deleted {
+	if in.typ == api.Deleted {
 		r.cluster.RemovePod(pod.Namespace, pod.Name)
 		if counted(pod) || assumed(e) {
 			r.moveParked = true

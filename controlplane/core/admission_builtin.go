@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
@@ -14,16 +15,9 @@ import (
 // builtinAdmission is what every server runs before Config.Admission:
 // rules of the spec that no configuration may leave out. These steps only
 // refuse; they never change obj, so validation need not run after them.
-func builtinAdmission() []Admission {
-	return []Admission{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}}
+func builtinAdmission() []admission.Interface {
+	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}}
 }
-
-var (
-	nodesResource       = api.ResourceForKind("Node")
-	replicaSetsResource = api.ResourceForKind("ReplicaSet")
-	deploymentsResource = api.ResourceForKind("Deployment")
-	daemonSetsResource  = api.ResourceForKind("DaemonSet")
-)
 
 // podNodeNameAdmission is the first half of ADM-1: only users allowed to
 // create pods/binding may place a pod on a node by naming it in
@@ -37,21 +31,21 @@ func (podNodeNameAdmission) Applies(op string, _ *auth.Identity, r *api.Resource
 	case podsResource:
 		// An update cannot change spec.nodeName (validation), a binding
 		// is authorized as pods/binding already.
-		return op == OpCreate
+		return op == admission.OpCreate
 	case replicaSetsResource, deploymentsResource, daemonSetsResource:
-		return op == OpCreate || op == OpUpdate
+		return op == admission.OpCreate || op == admission.OpUpdate
 	}
 	return false
 }
 
 func (podNodeNameAdmission) Admit(_ context.Context, op string, id *auth.Identity, obj, old api.Object) error {
-	if op != OpCreate && op != OpUpdate {
+	if op != admission.OpCreate && op != admission.OpUpdate {
 		return nil
 	}
 	var node, oldNode, field string
 	switch o := obj.(type) {
 	case *api.Pod:
-		if op != OpCreate {
+		if op != admission.OpCreate {
 			return nil
 		}
 		node, field = o.Spec.NodeName, "spec.nodeName"
@@ -96,7 +90,7 @@ func (podNodeNameAdmission) Admit(_ context.Context, op string, id *auth.Identit
 type nodeRestrictionAdmission struct{}
 
 func (nodeRestrictionAdmission) Applies(op string, id *auth.Identity, r *api.Resource) bool {
-	return r == nodesResource && isNode(id) && (op == OpUpdate || op == OpDelete)
+	return r == nodesResource && isNode(id) && (op == admission.OpUpdate || op == admission.OpDelete)
 }
 
 func (nodeRestrictionAdmission) Admit(_ context.Context, op string, id *auth.Identity, obj, old api.Object) error {
@@ -104,14 +98,14 @@ func (nodeRestrictionAdmission) Admit(_ context.Context, op string, id *auth.Ide
 		return nil
 	}
 	switch op {
-	case OpDelete:
+	case admission.OpDelete:
 		n, ok := old.(*api.Node)
 		if !ok {
 			return nil
 		}
 		return nodeForbidden(n.Name, fmt.Sprintf("node %q may not delete its Node object", id.NodeName),
 			"a node's removal is an administrator's decision")
-	case OpUpdate:
+	case admission.OpUpdate:
 		n, ok := obj.(*api.Node)
 		o, okOld := old.(*api.Node)
 		if !ok || !okOld {
@@ -203,7 +197,7 @@ func taintsEqual(a, b []api.Taint) bool {
 type schedulerPolicyAdmission struct{}
 
 func (schedulerPolicyAdmission) Applies(op string, _ *auth.Identity, r *api.Resource) bool {
-	return r == schedulerPoliciesResource && (op == OpCreate || op == OpUpdate)
+	return r == schedulerPoliciesResource && (op == admission.OpCreate || op == admission.OpUpdate)
 }
 
 func (schedulerPolicyAdmission) Admit(_ context.Context, _ string, _ *auth.Identity, obj, _ api.Object) error {

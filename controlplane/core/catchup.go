@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -18,54 +18,57 @@ import (
 // a read index obtained after the server started; /readyz says why
 // meanwhile, and every other request gets 503 with Retry-After.
 
-// awaitCatchUp opens the API once the store has applied a read index that
+// AwaitCatchUp opens the API once the store has applied a read index that
 // this server obtained after it started, retrying until it gets there or
 // ctx ends.
-func (s *Server) awaitCatchUp(ctx context.Context) {
+func (c *Core) AwaitCatchUp(ctx context.Context) {
 	start := time.Now()
 	var idx uint64
-	caught := s.retry(ctx, "not caught up with the cluster yet", slog.LevelDebug, 50*time.Millisecond, time.Second, func() error {
+	caught := c.retry(ctx, "not caught up with the cluster yet", slog.LevelDebug, 50*time.Millisecond, time.Second, func() error {
 		// ReadIndex retries across elections by itself; the bound only
 		// keeps one attempt from waiting for ever on a lost leader.
-		rctx, cancel := context.WithTimeout(ctx, consistentReadTimeout)
+		rctx, cancel := context.WithTimeout(ctx, readIndexTimeout)
 		var err error
-		idx, err = s.node.ReadIndex(rctx)
+		idx, err = c.node.ReadIndex(rctx)
 		cancel()
 		if err != nil {
 			return err
 		}
 		// No bound on applying: a long log tail takes as long as it
 		// takes, and a new read index would only move the goal.
-		return s.node.WaitApplied(ctx, idx)
+		return c.node.WaitApplied(ctx, idx)
 	})
 	if caught {
-		close(s.caughtUpCh)
-		s.log.Info("caught up with the cluster: serving the API", "applied_index", idx, "after", time.Since(start).Round(time.Millisecond))
+		close(c.caughtUp)
+		c.log.Info("caught up with the cluster: serving the API", "applied_index", idx, "after", time.Since(start).Round(time.Millisecond))
 	}
 }
 
-// waitCaughtUp returns once the API serves, or with ctx's error.
-func (s *Server) waitCaughtUp(ctx context.Context) error {
+// WaitCaughtUp returns once the API serves, or with ctx's error.
+func (c *Core) WaitCaughtUp(ctx context.Context) error {
 	select {
-	case <-s.caughtUpCh:
+	case <-c.caughtUp:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", s.catchingUp(), ctx.Err())
+		return fmt.Errorf("%s: %w", c.CatchingUp(), ctx.Err())
 	}
 }
 
-// catchingUp is the reason this server does not serve yet, or "" once it
+// CatchingUp is the reason this server does not serve yet, or "" once it
 // does.
-func (s *Server) catchingUp() string {
+func (c *Core) CatchingUp() string {
 	select {
-	case <-s.caughtUpCh:
+	case <-c.caughtUp:
 		return ""
 	default:
 	}
 	why := ""
-	if s.node.Leader().ID == "" {
+	if c.node.Leader().ID == "" {
 		why = ", and the cluster has no raft leader it can reach (an election is under way, or fewer than a quorum of servers are up)"
 	}
 	return "this server started recently and has not yet applied the cluster's latest state (applied index " +
-		strconv.FormatUint(s.node.AppliedIndex(), 10) + ")" + why + "; it answers once it has caught up"
+		strconv.FormatUint(c.node.AppliedIndex(), 10) + ")" + why + "; it answers once it has caught up"
 }
+
+// readIndexTimeout bounds one attempt at a read index while catching up.
+const readIndexTimeout = 10 * time.Second

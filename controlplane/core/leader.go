@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -7,29 +7,17 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/store"
 )
 
-// Namespaces every cluster has; the leader creates them if absent, and
-// they cannot be deleted.
-const (
-	NamespaceDefault = "default"
-	NamespaceSystem  = "outpost-system"
-)
-
-var (
-	namespacesResource = api.ResourceForKind("Namespace")
-	tokensResource     = api.ResourceForKind("Token")
-)
-
-// runLeadership switches the leader duties on and off as this server wins
+// RunLeadership switches the leader duties on and off as this server wins
 // and loses raft leadership, until ctx ends. Subscribe holds only the
 // latest state, so a true while the duties run means leadership was lost
 // and regained in between: they restart, since what they established may
 // have been undone by another leader meanwhile. Every duty is idempotent.
-func (s *Server) runLeadership(ctx context.Context) {
-	ch, unsubscribe := s.node.Subscribe()
+func (c *Core) RunLeadership(ctx context.Context) {
+	ch, unsubscribe := c.node.Subscribe()
 	defer unsubscribe()
 	var duties *running
 	defer func() { duties.stop() }()
@@ -44,7 +32,7 @@ func (s *Server) runLeadership(ctx context.Context) {
 			duties.stop()
 			duties = nil
 			if leading {
-				duties = start(ctx, s.leaderDuties)
+				duties = start(ctx, c.leaderDuties)
 			}
 		}
 	}
@@ -76,30 +64,32 @@ func (r *running) stop() {
 }
 
 // leaderDuties runs while this server leads: it bootstraps the cluster's
-// fixed objects, runs the schedulers and controllers, and expires old
-// events periodically.
-func (s *Server) leaderDuties(ctx context.Context) {
-	s.log.Info("leading: waiting until this server has applied every committed entry")
+// fixed objects, runs Config.Duties (the schedulers and controllers), and
+// expires old events periodically.
+func (c *Core) leaderDuties(ctx context.Context) {
+	c.log.Info("leading: waiting until this server has applied every committed entry")
 	began := time.Now()
-	applied, ok := s.leaderBarrier(ctx)
+	applied, ok := c.leaderBarrier(ctx)
 	if !ok {
 		return
 	}
-	s.log.Info("leading: starting leader duties", "applied_index", applied, "barrier_wait", time.Since(began).Round(time.Millisecond))
-	defer s.log.Info("leader duties stopped")
-	if !s.retry(ctx, "cluster bootstrap failed", slog.LevelWarn, 50*time.Millisecond, 5*time.Second, func() error {
-		return s.bootstrap(ctx)
+	c.log.Info("leading: starting leader duties", "applied_index", applied, "barrier_wait", time.Since(began).Round(time.Millisecond))
+	defer c.log.Info("leader duties stopped")
+	if !c.retry(ctx, "cluster bootstrap failed", slog.LevelWarn, 50*time.Millisecond, 5*time.Second, func() error {
+		return c.bootstrap(ctx)
 	}) {
 		return
 	}
 	// The schedulers and controllers start once the cluster's fixed
 	// objects exist (pods need their namespace).
-	loops := start(ctx, s.runLoops)
-	defer loops.stop()
-	t := time.NewTicker(eventSweepInterval(s.cfg.EventTTL))
+	if c.cfg.Duties != nil {
+		loops := start(ctx, func(ctx context.Context) { c.cfg.Duties(ctx, Client{c}) })
+		defer loops.stop()
+	}
+	t := time.NewTicker(eventSweepInterval(c.cfg.EventTTL))
 	defer t.Stop()
 	for {
-		s.expireEvents(ctx)
+		c.expireEvents(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -114,13 +104,13 @@ func (s *Server) leaderDuties(ctx context.Context) {
 // leadership was lost, or the server stops). Every leader duty starts
 // after it: a controller that read the store before it could count pods a
 // ReplicaSet has as missing and create them again.
-func (s *Server) leaderBarrier(ctx context.Context) (uint64, bool) {
+func (c *Core) leaderBarrier(ctx context.Context) (uint64, bool) {
 	var idx uint64
-	ok := s.retry(ctx, "leader barrier failed", slog.LevelWarn, 20*time.Millisecond, time.Second, func() error {
+	ok := c.retry(ctx, "leader barrier failed", slog.LevelWarn, 20*time.Millisecond, time.Second, func() error {
 		bctx, cancel := context.WithTimeout(ctx, barrierTimeout)
 		defer cancel()
 		var err error
-		idx, err = s.node.Barrier(bctx)
+		idx, err = c.node.Barrier(bctx)
 		return err
 	})
 	return idx, ok
@@ -129,7 +119,7 @@ func (s *Server) leaderBarrier(ctx context.Context) (uint64, bool) {
 // retry calls try until it succeeds or ctx ends, logging each failure at
 // level and waiting first, then twice as long each time up to most; it
 // reports whether try succeeded.
-func (s *Server) retry(ctx context.Context, what string, level slog.Level, first, most time.Duration, try func() error) bool {
+func (c *Core) retry(ctx context.Context, what string, level slog.Level, first, most time.Duration, try func() error) bool {
 	backoff := first
 	for {
 		err := try()
@@ -139,8 +129,8 @@ func (s *Server) retry(ctx context.Context, what string, level slog.Level, first
 		if ctx.Err() != nil {
 			return false
 		}
-		s.log.Log(ctx, level, what+"; retrying", "err", err, "retry_in", backoff)
-		if !sleepCtx(ctx, backoff) {
+		c.log.Log(ctx, level, what+"; retrying", "err", err, "retry_in", backoff)
+		if !controller.Sleep(ctx, backoff) {
 			return false
 		}
 		backoff = min(2*backoff, most)
@@ -150,18 +140,6 @@ func (s *Server) retry(ctx context.Context, what string, level slog.Level, first
 // barrierTimeout bounds one attempt at the leader barrier; applying a long
 // log tail after a restart can take a while.
 const barrierTimeout = 30 * time.Second
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // eventSweepInterval is how often expired events are looked for: a tenth
 // of their life, between a second and five minutes, so that events
@@ -174,45 +152,50 @@ func eventSweepInterval(ttl time.Duration) time.Duration {
 // schedulers this server is configured with, and the admin token exist.
 // Creating is the check: the store answers AlreadyExists in log order,
 // so this is right even before this leader's store has caught up.
-func (s *Server) bootstrap(ctx context.Context) error {
+func (c *Core) bootstrap(ctx context.Context) error {
 	now := time.Now()
 	for _, name := range []string{NamespaceDefault, NamespaceSystem} {
-		if _, _, err := s.store.Get(namespacesResource, "", name); err == nil {
+		if _, _, err := c.st.Get(namespacesResource, "", name); err == nil {
 			continue
 		}
-		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name, UID: newUID(), CreationTimestamp: api.NewTime(now)}}
-		if err := s.ensure(ctx, ns); err != nil {
+		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name, UID: NewUID(), CreationTimestamp: api.NewTime(now)}}
+		if err := c.Ensure(ctx, ns); err != nil {
 			return err
 		}
 	}
 	// Before the admin token, whose existence makes a server ready: a
 	// ready cluster has its schedulers' policies.
-	if err := s.seedSchedulerPolicies(ctx); err != nil {
-		return err
+	if c.cfg.Seed != nil {
+		if err := c.cfg.Seed(ctx); err != nil {
+			return err
+		}
 	}
-	if _, _, err := s.store.Get(tokensResource, "", s.adminTokenID); err == nil {
+	if c.cfg.AdminTokenID == "" {
 		return nil
 	}
-	_, secret := auth.AdminToken(s.secret)
+	if _, _, err := c.st.Get(tokensResource, "", c.cfg.AdminTokenID); err == nil {
+		return nil
+	}
 	tok := &api.Token{
-		ObjectMeta: api.ObjectMeta{Name: s.adminTokenID, UID: newUID(), CreationTimestamp: api.NewTime(now)},
+		ObjectMeta: api.ObjectMeta{Name: c.cfg.AdminTokenID, UID: NewUID(), CreationTimestamp: api.NewTime(now)},
 		Spec: api.TokenSpec{
 			Role:        api.RoleClusterAdmin,
-			SecretHash:  auth.HashSecret(secret),
+			SecretHash:  c.cfg.AdminSecretHash,
 			Description: "cluster admin, derived from the cluster secret",
 		},
 	}
-	return s.ensure(ctx, tok)
+	return c.Ensure(ctx, tok)
 }
 
-// ensure creates obj unless it exists.
-func (s *Server) ensure(ctx context.Context, obj api.Object) error {
+// Ensure creates obj, defaulted but not admitted, unless it exists: for
+// the objects the control plane itself must have.
+func (c *Core) Ensure(ctx context.Context, obj api.Object) error {
 	api.SetDefaults(obj)
 	cmd, err := store.CreateCmd(obj)
 	if err != nil {
 		return err
 	}
-	_, err = s.apply(ctx, cmd)
+	_, err = c.Apply(ctx, cmd)
 	if err != nil && !api.IsAlreadyExists(err) {
 		return fmt.Errorf("create %s %s: %w", api.ResourceOf(obj).Kind, obj.GetObjectMeta().Name, err)
 	}
@@ -220,13 +203,13 @@ func (s *Server) ensure(ctx context.Context, obj api.Object) error {
 }
 
 // expireEvents deletes events older than the TTL, when there are any.
-func (s *Server) expireEvents(ctx context.Context) {
-	before := time.Now().Add(-s.cfg.EventTTL)
-	oldest := s.store.OldestEventTime()
+func (c *Core) expireEvents(ctx context.Context) {
+	before := time.Now().Add(-c.cfg.EventTTL)
+	oldest := c.st.OldestEventTime()
 	if oldest.IsZero() || !oldest.Before(before) {
 		return
 	}
-	if _, err := s.apply(ctx, store.ExpireEventsCmd(before)); err != nil && ctx.Err() == nil {
-		s.log.Warn("expiring old events failed", "err", err)
+	if _, err := c.Apply(ctx, store.ExpireEventsCmd(before)); err != nil && ctx.Err() == nil {
+		c.log.Warn("expiring old events failed", "err", err)
 	}
 }

@@ -1,0 +1,40 @@
+package core
+
+import (
+	"context"
+
+	"github.com/outpost-edge/outpost/controlplane/admission"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+)
+
+// admits reports whether any step of the chain acts on op by id on r. A
+// delete or a binding reads and copies the stored object only when one
+// does, which most requests then skip.
+func (c *Core) admits(op string, id *auth.Identity, r *api.Resource) bool {
+	for _, a := range c.admit {
+		if sc, ok := a.(admission.Scope); !ok || sc.Applies(op, id, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// admitChain runs the chain in order, the built-in steps first, and stops
+// at the first refusal.
+func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) error {
+	r := obj
+	if r == nil {
+		r = old
+	}
+	res := api.ResourceOf(r)
+	for _, a := range c.admit {
+		if sc, ok := a.(admission.Scope); ok && !sc.Applies(op, id, res) {
+			continue
+		}
+		if err := a.Admit(ctx, op, id, obj, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}

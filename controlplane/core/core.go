@@ -1,0 +1,166 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/admission"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/raftstore"
+)
+
+// Namespaces every cluster has; the leader creates them if absent, and
+// they cannot be deleted.
+const (
+	NamespaceDefault = "default"
+	NamespaceSystem  = "outpost-system"
+)
+
+var (
+	namespacesResource        = api.ResourceForKind("Namespace")
+	tokensResource            = api.ResourceForKind("Token")
+	podsResource              = api.ResourceForKind("Pod")
+	nodesResource             = api.ResourceForKind("Node")
+	replicaSetsResource       = api.ResourceForKind("ReplicaSet")
+	deploymentsResource       = api.ResourceForKind("Deployment")
+	daemonSetsResource        = api.ResourceForKind("DaemonSet")
+	schedulerPoliciesResource = api.ResourceForKind("SchedulerPolicy")
+)
+
+// Config is what a Core is made of.
+type Config struct {
+	Store  *store.Store
+	Node   *raftstore.Node
+	Logger *slog.Logger
+	// AdminTokenID and AdminSecretHash make the built-in admin token's
+	// object, which the leader creates at bootstrap and which cannot be
+	// deleted.
+	AdminTokenID    string
+	AdminSecretHash string
+	// EventTTL is how long events are kept; the leader deletes older ones.
+	EventTTL time.Duration
+	// AdmissionConfig configures the admission plugins (SPEC ADM-1); they
+	// run after the built-in steps, before Admission.
+	AdmissionConfig admission.Config
+	// Admission runs last, in order, on every write.
+	Admission []admission.Interface
+	// Seed creates, at bootstrap, objects the transports want before the
+	// cluster is ready (the schedulers' policies); nil for none.
+	Seed func(ctx context.Context) error
+	// Duties run while this server leads, after the barrier and the
+	// bootstrap, with the in-process client; they end when ctx does.
+	Duties func(ctx context.Context, c controller.Client)
+}
+
+// Core is one server's API core. Its methods are safe for concurrent use.
+type Core struct {
+	cfg   Config
+	st    *store.Store
+	node  *raftstore.Node
+	log   *slog.Logger
+	admit []admission.Interface
+	// builtins is how many of admit are the built-in steps, which only
+	// refuse.
+	builtins int
+	// caughtUp is closed once the store has applied a read index obtained
+	// after New (catchup.go).
+	caughtUp chan struct{}
+}
+
+// New returns the core of a server whose store and raft member are cfg's.
+func New(cfg Config) (*Core, error) {
+	if cfg.Store == nil || cfg.Node == nil {
+		return nil, errors.New("core: a store and a raft node are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{})}
+	c.admit = builtinAdmission()
+	c.builtins = len(c.admit)
+	c.admit = append(append(c.admit, admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
+	return c, nil
+}
+
+// fsm adapts the store to raftstore's FSM interface, whose Snapshot
+// returns raftstore's own snapshot interface type (the store does not
+// import raftstore).
+type fsm struct{ *store.Store }
+
+func (f fsm) Snapshot() (raftstore.FSMSnapshot, error) {
+	snap, err := f.Store.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// FSM is st as raft's state machine, for raftstore.Open.
+func FSM(st *store.Store) raftstore.FSM { return fsm{st} }
+
+// Get returns the stored object and its JSON. Both are the store's own:
+// read them, never change them.
+func (c *Core) Get(r *api.Resource, ns, name string) (api.Object, []byte, error) {
+	return c.st.Get(r, ns, name)
+}
+
+// List returns the stored objects of r in ns ("" for all) that opts
+// select, and the store's index they were read at; shared as Get's are.
+func (c *Core) List(r *api.Resource, ns string, opts store.ListOptions) ([]store.Item, uint64, error) {
+	return c.st.List(r, ns, opts)
+}
+
+// Watch streams the changes to r in ns after fromRV (see store.Watch);
+// the events' objects are shared as Get's are.
+func (c *Core) Watch(ctx context.Context, r *api.Resource, ns string, opts store.ListOptions, fromRV uint64, sendInitial bool) (<-chan api.WatchEvent, error) {
+	return c.st.Watch(ctx, r, ns, opts, fromRV, sendInitial)
+}
+
+// GetToken returns the stored token id, or nil when there is none
+// (auth.TokenLookup).
+func (c *Core) GetToken(id string) (*api.Token, error) {
+	obj, _, err := c.st.Get(tokensResource, "", id)
+	if err != nil {
+		if api.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	tok, _ := obj.(*api.Token)
+	return tok, nil
+}
+
+// PodNodeName returns the node pod ns/name is bound to (auth.PodLookup).
+func (c *Core) PodNodeName(ns, name string) (string, bool) {
+	obj, _, err := c.st.Get(podsResource, ns, name)
+	if err != nil {
+		return "", false
+	}
+	p, ok := obj.(*api.Pod)
+	if !ok {
+		return "", false
+	}
+	return p.Spec.NodeName, true
+}
+
+// namespace returns the stored namespace name, for admission steps that
+// read its annotations (PodNodeSelector).
+func (c *Core) namespace(name string) (*api.Namespace, error) {
+	obj, _, err := c.st.Get(namespacesResource, "", name)
+	if err != nil {
+		return nil, err
+	}
+	ns, ok := obj.(*api.Namespace)
+	if !ok {
+		return nil, fmt.Errorf("namespace %s is stored as %T", name, obj)
+	}
+	return ns, nil
+}
+
+// OldestEventTime is the creation time of the oldest stored event.
+func (c *Core) OldestEventTime() time.Time { return c.st.OldestEventTime() }

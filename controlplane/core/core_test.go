@@ -1,0 +1,216 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/admission"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/raftstore"
+)
+
+// startCore runs a one-server cluster's core with no transport on top:
+// the store, raft over loopback, and the core's leadership and catch-up.
+// duties is Config.Duties.
+func startCore(t *testing.T, duties func(context.Context, controller.Client), mod func(*Config)) *Core {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st := store.New(store.Options{})
+	node, err := raftstore.Open(t.Context(), raftstore.Config{
+		ID: "s1", DataDir: t.TempDir(), BindAddr: "127.0.0.1:0", APIAddr: "http://s1.test:6443",
+		Insecure: true, BootstrapExpect: 1, Logger: log,
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 300 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+	}, FSM(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Store: st, Node: node, Logger: log, EventTTL: time.Hour,
+		AdminTokenID: "admin0", AdminSecretHash: strings.Repeat("ab", 32), Duties: duties,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { c.AwaitCatchUp(ctx); done <- struct{}{} }()
+	go func() { c.RunLeadership(ctx); done <- struct{}{} }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		<-done
+		if err := node.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+func testPod(name string) *api.Pod {
+	return &api.Pod{
+		TypeMeta:   api.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: api.ObjectMeta{Namespace: NamespaceDefault, Name: name},
+		Spec:       api.PodSpec{Containers: []api.Container{{Name: "app", Image: "registry.local/app:1"}}},
+	}
+}
+
+// The core is the API without HTTP: the leader's duties get its client
+// only after the barrier and the bootstrap objects, and every write, from
+// the loops or from a user, goes through defaulting, validation and the
+// refusals that keep the cluster whole (issue 9 item 9).
+func TestCoreWithoutTransport(t *testing.T) {
+	clients := make(chan controller.Client, 1)
+	c := startCore(t, func(ctx context.Context, cl controller.Client) {
+		clients <- cl
+		<-ctx.Done()
+	}, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := c.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if why := c.CatchingUp(); why != "" {
+		t.Fatalf("caught up, yet CatchingUp says %q", why)
+	}
+	var cl controller.Client
+	select {
+	case cl = <-clients:
+	case <-ctx.Done():
+		t.Fatal("the leader's duties never started")
+	}
+	// Duties start after the bootstrap: what they need exists already.
+	for _, ns := range []string{NamespaceDefault, NamespaceSystem} {
+		if _, _, err := c.Get(namespacesResource, "", ns); err != nil {
+			t.Errorf("duties started before namespace %s existed: %v", ns, err)
+		}
+	}
+	if tok, err := c.GetToken("admin0"); err != nil || tok == nil || tok.Spec.Role != api.RoleClusterAdmin {
+		t.Errorf("admin token at bootstrap: %+v, %v", tok, err)
+	}
+
+	// Invalid input is refused before raft, every problem by field path.
+	before := c.st.AppliedIndex()
+	bad := testPod("Bad_Name")
+	bad.Spec.Containers[0].Image = ""
+	_, err := c.Create(ctx, ControlPlane, bad)
+	if !api.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name") || !strings.Contains(err.Error(), "spec.containers[0].image") {
+		t.Errorf("invalid pod: %v; want 422 naming metadata.name and spec.containers[0].image", err)
+	}
+	if got := c.st.AppliedIndex(); got != before {
+		t.Errorf("a refused create reached raft: applied index %d -> %d", before, got)
+	}
+
+	// The loops' client writes through the same pipeline: defaults set,
+	// server-owned fields filled in.
+	obj, err := cl.Create(ctx, testPod("web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := obj.(*api.Pod)
+	if p.UID == "" || p.CreationTimestamp.IsZero() || p.Spec.RestartPolicy == "" {
+		t.Errorf("created pod lacks server-owned fields or defaults: uid %q created %v restartPolicy %q", p.UID, p.CreationTimestamp, p.Spec.RestartPolicy)
+	}
+	// A bound pod gets its Scheduled event, from the scheduler named.
+	if errs := cl.Bind(ctx, []controller.Binding{{Namespace: NamespaceDefault, Name: "web", NodeName: "n1", Scheduler: "edge-scheduler"}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	events, _, err := cl.List(api.ResourceForKind("Event"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range events {
+		e := o.(*api.Event)
+		if e.Reason == "Scheduled" && e.InvolvedObject.Name == "web" && e.Source.Component == "edge-scheduler" &&
+			e.Message == "Successfully assigned default/web to n1" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no Scheduled event from edge-scheduler for default/web among %d events", len(events))
+	}
+
+	// What must not be deleted is refused whoever asks, saying why.
+	admin := &auth.Identity{Name: "admin", Role: api.RoleClusterAdmin}
+	for _, tt := range []struct {
+		res  *api.Resource
+		name string
+		want string
+	}{
+		{namespacesResource, NamespaceDefault, "this namespace may not be deleted"},
+		{namespacesResource, NamespaceSystem, "this namespace may not be deleted"},
+		{tokensResource, "admin0", "built-in admin token"},
+	} {
+		for _, id := range []*auth.Identity{admin, ControlPlane} {
+			_, err := c.Delete(ctx, id, tt.res, "", tt.name, api.Preconditions{})
+			if api.ReasonOf(err) != api.ReasonForbidden || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s deletes %s %s: %v; want 403 saying %q", id.Name, tt.res.Plural, tt.name, err, tt.want)
+			}
+		}
+	}
+}
+
+// A configured admission step runs on the core's writes, after the
+// built-in ones, and what it changes is validated again.
+func TestCoreAdmissionChain(t *testing.T) {
+	c := startCore(t, nil, func(cfg *Config) {
+		cfg.Admission = []admission.Interface{labelStep{}}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := c.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, _, err := c.Get(namespacesResource, "", NamespaceDefault); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no default namespace")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	res, err := c.Create(ctx, ControlPlane, testPod("ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Object.GetObjectMeta().Labels["admitted"]; got != "yes" {
+		t.Errorf("the admission step's label was not kept: %q", got)
+	}
+	// The step sets an invalid label on this one: validation after the
+	// chain refuses it.
+	if _, err := c.Create(ctx, ControlPlane, testPod("breaks")); !api.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.labels") {
+		t.Errorf("a pod the chain made invalid: %v; want 422 naming metadata.labels", err)
+	}
+}
+
+// labelStep labels every pod it admits; on the pod "breaks" it writes a
+// label value no validation allows.
+type labelStep struct{}
+
+func (labelStep) Admit(_ context.Context, op string, _ *auth.Identity, obj, _ api.Object) error {
+	if op != admission.OpCreate {
+		return nil
+	}
+	m := obj.GetObjectMeta()
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels["admitted"] = "yes"
+	if m.Name == "breaks" {
+		m.Labels["admitted"] = "not a valid value!"
+	}
+	return nil
+}
