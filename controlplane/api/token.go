@@ -10,6 +10,22 @@ type Token struct {
 	Spec       TokenSpec `json:"spec"`
 }
 
+// AnnotationAdminTokenGeneration is on the built-in admin token's object:
+// the generation of the secret in force (auth.AdminTokenGeneration), which
+// `outpost adm token rotate-admin` advances. Without it the generation is
+// 0.
+const AnnotationAdminTokenGeneration = "outpost.io/admin-token-generation"
+
+// AdminTokenRotation is the reply to POST
+// /apis/outpost.io/v1/admintoken/rotate: the new generation and the
+// token itself, which the caller needs since the one it used just stopped
+// working. Only a cluster admin gets it, over the API's TLS.
+type AdminTokenRotation struct {
+	TypeMeta   `json:",inline"`
+	Generation int    `json:"generation"`
+	Token      string `json:"token"`
+}
+
 // TokenSpec says who the token's holder is and what it may do.
 type TokenSpec struct {
 	// Role is one of RoleClusterAdmin, RoleNode, RoleDeveloper, RoleServer.

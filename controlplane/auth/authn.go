@@ -96,6 +96,8 @@ func NewAuthenticator(lookup TokenLookup, now func() time.Time) *Authenticator {
 // AdminToken), so the admin can get in before the bootstrap writes the
 // Token object and cannot be locked out by deleting it. A static token
 // takes precedence over a stored token with the same id and never expires.
+// Adding a token whose id is static already replaces it: the old secret
+// stops authenticating at once (a rotated admin token).
 func (a *Authenticator) AddStatic(token string, ident Identity) error {
 	id, secret, err := ParseToken(token)
 	if err != nil {

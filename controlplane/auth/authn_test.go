@@ -244,6 +244,18 @@ func TestAuthenticateStatic(t *testing.T) {
 	if tokens.lookups.Load() != n {
 		t.Fatal("static token looked up in the store")
 	}
+	// A rotation adds the next generation under the same id: the old
+	// secret, cached a moment ago, stops working at once.
+	_, next := AdminTokenGeneration("0123456789abcdefghijklmnopqrstuvwxyz-secret", 1)
+	if err := a.AddStatic(id+"."+next, Identity{Name: "admin", Role: api.RoleClusterAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate("Bearer " + id + "." + secret); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("the rotated-out secret: err = %v", err)
+	}
+	if got, err := a.Authenticate("Bearer " + id + "." + next); err != nil || got.Role != api.RoleClusterAdmin {
+		t.Fatalf("the next generation: %+v, %v", got, err)
+	}
 }
 
 // TestAuthenticateConcurrent runs authentications while tokens change; run

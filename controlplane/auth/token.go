@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -20,8 +21,9 @@ const (
 	// MaxSecretLen bounds what ParseToken accepts, so a huge header cannot
 	// make the server hash megabytes.
 	MaxSecretLen = 64
-	// adminSecretLen is longer than SecretLen: the admin token cannot be
-	// rotated without rotating the cluster secret, so it gets more margin.
+	// adminSecretLen is longer than SecretLen: the admin token is derived,
+	// not random, and lives as long as its generation, so it gets more
+	// margin.
 	adminSecretLen = 32
 )
 
@@ -61,12 +63,33 @@ func NewToken() (id, secret string) {
 	return s[:IDLen], s[IDLen:]
 }
 
-// AdminToken derives the cluster-admin token from the cluster secret. Every
-// server derives the same one, so each can write the admin's client
-// configuration without asking the others. It returns empty strings only if
-// key derivation fails, which it does not for a secret the CA accepts.
+// AdminToken derives the cluster-admin token from the cluster secret: its
+// generation 0 (AdminTokenGeneration). Every server derives the same one,
+// so each can write the admin's client configuration without asking the
+// others. It returns empty strings only if key derivation fails, which it
+// does not for a secret the CA accepts.
 func AdminToken(clusterSecret string) (id, secret string) {
-	b, err := hkdf.Key(sha256.New, []byte(clusterSecret), nil, adminInfo, (IDLen+adminSecretLen)*8)
+	return AdminTokenGeneration(clusterSecret, 0)
+}
+
+// AdminTokenGeneration derives generation gen of the cluster-admin token.
+// A cluster starts at generation 0; each rotation (outpost adm token
+// rotate-admin) moves it to the next and the previous secret stops
+// authenticating, so a leaked admin token or admin.conf is revoked without
+// a new cluster secret. The id is the same in every generation (the admin
+// Token object keeps its name); only the secret changes. Whoever holds
+// the cluster secret can derive every generation: rotation revokes a
+// leaked token, not a leaked secret.
+func AdminTokenGeneration(clusterSecret string, gen int) (id, secret string) {
+	id, secret = deriveAdmin(clusterSecret, adminInfo)
+	if gen > 0 {
+		_, secret = deriveAdmin(clusterSecret, adminInfo+" generation "+strconv.Itoa(gen))
+	}
+	return id, secret
+}
+
+func deriveAdmin(clusterSecret, info string) (id, secret string) {
+	b, err := hkdf.Key(sha256.New, []byte(clusterSecret), nil, info, (IDLen+adminSecretLen)*8)
 	if err != nil {
 		return "", ""
 	}

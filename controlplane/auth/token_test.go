@@ -84,3 +84,30 @@ func TestAdminToken(t *testing.T) {
 		t.Fatal("different cluster secrets gave overlapping admin tokens")
 	}
 }
+
+// Every generation of the admin token keeps the id and has its own
+// secret; generation 0 is AdminToken's.
+func TestAdminTokenGeneration(t *testing.T) {
+	const secret = "0123456789abcdefghijklmnopqrstuvwxyz-secret"
+	id0, sec0 := AdminToken(secret)
+	seen := map[string]int{}
+	for gen := range 4 {
+		id, sec := AdminTokenGeneration(secret, gen)
+		if id != id0 {
+			t.Errorf("generation %d has id %s, want %s", gen, id, id0)
+		}
+		if gen == 0 && sec != sec0 {
+			t.Error("generation 0 is not AdminToken's secret")
+		}
+		if prev, dup := seen[sec]; dup {
+			t.Errorf("generations %d and %d share a secret", prev, gen)
+		}
+		seen[sec] = gen
+		if _, again := AdminTokenGeneration(secret, gen); again != sec {
+			t.Errorf("generation %d is not deterministic", gen)
+		}
+		if _, _, err := ParseToken(id + "." + sec); err != nil || len(sec) < 32 {
+			t.Errorf("generation %d: %v (secret of %d characters)", gen, err, len(sec))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,8 +139,73 @@ func newTokenCommand(o *options) *cobra.Command {
 			return nil
 		},
 	}
-	tok.AddCommand(create, list, del)
+	rotate := &cobra.Command{
+		Use:   "rotate-admin",
+		Short: "Rotate the built-in admin token: the old one stops working on every server",
+		Long: "rotate-admin moves the cluster-admin token derived from the cluster secret to its next\n" +
+			"generation. The previous token, and every admin.conf and client configuration holding it,\n" +
+			"stops working on each server as it applies the change; every server rewrites its own\n" +
+			"admin.conf with the new token. Use it when an admin.conf or the admin token leaked.\n\n" +
+			"The client configuration this command used is rewritten with the new token when it held\n" +
+			"the old one; otherwise (--token) the new token is printed on standard output.\n\n" +
+			"Rotation does not help when the cluster secret itself leaked: it derives every generation.",
+		Example: `  outpost adm token rotate-admin
+  outpost --config /etc/outpost/admin.conf adm token rotate-admin`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return rotateAdminToken(cmd, o)
+		},
+	}
+	tok.AddCommand(create, list, del, rotate)
 	return tok
+}
+
+// sameTokenID reports whether tokens a and b have the same id.
+func sameTokenID(a, b string) bool {
+	ida, _, erra := auth.ParseToken(a)
+	idb, _, errb := auth.ParseToken(b)
+	return erra == nil && errb == nil && ida == idb
+}
+
+// rotateAdminToken asks the cluster to rotate the admin token, then puts
+// the new token where the old one was used from.
+func rotateAdminToken(cmd *cobra.Command, o *options) error {
+	cl, err := o.client(cmd)
+	if err != nil {
+		return err
+	}
+	body, _, err := cl.Do(cmd.Context(), http.MethodPost, "/apis/outpost.io/v1/admintoken/rotate", nil, nil)
+	if err != nil {
+		return err
+	}
+	var rot api.AdminTokenRotation
+	if err := api.Unmarshal(body, &rot); err != nil || rot.Token == "" {
+		return fmt.Errorf("the server's reply to the rotation cannot be read (the rotation may have happened: see admin.conf on a server): %v", err)
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "admin token rotated to generation %d; the previous one no longer works. Each server rewrites its admin.conf with the new one.\n", rot.Generation)
+	path := o.configPath
+	if path == "" {
+		path = client.DefaultConfigPath()
+	}
+	cfg, lerr := client.LoadConfig(path)
+	switch {
+	case o.token != "" || lerr != nil || !sameTokenID(cfg.Token, rot.Token):
+		// The token came from elsewhere: the caller must see the new one.
+	case cfg.Token == rot.Token:
+		fmt.Fprintf(out, "%s holds the new token already (a server rewrote it).\n", path)
+		return nil
+	default:
+		cfg.Token = rot.Token
+		if err := client.WriteConfig(path, cfg); err != nil {
+			fmt.Fprintln(out, rot.Token)
+			return fmt.Errorf("writing the new token to %s: %w (it is printed above)", path, err)
+		}
+		fmt.Fprintf(out, "%s now holds the new token.\n", path)
+		return nil
+	}
+	fmt.Fprintln(out, rot.Token)
+	return nil
 }
 
 // tokenNamespaces merges the namespaces of -n (every time it was given)

@@ -39,6 +39,9 @@ func (c *Core) AwaitCatchUp(ctx context.Context) {
 		return c.node.WaitApplied(ctx, idx)
 	})
 	if caught {
+		if c.cfg.OnCaughtUp != nil {
+			c.cfg.OnCaughtUp()
+		}
 		close(c.caughtUp)
 		c.log.Info("caught up with the cluster: serving the API", "applied_index", idx, "after", time.Since(start).Round(time.Millisecond))
 	}

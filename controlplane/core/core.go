@@ -52,6 +52,10 @@ type Config struct {
 	// Seed creates, at bootstrap, objects the transports want before the
 	// cluster is ready (the schedulers' policies); nil for none.
 	Seed func(ctx context.Context) error
+	// OnCaughtUp runs once the store has caught up after the start, just
+	// before the transports open: state the server derives from the store
+	// (the admin token's generation) is current before the first request.
+	OnCaughtUp func()
 	// Duties run while this server leads, after the barrier and the
 	// bootstrap, with the in-process client; they end when ctx does.
 	Duties func(ctx context.Context, c controller.Client)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
@@ -211,6 +212,10 @@ func copyOf(r *api.Resource, raw []byte) (api.Object, error) {
 // tried again (with a fresh object from again) if another write came
 // between. obj is changed and handed to the store.
 func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, status bool, obj api.Object, again func() (api.Object, error)) (*store.Result, error) {
+	if res == tokensResource && name == c.cfg.AdminTokenID {
+		return nil, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: this is the built-in admin token, derived from the cluster secret; "+
+			"it is changed only by rotating it: outpost adm token rotate-admin", name))
+	}
 	op := admission.OpUpdate
 	if status {
 		op = admission.OpUpdateStatus
@@ -284,8 +289,8 @@ func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource,
 		// without its object (auth.AddStatic), so a delete would say
 		// "deleted" while it kept working, and /readyz would go false.
 		return nil, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: this is the built-in admin token, derived from the cluster secret; "+
-			"deleting it would not revoke it. It stops working only with another cluster secret, which is another cluster. "+
-			"Keep the secret and admin.conf private, and give people tokens of their own (outpost adm token create), which can be deleted", name))
+			"deleting it would not revoke it. To revoke a leaked admin token or admin.conf, rotate it: outpost adm token rotate-admin "+
+			"(every server's admin.conf gets the new one). Give people tokens of their own (outpost adm token create), which can be deleted", name))
 	}
 	if c.admits(admission.OpDelete, id, res) {
 		_, raw, err := c.st.Get(res, ns, name)
@@ -301,6 +306,73 @@ func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource,
 		}
 	}
 	return c.Apply(ctx, store.DeleteCmd(res, ns, name, pre, time.Now()))
+}
+
+// AdminToken returns the built-in admin token's object and the
+// generation of its secret (auth.AdminTokenGeneration); nil before the
+// leader's bootstrap wrote it.
+func (c *Core) AdminToken() (*api.Token, int) {
+	obj, _, err := c.st.Get(tokensResource, "", c.cfg.AdminTokenID)
+	if err != nil {
+		return nil, 0
+	}
+	tok, ok := obj.(*api.Token)
+	if !ok {
+		return nil, 0
+	}
+	return tok, adminGeneration(tok)
+}
+
+func adminGeneration(tok *api.Token) int {
+	gen, _ := strconv.Atoi(tok.Annotations[api.AnnotationAdminTokenGeneration])
+	return max(gen, 0)
+}
+
+// RotateAdminToken moves the built-in admin token to its next
+// generation, as id (a cluster admin): one conditional update of its
+// object's secretHash and generation, so two rotations at once cannot both
+// win. hashOf gives a generation's secret hash. It returns the new
+// generation.
+func (c *Core) RotateAdminToken(ctx context.Context, id *auth.Identity, hashOf func(gen int) string) (int, error) {
+	if id.Role != api.RoleClusterAdmin {
+		return 0, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: User %q cannot rotate the admin token: only a %s may", c.cfg.AdminTokenID, id.Name, api.RoleClusterAdmin))
+	}
+	obj, raw, err := c.st.Get(tokensResource, "", c.cfg.AdminTokenID)
+	if api.IsNotFound(err) {
+		return 0, api.NewServiceUnavailable("the admin token's object does not exist yet: the cluster is still bootstrapping; retry shortly")
+	}
+	if err != nil {
+		return 0, err
+	}
+	cur, ok := obj.(*api.Token)
+	if !ok {
+		return 0, api.NewInternalError(fmt.Errorf("token %s is stored as %T", c.cfg.AdminTokenID, obj))
+	}
+	// The copy keeps the stored resourceVersion: the update is
+	// conditional on it.
+	next, err := copyOf(tokensResource, raw)
+	if err != nil {
+		return 0, err
+	}
+	tok := next.(*api.Token)
+	gen := adminGeneration(cur) + 1
+	if tok.Annotations == nil {
+		tok.Annotations = map[string]string{}
+	}
+	tok.Annotations[api.AnnotationAdminTokenGeneration] = strconv.Itoa(gen)
+	tok.Spec.SecretHash = hashOf(gen)
+	tok.Spec.Description = fmt.Sprintf("cluster admin, derived from the cluster secret (generation %d)", gen)
+	if err := c.check(ctx, admission.OpUpdate, id, tok, cur); err != nil {
+		return 0, err
+	}
+	cmd, err := store.UpdateCmd(tok, store.SubresourceMain)
+	if err != nil {
+		return 0, api.NewInternalError(err)
+	}
+	if _, err := c.Apply(ctx, cmd); err != nil {
+		return 0, err
+	}
+	return gen, nil
 }
 
 // Bind assigns pod ns/name to a node as id: spec.nodeName and the

@@ -180,6 +180,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveRaft(w, r, id, segs[4:n])
 			return
 		}
+		if group == raftGroup && segs[3] == "admintoken" {
+			s.serveAdminToken(w, r, id, segs[4:n])
+			return
+		}
 		if group == raftGroup && segs[3] == "schedulers" {
 			s.serveSchedulers(w, r, id, segs[4:n])
 			return

@@ -193,7 +193,7 @@ func (s *Server) storePolicies(ctx context.Context, docs map[string]string) erro
 	if err := s.core.WaitCaughtUp(ctx); err != nil {
 		return fmt.Errorf("scheduler policies: %w", err)
 	}
-	cl, err := client.New(s.admin)
+	cl, err := client.New(s.adminConfig())
 	if err != nil {
 		return fmt.Errorf("scheduler policies: %w", err)
 	}

@@ -82,7 +82,11 @@ type Server struct {
 
 	httpSrv *http.Server
 	url     string
-	admin   client.Config
+	// admin is the admin client config of the admin token's generation in
+	// force (adminGen); adminMu guards both (admintoken.go).
+	adminMu  sync.Mutex
+	admin    client.Config
+	adminGen int
 
 	// stopCtx ends when Close starts: watches and leader duties stop.
 	stopCtx context.Context
@@ -226,6 +230,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		AdmissionConfig: cfg.AdmissionConfig,
 		Admission:       cfg.Admission,
 		Seed:            s.seedSchedulerPolicies,
+		OnCaughtUp:      s.syncAdminToken,
 		Duties:          s.runLoops,
 	})
 	if err != nil {
@@ -246,7 +251,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.authn = auth.NewAuthenticator(s.core, nil)
 	// The admin token works before the leader has written its Token
 	// object, and cannot be locked out by deleting that object.
-	if err := s.authn.AddStatic(adminID+"."+adminSecret, auth.Identity{Name: "admin", Role: api.RoleClusterAdmin}); err != nil {
+	if err := s.authn.AddStatic(adminID+"."+adminSecret, adminIdentity); err != nil {
 		return fail(fmt.Errorf("admin token: %w", err))
 	}
 	if err := s.startGossip(ctx); err != nil {
@@ -288,6 +293,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.core.AwaitCatchUp(s.stopCtx)
 	}()
 	s.wg.Go(func() { s.runStateChecks(s.stopCtx) })
+	s.wg.Go(func() { s.followAdminToken(s.stopCtx) })
 	if !cfg.Insecure {
 		s.wg.Go(func() { cert.Run(s.stopCtx, log.With("component", "pki")) })
 	}
@@ -401,7 +407,7 @@ func (s *Server) Store() *store.Store { return s.store }
 func (s *Server) URL() string { return s.url }
 
 // AdminConfig is the admin client config the server wrote.
-func (s *Server) AdminConfig() client.Config { return s.admin }
+func (s *Server) AdminConfig() client.Config { return s.adminConfig() }
 
 // CA is the cluster CA (derived from the cluster secret).
 func (s *Server) CA() *pki.CA { return s.ca }
