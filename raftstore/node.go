@@ -524,6 +524,14 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 				return 0, ErrClosed
 			}
 			lastErr = err
+			var nl *NotLeaderError
+			var re *remoteError
+			if !errors.As(err, &nl) && !errors.As(err, &re) {
+				// No answer at all: the leader this server last heard of
+				// is gone and it has not noticed yet. To the caller that
+				// is no leader, not a broken RPC.
+				lastErr = fmt.Errorf("%w: the last known leader %s cannot be reached: %w", ErrNoLeader, li.ID, err)
+			}
 		} else {
 			lastErr = ErrNoLeader
 		}
