@@ -52,6 +52,7 @@ func newServerCommand() *cobra.Command {
 		logs  logFlags
 		sched schedulerFlags
 		gf    gossipFlags
+		tol   tolerationFlags
 		// configFile is the master-config-shaped file of the admission
 		// plugins (ADM-1, ADM-2).
 		configFile string
@@ -112,6 +113,9 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 					return fmt.Errorf("--config: %w", err)
 				}
 			}
+			if err := tol.apply(&cfg); err != nil {
+				return err
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			return server.Run(cmd.Context(), cfg)
 		},
@@ -138,7 +142,8 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync the raft log (loses acknowledged writes on power loss; tests only)")
 	_ = f.MarkHidden("unsafe-no-fsync")
 	gf.add(cmd, "")
-	f.StringVar(&configFile, "config", "", "server config file: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist) and PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists), as OpenShift's master config writes them")
+	f.StringVar(&configFile, "config", "", "server config file: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist), PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists) and DefaultTolerationSeconds (disable), as OpenShift's master config writes them")
+	tol.add(cmd)
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
@@ -151,6 +156,7 @@ func newDevCommand() *cobra.Command {
 		sched            schedulerFlags
 		noAgent          bool
 		containerdSocket string
+		tol              tolerationFlags
 		devGossip        gossipFlags
 	)
 	cmd := &cobra.Command{
@@ -183,6 +189,9 @@ every object is still there. The admin config is written to
 			if err := devGossip.apply(cmd, &cfg); err != nil {
 				return err
 			}
+			if err := tol.apply(&cfg); err != nil {
+				return err
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			s, err := server.Start(cmd.Context(), cfg)
@@ -205,6 +214,7 @@ every object is still there. The admin config is written to
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP, no TLS")
 	f.BoolVar(&noAgent, "no-agent", false, "run the control plane only, without a node agent for this host")
 	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
+	tol.add(cmd)
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
@@ -218,6 +228,31 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// tolerationFlags are DefaultTolerationSeconds' settings (SPEC ADM-3),
+// with the names and defaults of kube-apiserver's flags.
+type tolerationFlags struct {
+	notReady, unreachable int64
+}
+
+func (t *tolerationFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Int64Var(&t.notReady, "default-not-ready-toleration-seconds", admission.DefaultTolerationSeconds,
+		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration every new pod without one gets (SPEC ADM-3): how long it stays on a node that is not ready")
+	f.Int64Var(&t.unreachable, "default-unreachable-toleration-seconds", admission.DefaultTolerationSeconds,
+		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration every new pod without one gets (SPEC ADM-3): how long it stays on a node that cannot be reached")
+}
+
+func (t *tolerationFlags) apply(cfg *server.Config) error {
+	for name, v := range map[string]int64{"--default-not-ready-toleration-seconds": t.notReady, "--default-unreachable-toleration-seconds": t.unreachable} {
+		if v < 0 {
+			return fmt.Errorf("%s %d: must be 0 or more", name, v)
+		}
+	}
+	d := &cfg.AdmissionConfig.DefaultTolerationSeconds
+	d.NotReadySeconds, d.UnreachableSeconds = &t.notReady, &t.unreachable
+	return nil
 }
 
 // schedulerFlags are the scheduler settings of server and dev (SCH-2,

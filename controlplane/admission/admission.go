@@ -47,8 +47,9 @@ type Scope interface {
 
 // Plugin names, as pluginConfig keys them.
 const (
-	PluginPodNodeConstraints = "PodNodeConstraints"
-	PluginPodNodeSelector    = "PodNodeSelector"
+	PluginPodNodeConstraints       = "PodNodeConstraints"
+	PluginPodNodeSelector          = "PodNodeSelector"
+	PluginDefaultTolerationSeconds = "DefaultTolerationSeconds"
 )
 
 // AnnotationNodeSelector is the namespace annotation holding the node
@@ -77,7 +78,8 @@ type Deps struct {
 // PodNodeConstraints first, so that it judges the node selector the user
 // wrote and not the labels PodNodeSelector merges in from the namespace,
 // which the administrator chose. A plugin the config leaves out is not
-// returned; an empty Config gives none.
+// returned, except DefaultTolerationSeconds, which is on unless the config
+// disables it: an empty Config gives that one alone.
 func New(cfg Config, deps Deps) []Interface {
 	can := deps.Can
 	if can == nil {
@@ -89,6 +91,9 @@ func New(cfg Config, deps Deps) []Interface {
 	}
 	if c := cfg.PodNodeSelector; c != nil {
 		out = append(out, newPodNodeSelector(c, deps.Namespace))
+	}
+	if !cfg.DefaultTolerationSeconds.Disable {
+		out = append(out, newDefaultTolerationSeconds(cfg.DefaultTolerationSeconds))
 	}
 	return out
 }

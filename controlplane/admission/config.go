@@ -36,6 +36,11 @@ import (
 //	        podNodeSelectorPluginConfig:
 //	          clusterDefaultNodeSelector: "k3=v3"
 //	          ns1: region=west,env=test,infra=fedora,os=fedora
+//	    DefaultTolerationSeconds: # on unless disabled (SPEC ADM-3)
+//	      configuration:
+//	        kind: DefaultAdmissionConfig
+//	        apiVersion: v1
+//	        disable: false
 //	kubernetesMasterConfig:       # the seed's second place: the same
 //	  admissionConfig:            # plugins; where both name a plugin,
 //	    pluginConfig:             # they must configure it alike
@@ -46,6 +51,9 @@ import (
 //	          nodeSelectorLabelBlacklist:
 //	          - kubernetes.io/hostname
 //	          - region
+//	  controllerArguments:        # seed 000 §14.9.5; taint-based
+//	    feature-gates:            # eviction is always on, so only
+//	    - TaintBasedEvictions=true  # this gate is accepted
 //
 // Instead of configuration, a plugin may name a file holding it, as the
 // seed does for PodNodeSelector (LoadConfig resolves it, relative to the
@@ -59,8 +67,12 @@ import (
 // Lines holding only "..." are ignored: the seed's samples use them for
 // the parts of the file they leave out.
 type Config struct {
-	PodNodeConstraints *PodNodeConstraintsConfig
-	PodNodeSelector    *PodNodeSelectorConfig
+	PodNodeConstraints       *PodNodeConstraintsConfig
+	PodNodeSelector          *PodNodeSelectorConfig
+	DefaultTolerationSeconds DefaultTolerationSecondsConfig
+	// Warnings are what the file says that outpost accepts but does not
+	// need (a feature gate of something always on); the server logs them.
+	Warnings []string
 }
 
 // PodNodeConstraintsConfig configures the nodeSelector half of SPEC ADM-1.
@@ -220,9 +232,11 @@ func (ps *parser) fail(e *api.FieldError) { ps.errs = append(ps.errs, e) }
 type plugins struct {
 	constraints *PodNodeConstraintsConfig
 	selector    *PodNodeSelectorConfig
+	// disable is DefaultTolerationSeconds' disable, nil when not given.
+	disable *bool
 }
 
-var knownPlugins = []string{PluginPodNodeConstraints, PluginPodNodeSelector}
+var knownPlugins = []string{PluginDefaultTolerationSeconds, PluginPodNodeConstraints, PluginPodNodeSelector}
 
 func (ps *parser) file(v any) Config {
 	if v == nil {
@@ -238,10 +252,20 @@ func (ps *parser) file(v any) Config {
 	first := ps.admissionConfig(m["admissionConfig"], p1)
 	var second plugins
 	p2 := api.Root("kubernetesMasterConfig").Child("admissionConfig")
-	if km, ok := ps.object(m["kubernetesMasterConfig"], api.Root("kubernetesMasterConfig"), "admissionConfig"); ok {
+	var warnings []string
+	if km, ok := ps.object(m["kubernetesMasterConfig"], api.Root("kubernetesMasterConfig"), "admissionConfig", "controllerArguments"); ok {
 		second = ps.admissionConfig(km["admissionConfig"], p2)
+		warnings = ps.controllerArguments(km["controllerArguments"], api.Root("kubernetesMasterConfig").Child("controllerArguments"))
 	}
-	cfg := Config{PodNodeConstraints: first.constraints, PodNodeSelector: first.selector}
+	cfg := Config{PodNodeConstraints: first.constraints, PodNodeSelector: first.selector, Warnings: warnings}
+	switch d1, d2 := first.disable, second.disable; {
+	case d1 != nil && d2 != nil && *d1 != *d2:
+		ps.fail(differs(p2, p1, PluginDefaultTolerationSeconds))
+	case d1 != nil:
+		cfg.DefaultTolerationSeconds.Disable = *d1
+	case d2 != nil:
+		cfg.DefaultTolerationSeconds.Disable = *d2
+	}
 	// outpost has one admission chain where OpenShift 3 had two (its own
 	// and the Kubernetes master's), so the seed's two places are one.
 	if c := second.constraints; c != nil {
@@ -295,6 +319,8 @@ func (ps *parser) admissionConfig(v any, p *api.Path) plugins {
 			out.constraints = ps.podNodeConstraints(conf, cp)
 		case PluginPodNodeSelector:
 			out.selector = ps.podNodeSelector(conf, cp)
+		case PluginDefaultTolerationSeconds:
+			out.disable = ps.defaultAdmissionConfig(conf, cp)
 		}
 	}
 	return out
@@ -390,6 +416,74 @@ func (ps *parser) podNodeConstraints(v any, p *api.Path) *PodNodeConstraintsConf
 	}
 	out.NodeSelectorLabelBlacklist = keys
 	return out
+}
+
+// defaultAdmissionConfig reads a DefaultAdmissionConfig (the seed's
+// configuration of DefaultTolerationSeconds) and returns its disable.
+func (ps *parser) defaultAdmissionConfig(v any, p *api.Path) *bool {
+	off := false
+	m, ok := ps.object(v, p, "apiVersion", "kind", "disable")
+	if !ok || m == nil {
+		return &off
+	}
+	ps.constant(m, "apiVersion", p.Child("apiVersion"), "v1")
+	ps.constant(m, "kind", p.Child("kind"), "DefaultAdmissionConfig")
+	if dv, given := m["disable"]; given {
+		b, isBool := dv.(bool)
+		if !isBool {
+			ps.fail(api.Invalid(p.Child("disable"), describe(dv), "must be true or false"))
+		}
+		off = b
+	}
+	return &off
+}
+
+// alwaysOnGates are the feature gates the seed's configs set that name
+// behaviour outpost always has.
+var alwaysOnGates = []string{"TaintBasedEvictions"}
+
+// controllerArguments reads kubernetesMasterConfig.controllerArguments:
+// only feature-gates, and of those only gates that are always on here.
+// Setting one to true is accepted without a word; false cannot be had,
+// and says so.
+func (ps *parser) controllerArguments(v any, p *api.Path) []string {
+	m, ok := ps.object(v, p, "feature-gates")
+	if !ok || m == nil {
+		return nil
+	}
+	gp := p.Child("feature-gates")
+	gv := m["feature-gates"]
+	if gv == nil {
+		return nil
+	}
+	l, ok := gv.([]any)
+	if !ok {
+		ps.fail(api.Invalid(gp, describe(gv), "must be a list of Name=true|false"))
+		return nil
+	}
+	var warnings []string
+	for i, e := range l {
+		ep := gp.Index(i)
+		s, ok := ps.str(e, ep)
+		if !ok {
+			continue
+		}
+		for _, gate := range strings.Split(s, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(gate), "=")
+			if !slices.Contains(alwaysOnGates, name) {
+				ps.fail(api.NotSupported(ep, name, alwaysOnGates))
+				continue
+			}
+			switch strings.ToLower(val) {
+			case "true":
+			case "false":
+				warnings = append(warnings, fmt.Sprintf("%s: %s=false is ignored: %s is always on in outpost", ep, name, name))
+			default:
+				ps.fail(api.Invalid(ep, gate, "must be "+name+"=true or "+name+"=false"))
+			}
+		}
+	}
+	return warnings
 }
 
 // clusterDefaultKey is the one key of podNodeSelectorPluginConfig that is

@@ -88,8 +88,12 @@ func TestParseConfigEmpty(t *testing.T) {
 			t.Errorf("%q: %v", in, err)
 			continue
 		}
-		if cfg.PodNodeConstraints != nil || cfg.PodNodeSelector != nil || len(New(cfg, Deps{})) != 0 {
+		// DefaultTolerationSeconds alone: it is on unless disabled.
+		chain := New(cfg, Deps{})
+		if cfg.PodNodeConstraints != nil || cfg.PodNodeSelector != nil || len(chain) != 1 {
 			t.Errorf("%q: plugins enabled: %+v", in, cfg)
+		} else if _, ok := chain[0].(*defaultTolerationSeconds); !ok {
+			t.Errorf("%q: the one step is %T", in, chain[0])
 		}
 	}
 }

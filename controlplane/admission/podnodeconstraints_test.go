@@ -8,7 +8,8 @@ import (
 )
 
 func constraintsChain(blacklist ...string) []Interface {
-	return New(Config{PodNodeConstraints: &PodNodeConstraintsConfig{NodeSelectorLabelBlacklist: blacklist}}, Deps{})
+	return New(Config{PodNodeConstraints: &PodNodeConstraintsConfig{NodeSelectorLabelBlacklist: blacklist},
+		DefaultTolerationSeconds: DefaultTolerationSecondsConfig{Disable: true}}, Deps{})
 }
 
 func TestPodNodeConstraintsPods(t *testing.T) {

@@ -160,8 +160,11 @@ func TestChainOrder(t *testing.T) {
 		PodNodeSelector:    &PodNodeSelectorConfig{},
 	}
 	chain := New(cfg, Deps{Namespace: namespaces(map[string]map[string]string{"ns1": {AnnotationNodeSelector: "kubernetes.io/hostname=n1"}})})
-	if len(chain) != 2 {
-		t.Fatalf("%d steps, want 2", len(chain))
+	if len(chain) != 3 {
+		t.Fatalf("%d steps, want 3", len(chain))
+	}
+	if _, last := chain[2].(*defaultTolerationSeconds); !last {
+		t.Fatalf("the last step is %T, want DefaultTolerationSeconds", chain[2])
 	}
 	p := pod("ns1", "p", nil)
 	if err := admit(t, chain, OpCreate, developer, p, nil); err != nil {

@@ -523,3 +523,22 @@ func TestNameChecks(t *testing.T) {
 		}
 	}
 }
+
+// The older condition-taint names are accepted with a warning naming
+// today's key, on pods and on workloads' templates (issue 10 item 10).
+func TestDeprecationWarnings(t *testing.T) {
+	tol := []Toleration{{Key: "node.alpha.kubernetes.io/notReady", Operator: TolerationOpExists, Effect: TaintEffectNoExecute}, {Key: "k", Operator: TolerationOpExists}}
+	pod := &Pod{Spec: PodSpec{Tolerations: tol}}
+	w := DeprecationWarnings(pod)
+	if len(w) != 1 || !strings.Contains(w[0], "spec.tolerations[0].key") || !strings.Contains(w[0], TaintNodeNotReady) {
+		t.Errorf("pod: %q", w)
+	}
+	ds := &DaemonSet{}
+	ds.Spec.Template.Spec.Tolerations = tol
+	if w := DeprecationWarnings(ds); len(w) != 1 || !strings.Contains(w[0], "spec.template.spec.tolerations[0].key") {
+		t.Errorf("daemon set: %q", w)
+	}
+	if w := DeprecationWarnings(&Pod{}); w != nil {
+		t.Errorf("a pod without older names: %q", w)
+	}
+}

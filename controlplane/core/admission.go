@@ -21,20 +21,22 @@ func (c *Core) admits(op string, id *auth.Identity, r *api.Resource) bool {
 }
 
 // admitChain runs the chain in order, the built-in steps first, and stops
-// at the first refusal.
-func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) error {
+// at the first refusal. It reports whether a configured step (one that
+// may change obj) ran.
+func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) (changing bool, err error) {
 	r := obj
 	if r == nil {
 		r = old
 	}
 	res := api.ResourceOf(r)
-	for _, a := range c.admit {
+	for i, a := range c.admit {
 		if sc, ok := a.(admission.Scope); ok && !sc.Applies(op, id, res) {
 			continue
 		}
 		if err := a.Admit(ctx, op, id, obj, old); err != nil {
-			return err
+			return changing, err
 		}
+		changing = changing || i >= c.builtins
 	}
-	return nil
+	return changing, nil
 }

@@ -186,11 +186,9 @@ func (c *Core) check(ctx context.Context, op string, id *auth.Identity, obj, old
 	if !c.admits(op, id, api.ResourceOf(obj)) {
 		return nil
 	}
-	if err := c.admitChain(ctx, op, id, obj, old); err != nil {
-		return err
-	}
-	if len(c.admit) == c.builtins {
-		return nil // the built-in steps only refuse
+	changing, err := c.admitChain(ctx, op, id, obj, old)
+	if err != nil || !changing {
+		return err // the built-in steps only refuse
 	}
 	return api.CheckValid(obj, old)
 }
@@ -301,7 +299,7 @@ func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource,
 		if err != nil {
 			return nil, err
 		}
-		if err := c.admitChain(ctx, admission.OpDelete, id, nil, old); err != nil {
+		if _, err := c.admitChain(ctx, admission.OpDelete, id, nil, old); err != nil {
 			return nil, err
 		}
 	}
@@ -428,7 +426,8 @@ func (c *Core) admitBind(ctx context.Context, id *auth.Identity, raw []byte, nod
 	}
 	p := obj.(*api.Pod)
 	p.Spec.NodeName = node
-	return c.admitChain(ctx, admission.OpBind, id, p, old)
+	_, err = c.admitChain(ctx, admission.OpBind, id, p, old)
+	return err
 }
 
 // NewUID returns a random (version 4) UUID in its text form.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -157,4 +158,37 @@ func TestNodeRestriction(t *testing.T) {
 	// An administrator may do all of it.
 	c.must(http.StatusOK, "PUT", path, nodeJSON("n1", map[string]string{"gpu": "yes"}, nil, true))
 	c.must(http.StatusOK, "DELETE", path, nil)
+}
+
+// SPEC ADM-3 through the API: a pod created without tolerations of the
+// condition taints gets both for 300 s; a toleration by the seed's older
+// key is kept, covers its taint, and draws a warning naming today's key
+// (issue 10 items 5, 10).
+func TestDefaultTolerationSecondsThroughTheAPI(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := admin(t, s)
+	r := c.must(http.StatusCreated, "POST", "/api/v1/namespaces/default/pods", podJSON("plain", nil))
+	p := decode[api.Pod](t, r)
+	var got []string
+	for _, tol := range p.Spec.Tolerations {
+		if tol.TolerationSeconds == nil {
+			t.Fatalf("toleration %+v has no seconds", tol)
+		}
+		got = append(got, fmt.Sprintf("%s:%s:%s:%d", tol.Key, tol.Operator, tol.Effect, *tol.TolerationSeconds))
+	}
+	if want := "node.kubernetes.io/not-ready:Exists:NoExecute:300,node.kubernetes.io/unreachable:Exists:NoExecute:300"; strings.Join(got, ",") != want {
+		t.Errorf("tolerations %v, want %s", got, want)
+	}
+
+	old := podJSON("old-key", nil)
+	old["spec"].(map[string]any)["tolerations"] = []any{map[string]any{
+		"key": "node.alpha.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 6000}}
+	r = c.must(http.StatusCreated, "POST", "/api/v1/namespaces/default/pods", old)
+	if w := r.header.Get("Warning"); !strings.Contains(w, "spec.tolerations[0].key") || !strings.Contains(w, api.TaintNodeUnreachable) {
+		t.Errorf("Warning header %q, want one naming spec.tolerations[0].key and %s", w, api.TaintNodeUnreachable)
+	}
+	p = decode[api.Pod](t, r)
+	if n := len(p.Spec.Tolerations); n != 2 || p.Spec.Tolerations[1].Key != api.TaintNodeNotReady {
+		t.Errorf("with the older unreachable key: %+v, want it kept and only not-ready added", p.Spec.Tolerations)
+	}
 }

@@ -314,6 +314,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.core.RunLeadership(s.stopCtx)
 	}()
+	for _, w := range cfg.AdmissionConfig.Warnings {
+		log.Warn("admission config: " + w)
+	}
 	log.Info("server started", "api", apiURL, "raft", node.Status().RaftAddr, "insecure", cfg.Insecure, "admin_config", cfg.AdminConfigPath)
 	return s, nil
 }

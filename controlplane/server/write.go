@@ -76,6 +76,7 @@ func (s *Server) decodeBody(w *recorder, r *http.Request, rt *route) (api.Object
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	warnings = append(warnings, api.DeprecationWarnings(obj)...)
 	m := obj.GetObjectMeta()
 	// A version that is not a number can match none, and a 409 would send
 	// the client to re-read and retry for ever.

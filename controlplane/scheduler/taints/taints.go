@@ -9,16 +9,19 @@ import (
 // ToleratesTaint reports whether tol tolerates taint (SPEC TNT-2): an
 // empty effect matches every effect; operator Equal (or empty, its
 // default) needs the same key and value; Exists needs the same key, and an
-// empty key with Exists matches every taint.
+// empty key with Exists matches every taint. A toleration that names a
+// condition taint by its older name (node.alpha.kubernetes.io/notReady)
+// tolerates it under today's (api.CurrentTaintKey).
 func ToleratesTaint(tol *api.Toleration, taint *api.Taint) bool {
 	if tol.Effect != "" && tol.Effect != taint.Effect {
 		return false
 	}
+	sameKey := tol.Key == taint.Key || api.CurrentTaintKey(tol.Key) == taint.Key
 	switch tol.Operator {
 	case api.TolerationOpExists:
-		return tol.Key == "" || tol.Key == taint.Key
+		return tol.Key == "" || sameKey
 	case api.TolerationOpEqual, "":
-		return tol.Key == taint.Key && tol.Value == taint.Value
+		return sameKey && tol.Value == taint.Value
 	}
 	// Validation refuses other operators; a stored object that has one
 	// tolerates nothing rather than everything.

@@ -155,3 +155,27 @@ func TestCountUntoleratedPreferNoSchedule(t *testing.T) {
 		t.Errorf("count = %d, want 1", n)
 	}
 }
+
+// Seed 000 §14.9.5 writes tolerations of the condition taints by their
+// older names; they tolerate today's taints (issue 10 item 10), with the
+// same tolerationSeconds, and nothing else.
+func TestSeedOlderTaintNames(t *testing.T) {
+	unreachable := api.Taint{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoExecute}
+	notReady := api.Taint{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoExecute}
+	oldUnreachable := api.Toleration{Key: "node.alpha.kubernetes.io/unreachable", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: secs(6000)}
+	oldNotReady := api.Toleration{Key: "node.alpha.kubernetes.io/notReady", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: secs(6000)}
+	if !ToleratesTaint(&oldUnreachable, &unreachable) || !ToleratesTaint(&oldNotReady, &notReady) {
+		t.Error("a toleration by the older name does not tolerate today's taint")
+	}
+	if ToleratesTaint(&oldUnreachable, &notReady) || ToleratesTaint(&oldNotReady, &unreachable) {
+		t.Error("an older name tolerates the other condition's taint")
+	}
+	other := api.Taint{Key: "node.alpha.kubernetes.io/notReady", Effect: api.TaintEffectNoExecute}
+	if !ToleratesTaint(&oldNotReady, &other) {
+		t.Error("a taint set under the older name is no longer tolerated by it")
+	}
+	d, forever, now := NoExecuteDeadline([]api.Taint{unreachable}, []api.Toleration{oldUnreachable})
+	if d != 6000*time.Second || forever || now {
+		t.Errorf("deadline with the seed's toleration: %v forever=%v now=%v, want 6000s", d, forever, now)
+	}
+}

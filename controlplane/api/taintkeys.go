@@ -1,0 +1,60 @@
+package api
+
+import "fmt"
+
+// Taint keys the control plane sets on nodes from their conditions (SPEC
+// TNT-5, TNT-6), as Kubernetes names them.
+const (
+	TaintNodeNotReady           = "node.kubernetes.io/not-ready"
+	TaintNodeUnreachable        = "node.kubernetes.io/unreachable"
+	TaintNodeUnschedulable      = "node.kubernetes.io/unschedulable"
+	TaintNodeMemoryPressure     = "node.kubernetes.io/memory-pressure"
+	TaintNodeDiskPressure       = "node.kubernetes.io/disk-pressure"
+	TaintNodePIDPressure        = "node.kubernetes.io/pid-pressure"
+	TaintNodeNetworkUnavailable = "node.kubernetes.io/network-unavailable"
+)
+
+// legacyTaintKeys are the names seed 000 §14.9.4–14.9.6 (OpenShift 3.x,
+// Kubernetes before 1.13) gives the condition taints, and today's names.
+// A toleration written with an old name tolerates the taint of today's.
+var legacyTaintKeys = map[string]string{
+	"node.alpha.kubernetes.io/notReady":    TaintNodeNotReady,
+	"node.alpha.kubernetes.io/unreachable": TaintNodeUnreachable,
+}
+
+// CurrentTaintKey returns today's name of a taint key: key itself unless
+// it is one of the older names of the condition taints.
+func CurrentTaintKey(key string) string {
+	if cur, ok := legacyTaintKeys[key]; ok {
+		return cur
+	}
+	return key
+}
+
+// DeprecationWarnings are the warnings a write of obj gets for older
+// names it uses: tolerations of the condition taints by their alpha keys,
+// which outpost honours under today's names.
+func DeprecationWarnings(obj Object) Warnings {
+	var spec *PodSpec
+	var path string
+	switch o := obj.(type) {
+	case *Pod:
+		spec, path = &o.Spec, "spec"
+	case *ReplicaSet:
+		spec, path = &o.Spec.Template.Spec, "spec.template.spec"
+	case *Deployment:
+		spec, path = &o.Spec.Template.Spec, "spec.template.spec"
+	case *DaemonSet:
+		spec, path = &o.Spec.Template.Spec, "spec.template.spec"
+	default:
+		return nil
+	}
+	var out Warnings
+	for i, t := range spec.Tolerations {
+		if cur := CurrentTaintKey(t.Key); cur != t.Key {
+			out = append(out, fmt.Sprintf("%s.tolerations[%d].key: %s is an older name of %s; it tolerates %s taints (write the new key)",
+				path, i, t.Key, cur, cur))
+		}
+	}
+	return out
+}
