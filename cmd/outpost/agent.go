@@ -22,6 +22,7 @@ type agentFile struct {
 	DataDir          string                 `json:"dataDir,omitempty"`
 	NodeName         string                 `json:"nodeName,omitempty"`
 	Labels           map[string]string      `json:"labels,omitempty"`
+	RegisterTaints   string                 `json:"registerWithTaints,omitempty"`
 	Address          string                 `json:"address,omitempty"`
 	Listen           string                 `json:"listen,omitempty"`
 	GossipPort       int                    `json:"gossipPort,omitempty"`
@@ -40,6 +41,7 @@ func newAgentCommand() *cobra.Command {
 		logs       logFlags
 		configFile string
 		labels     string
+		taints     string
 		reserved   string
 	)
 	cmd := &cobra.Command{
@@ -76,6 +78,11 @@ keep running, and an agent restarted meanwhile brings them back.`,
 					return err
 				}
 			}
+			if taints != "" {
+				if cfg.Taints, err = api.ParseTaints(taints); err != nil {
+					return fmt.Errorf("--register-with-taints: %w", err)
+				}
+			}
 			if reserved != "" {
 				if cfg.Reserved, err = parseResources(reserved); err != nil {
 					return err
@@ -93,6 +100,7 @@ keep running, and an agent restarted meanwhile brings them back.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/outpost/agent", "directory for the credential, the state file, logs and containerd's root")
 	f.StringVar(&cfg.NodeName, "node-name", "", "the Node's name (default: the host name)")
 	f.StringVar(&labels, "labels", "", "labels to put on the Node, k=v,k2=v2")
+	f.StringVar(&taints, "register-with-taints", "", "taints the Node is registered with, key=value:Effect,key2:Effect (as the kubelet's flag; later changes are `outpost adm taint`'s)")
 	f.StringVar(&cfg.Address, "address", "", "the node's InternalIP (default: the address of the default route's interface)")
 	f.StringVar(&cfg.EndpointAddr, "listen", ":10250", "address of the agent's endpoint (logs, exec, image import; control plane only)")
 	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "port of the gossip membership pool")
@@ -161,6 +169,13 @@ func loadAgentFile(path string, cfg *agent.Config, cmd *cobra.Command) error {
 	}
 	if len(fc.Labels) > 0 {
 		cfg.Labels = fc.Labels
+	}
+	if fc.RegisterTaints != "" && !cmd.Flags().Changed("register-with-taints") {
+		ts, err := api.ParseTaints(fc.RegisterTaints)
+		if err != nil {
+			return fmt.Errorf("--config %s: registerWithTaints: %w", path, err)
+		}
+		cfg.Taints = ts
 	}
 	if len(fc.Reserved) > 0 {
 		cfg.Reserved = api.ResourceList{}

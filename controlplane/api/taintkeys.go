@@ -1,6 +1,9 @@
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Taint keys the control plane sets on nodes from their conditions (SPEC
 // TNT-5, TNT-6), as Kubernetes names them.
@@ -57,4 +60,33 @@ func DeprecationWarnings(obj Object) Warnings {
 		}
 	}
 	return out
+}
+
+// ParseTaints reads taints written as kubelet's --register-with-taints
+// takes them: KEY=VALUE:EFFECT or KEY:EFFECT, separated by commas. Every
+// problem is listed, each naming the taint.
+func ParseTaints(s string) ([]Taint, error) {
+	var out []Taint
+	var errs []string
+	for i, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		keyValue, effect, found := strings.Cut(part, ":")
+		if !found {
+			errs = append(errs, fmt.Sprintf("%q: want KEY=VALUE:EFFECT or KEY:EFFECT (the effect is NoSchedule, PreferNoSchedule or NoExecute)", part))
+			continue
+		}
+		t := Taint{Effect: effect}
+		t.Key, t.Value, _ = strings.Cut(keyValue, "=")
+		for _, fe := range ValidateTaint(t, Root("taints").Index(i)) {
+			errs = append(errs, fmt.Sprintf("%q: %s", part, fe.Error()))
+		}
+		out = append(out, t)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
 }

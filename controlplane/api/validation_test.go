@@ -542,3 +542,21 @@ func TestDeprecationWarnings(t *testing.T) {
 		t.Errorf("a pod without older names: %q", w)
 	}
 }
+
+// kubelet's --register-with-taints syntax, every problem listed.
+func TestParseTaints(t *testing.T) {
+	ts, err := ParseTaints("dedicated=db:NoSchedule, edge:NoExecute")
+	if err != nil || len(ts) != 2 || ts[0] != (Taint{Key: "dedicated", Value: "db", Effect: TaintEffectNoSchedule}) ||
+		ts[1] != (Taint{Key: "edge", Effect: TaintEffectNoExecute}) {
+		t.Fatalf("ParseTaints = %+v, %v", ts, err)
+	}
+	_, err = ParseTaints("nocolon,k=v:Sometimes,bad key:NoSchedule")
+	if err == nil {
+		t.Fatal("bad taints accepted")
+	}
+	for _, want := range []string{`"nocolon": want KEY=VALUE:EFFECT`, `"k=v:Sometimes"`, `"bad key:NoSchedule"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}

@@ -190,6 +190,11 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 	if !ok {
 		return 0, nil
 	}
+	if taints, changed := wantTaints(n, *api.NewTime(c.s.now())); changed {
+		// The update comes back through the informer, which queues the
+		// node again for the rest of this look.
+		return 0, c.setTaints(ctx, n, taints)
+	}
 	if r := nodeReadyCondition(n); r == nil || r.LastHeartbeatTime == nil {
 		// No agent reports this node: agents, real and simulated, stamp
 		// every status with a heartbeat. A node made by hand (or by a
@@ -262,6 +267,33 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 	c.s.rec.event(ctx, n, "node-controller", api.EventTypeNormal, "NodeNotReady",
 		fmt.Sprintf("Node %s status is now: NodeNotReady (%s)", name, msg))
 	return 0, nil
+}
+
+// setTaints writes taints as n's, saying in the log which condition
+// taints came and went.
+func (c *nodeLifecycle) setTaints(ctx context.Context, n *api.Node, taints []api.Taint) error {
+	cp, err := controller.Copy(n)
+	if err != nil {
+		return err
+	}
+	upd := cp.(*api.Node)
+	upd.Spec.Taints = taints
+	if _, err := c.s.client.Update(ctx, upd); err != nil {
+		// A conflict is a change of the node meanwhile: the retry looks
+		// again at it.
+		return fmt.Errorf("node %s: updating its condition taints: %w", n.Name, err)
+	}
+	c.log.Info("node condition taints changed", "node", n.Name, "before", taintList(n.Spec.Taints), "after", taintList(taints))
+	return nil
+}
+
+// taintList renders taints as key:Effect, for the log.
+func taintList(ts []api.Taint) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Key + ":" + t.Effect
+	}
+	return out
 }
 
 // nodeReadyCondition returns n's Ready condition, or nil.

@@ -1,0 +1,75 @@
+package controllers
+
+import (
+	"slices"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// conditionTaint is a taint the node lifecycle controller keeps in step
+// with a node's conditions (SPEC TNT-5, TNT-6, TNT-7), as Kubernetes'
+// TaintNodesByCondition and taint-based eviction do.
+type conditionTaint struct {
+	key    string
+	effect string
+	// on reports whether n should carry the taint.
+	on func(n *api.Node) bool
+}
+
+func conditionIs(typ, status string) func(*api.Node) bool {
+	return func(n *api.Node) bool {
+		for _, c := range n.Status.Conditions {
+			if c.Type == typ {
+				return c.Status == status
+			}
+		}
+		return false
+	}
+}
+
+// conditionTaints are every taint the controller owns. A node whose Ready
+// condition is False is not ready, Unknown unreachable: NoExecute evicts
+// (after the pods' tolerationSeconds), NoSchedule keeps new pods off.
+var conditionTaints = []conditionTaint{
+	{api.TaintNodeNotReady, api.TaintEffectNoExecute, conditionIs(api.NodeReady, api.ConditionFalse)},
+	{api.TaintNodeUnreachable, api.TaintEffectNoExecute, conditionIs(api.NodeReady, api.ConditionUnknown)},
+	{api.TaintNodeNotReady, api.TaintEffectNoSchedule, conditionIs(api.NodeReady, api.ConditionFalse)},
+	{api.TaintNodeUnreachable, api.TaintEffectNoSchedule, conditionIs(api.NodeReady, api.ConditionUnknown)},
+	{api.TaintNodeMemoryPressure, api.TaintEffectNoSchedule, conditionIs(api.NodeMemoryPressure, api.ConditionTrue)},
+	{api.TaintNodeDiskPressure, api.TaintEffectNoSchedule, conditionIs(api.NodeDiskPressure, api.ConditionTrue)},
+	{api.TaintNodePIDPressure, api.TaintEffectNoSchedule, conditionIs(api.NodePIDPressure, api.ConditionTrue)},
+	{api.TaintNodeNetworkUnavailable, api.TaintEffectNoSchedule, conditionIs(api.NodeNetworkUnavailable, api.ConditionTrue)},
+	{api.TaintNodeUnschedulable, api.TaintEffectNoSchedule, func(n *api.Node) bool { return n.Spec.Unschedulable }},
+}
+
+// ownsTaint reports whether t is one of the condition taints.
+func ownsTaint(t api.Taint) bool {
+	return slices.ContainsFunc(conditionTaints, func(c conditionTaint) bool { return c.key == t.Key && c.effect == t.Effect })
+}
+
+// wantTaints returns n's taints with the condition taints brought in step
+// with its conditions: a taint that should be there and is keeps its
+// timeAdded, a new one gets now, one whose condition cleared goes; taints
+// the controller does not own are left as they are. changed is false when
+// nothing differs.
+func wantTaints(n *api.Node, now api.Time) (taints []api.Taint, changed bool) {
+	out := make([]api.Taint, 0, len(n.Spec.Taints)+2)
+	for _, t := range n.Spec.Taints {
+		if ownsTaint(t) && !slices.ContainsFunc(conditionTaints, func(c conditionTaint) bool {
+			return c.key == t.Key && c.effect == t.Effect && c.on(n)
+		}) {
+			changed = true
+			continue
+		}
+		out = append(out, t)
+	}
+	for _, c := range conditionTaints {
+		if !c.on(n) || slices.ContainsFunc(out, func(t api.Taint) bool { return t.Key == c.key && t.Effect == c.effect }) {
+			continue
+		}
+		ts := now
+		out = append(out, api.Taint{Key: c.key, Effect: c.effect, TimeAdded: &ts})
+		changed = true
+	}
+	return out, changed
+}

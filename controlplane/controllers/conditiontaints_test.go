@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+func taintsOf(ts []api.Taint) string {
+	var out []string
+	for _, t := range ts {
+		s := t.Key + ":" + t.Effect
+		if t.TimeAdded != nil {
+			s += "@" + t.TimeAdded.UTC().Format("15:04:05")
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// SPEC TNT-5, TNT-6, TNT-7: the condition taints follow the conditions;
+// a taint that stays keeps its timeAdded (tolerationSeconds count from
+// it), and taints nobody derived from a condition are left alone.
+func TestWantTaints(t *testing.T) {
+	t0 := api.Time{Time: time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)}
+	now := api.Time{Time: t0.Add(time.Minute)}
+	cond := func(typ, status string) api.NodeCondition { return api.NodeCondition{Type: typ, Status: status} }
+	user := api.Taint{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule}
+	old := func(key, effect string) api.Taint { return api.Taint{Key: key, Effect: effect, TimeAdded: &t0} }
+	tests := []struct {
+		name          string
+		conds         []api.NodeCondition
+		unschedulable bool
+		have          []api.Taint
+		want          string
+		changed       bool
+	}{
+		{"ready", []api.NodeCondition{cond(api.NodeReady, api.ConditionTrue)}, false, nil, "", false},
+		{"not ready", []api.NodeCondition{cond(api.NodeReady, api.ConditionFalse)}, false, nil,
+			"node.kubernetes.io/not-ready:NoExecute@01:01:00 node.kubernetes.io/not-ready:NoSchedule@01:01:00", true},
+		{"unreachable, one taint there already", []api.NodeCondition{cond(api.NodeReady, api.ConditionUnknown)}, false,
+			[]api.Taint{old(api.TaintNodeUnreachable, api.TaintEffectNoExecute)},
+			"node.kubernetes.io/unreachable:NoExecute@01:00:00 node.kubernetes.io/unreachable:NoSchedule@01:01:00", true},
+		{"unreachable, both there", []api.NodeCondition{cond(api.NodeReady, api.ConditionUnknown)}, false,
+			[]api.Taint{old(api.TaintNodeUnreachable, api.TaintEffectNoExecute), old(api.TaintNodeUnreachable, api.TaintEffectNoSchedule)},
+			"node.kubernetes.io/unreachable:NoExecute@01:00:00 node.kubernetes.io/unreachable:NoSchedule@01:00:00", false},
+		{"recovered: condition taints go, the user's stays", []api.NodeCondition{cond(api.NodeReady, api.ConditionTrue)}, false,
+			[]api.Taint{user, old(api.TaintNodeUnreachable, api.TaintEffectNoExecute), old(api.TaintNodeNotReady, api.TaintEffectNoSchedule)},
+			"dedicated:NoSchedule", true},
+		{"pressure", []api.NodeCondition{cond(api.NodeReady, api.ConditionTrue), cond(api.NodeMemoryPressure, api.ConditionTrue),
+			cond(api.NodeDiskPressure, api.ConditionTrue), cond(api.NodePIDPressure, api.ConditionFalse), cond(api.NodeNetworkUnavailable, api.ConditionTrue)}, false, nil,
+			"node.kubernetes.io/disk-pressure:NoSchedule@01:01:00 node.kubernetes.io/memory-pressure:NoSchedule@01:01:00 node.kubernetes.io/network-unavailable:NoSchedule@01:01:00", true},
+		{"cordoned", []api.NodeCondition{cond(api.NodeReady, api.ConditionTrue)}, true, nil, "node.kubernetes.io/unschedulable:NoSchedule@01:01:00", true},
+		{"uncordoned", []api.NodeCondition{cond(api.NodeReady, api.ConditionTrue)}, false, []api.Taint{old(api.TaintNodeUnschedulable, api.TaintEffectNoSchedule)}, "", true},
+		{"no conditions (a node made by hand)", nil, false, []api.Taint{user}, "dedicated:NoSchedule", false},
+		{"a PreferNoSchedule taint of the same key is not ours", []api.NodeCondition{cond(api.NodeReady, api.ConditionTrue)}, false,
+			[]api.Taint{{Key: api.TaintNodeNotReady, Effect: api.TaintEffectPreferNoSchedule}}, "node.kubernetes.io/not-ready:PreferNoSchedule", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := &api.Node{Spec: api.NodeSpec{Taints: tt.have, Unschedulable: tt.unschedulable}, Status: api.NodeStatus{Conditions: tt.conds}}
+			got, changed := wantTaints(n, now)
+			if taintsOf(got) != tt.want || changed != tt.changed {
+				t.Errorf("taints %q changed=%v, want %q changed=%v", taintsOf(got), changed, tt.want, tt.changed)
+			}
+		})
+	}
+}
+
+// The controller writes the condition taints as a node's conditions
+// change, and takes them away when the condition clears.
+func TestNodeLifecycleConditionTaints(t *testing.T) {
+	e := newEnv(t)
+	n := newNode("n1", nil)
+	n.Spec.Taints = []api.Taint{{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule}}
+	e.create(n)
+	e.startLifecycle(NodeLifecycle{})
+	waitTaints := func(want string) {
+		t.Helper()
+		e.waitFor("taints "+want, func() (bool, string) {
+			var got []string
+			for _, tt := range e.node("n1").Spec.Taints {
+				got = append(got, tt.Key+":"+tt.Effect)
+			}
+			slices.Sort(got)
+			return strings.Join(got, " ") == want, fmt.Sprint(got)
+		})
+	}
+	setReady := func(status string) {
+		e.update(nodesRes, "", "n1", true, func(o api.Object) {
+			o.(*api.Node).Status.Conditions = []api.NodeCondition{{Type: api.NodeReady, Status: status}}
+		})
+	}
+	setReady(api.ConditionFalse)
+	waitTaints("dedicated:NoSchedule node.kubernetes.io/not-ready:NoExecute node.kubernetes.io/not-ready:NoSchedule")
+	setReady(api.ConditionUnknown)
+	waitTaints("dedicated:NoSchedule node.kubernetes.io/unreachable:NoExecute node.kubernetes.io/unreachable:NoSchedule")
+	for _, tt := range e.node("n1").Spec.Taints {
+		if strings.HasPrefix(tt.Key, "node.kubernetes.io/") && tt.TimeAdded == nil {
+			t.Errorf("taint %s:%s has no timeAdded", tt.Key, tt.Effect)
+		}
+	}
+	setReady(api.ConditionTrue)
+	waitTaints("dedicated:NoSchedule")
+}
