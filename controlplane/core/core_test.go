@@ -18,7 +18,7 @@ import (
 // startCore runs a one-server cluster's core with no transport on top:
 // the store, raft over loopback, and the core's leadership and catch-up.
 // duties is Config.Duties.
-func startCore(t *testing.T, duties func(context.Context, controller.Client), mod func(*Config)) *Core {
+func startCore(t *testing.T, duties func(context.Context, controller.Client), mod func(*Config), made ...func(*Core)) *Core {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st := store.New(store.Options{})
@@ -41,6 +41,9 @@ func startCore(t *testing.T, duties func(context.Context, controller.Client), mo
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range made {
+		f(c) // before the core's goroutines start
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
@@ -71,10 +74,16 @@ func testPod(name string) *api.Pod {
 // refusals that keep the cluster whole (issue 9 item 9).
 func TestCoreWithoutTransport(t *testing.T) {
 	clients := make(chan controller.Client, 1)
+	// OnCaughtUp runs before the gate opens: what it sets up (the admin
+	// token's generation) is in place before the first request.
+	hookSawGateClosed := make(chan bool, 1)
+	var self *Core
 	c := startCore(t, func(ctx context.Context, cl controller.Client) {
 		clients <- cl
 		<-ctx.Done()
-	}, nil)
+	}, func(cfg *Config) {
+		cfg.OnCaughtUp = func() { hookSawGateClosed <- self.CatchingUp() != "" }
+	}, func(c *Core) { self = c })
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := c.WaitCaughtUp(ctx); err != nil {
@@ -82,6 +91,14 @@ func TestCoreWithoutTransport(t *testing.T) {
 	}
 	if why := c.CatchingUp(); why != "" {
 		t.Fatalf("caught up, yet CatchingUp says %q", why)
+	}
+	select {
+	case closed := <-hookSawGateClosed:
+		if !closed {
+			t.Error("OnCaughtUp ran after the gate opened")
+		}
+	default:
+		t.Error("caught up without running OnCaughtUp")
 	}
 	var cl controller.Client
 	select {
