@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -524,12 +526,11 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 				return 0, ErrClosed
 			}
 			lastErr = err
-			var nl *NotLeaderError
-			var re *remoteError
-			if !errors.As(err, &nl) && !errors.As(err, &re) {
-				// No answer at all: the leader this server last heard of
-				// is gone and it has not noticed yet. To the caller that
-				// is no leader, not a broken RPC.
+			if ctx.Err() == nil && unreachable(err) {
+				// No connection at all: the leader this server last heard
+				// of is gone and it has not noticed yet. To the caller
+				// that is no leader, not a broken RPC. A slow leader (a
+				// deadline) is not this case.
 				lastErr = fmt.Errorf("%w: the last known leader %s cannot be reached: %w", ErrNoLeader, li.ID, err)
 			}
 		} else {
@@ -554,6 +555,14 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 }
 
 const maxReadAttempts = 30
+
+// unreachable reports whether err says a peer could not be connected to,
+// or hung up without answering.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || (errors.As(err, &op) && op.Op == "dial" && !op.Timeout())
+}
 
 type readBatch struct {
 	done  chan struct{}

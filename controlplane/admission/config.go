@@ -469,7 +469,11 @@ func (ps *parser) controllerArguments(v any, p *api.Path) []string {
 			continue
 		}
 		for _, gate := range strings.Split(s, ",") {
-			name, val, _ := strings.Cut(strings.TrimSpace(gate), "=")
+			if strings.TrimSpace(gate) == "" {
+				continue
+			}
+			name, val, _ := strings.Cut(gate, "=")
+			name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 			if !slices.Contains(alwaysOnGates, name) {
 				ps.fail(api.NotSupported(ep, name, alwaysOnGates))
 				continue

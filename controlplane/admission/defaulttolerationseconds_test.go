@@ -114,6 +114,11 @@ func TestFeatureGates(t *testing.T) {
 	if err != nil || len(cfg.Warnings) != 0 {
 		t.Errorf("TaintBasedEvictions=true: %v %v", cfg.Warnings, err)
 	}
+	// Spaces and empty entries, as Kubernetes' gate parser takes them.
+	cfg, err = ParseConfig([]byte("kubernetesMasterConfig: {controllerArguments: {feature-gates: [' TaintBasedEvictions = true ,']}}"))
+	if err != nil || len(cfg.Warnings) != 0 {
+		t.Errorf("spaces and a trailing comma: %v %v", cfg.Warnings, err)
+	}
 	cfg, err = ParseConfig([]byte("kubernetesMasterConfig: {controllerArguments: {feature-gates: [TaintBasedEvictions=false]}}"))
 	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "always on") {
 		t.Errorf("TaintBasedEvictions=false: %v %v", cfg.Warnings, err)

@@ -83,6 +83,11 @@ func ParseTaints(s string) ([]Taint, error) {
 		for _, fe := range ValidateTaint(t, Root("taints").Index(i)) {
 			errs = append(errs, fmt.Sprintf("%q: %s", part, fe.Error()))
 		}
+		for _, o := range out {
+			if o.Key == t.Key && o.Effect == t.Effect {
+				errs = append(errs, fmt.Sprintf("%q: a taint with key %s and effect %s is given already (a node has at most one per key and effect)", part, t.Key, t.Effect))
+			}
+		}
 		out = append(out, t)
 	}
 	if len(errs) > 0 {

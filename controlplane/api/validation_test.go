@@ -550,6 +550,9 @@ func TestParseTaints(t *testing.T) {
 		ts[1] != (Taint{Key: "edge", Effect: TaintEffectNoExecute}) {
 		t.Fatalf("ParseTaints = %+v, %v", ts, err)
 	}
+	if _, err := ParseTaints("a:NoSchedule,a=x:NoSchedule"); err == nil || !strings.Contains(err.Error(), "given already") {
+		t.Errorf("the same key and effect twice: %v", err)
+	}
 	_, err = ParseTaints("nocolon,k=v:Sometimes,bad key:NoSchedule")
 	if err == nil {
 		t.Fatal("bad taints accepted")

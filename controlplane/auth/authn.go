@@ -185,7 +185,13 @@ func (a *Authenticator) verify(token string, now time.Time) (*Identity, error) {
 		if subtle.ConstantTimeCompare(sum[:], st.hash[:]) != 1 {
 			return nil, fmt.Errorf("%w: secret does not match token %s", ErrInvalidToken, id)
 		}
-		a.store(token, &cacheEntry{ident: st.ident, static: true})
+		// AddStatic may have replaced the token since it was read (a
+		// rotation): caching the old secret then would keep it working.
+		a.mu.Lock()
+		if a.static[id] == st {
+			a.storeLocked(token, &cacheEntry{ident: st.ident, static: true})
+		}
+		a.mu.Unlock()
 		return st.ident, nil
 	}
 
@@ -232,6 +238,11 @@ func identityOf(id string, spec *api.TokenSpec) *Identity {
 func (a *Authenticator) store(token string, e *cacheEntry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.storeLocked(token, e)
+}
+
+// storeLocked is store with a.mu held.
+func (a *Authenticator) storeLocked(token string, e *cacheEntry) {
 	if len(a.cache) >= maxCacheEntries {
 		// Drop an arbitrary entry: it is re-verified on its next use.
 		for k := range a.cache {

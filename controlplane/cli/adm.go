@@ -148,7 +148,9 @@ func newTokenCommand(o *options) *cobra.Command {
 			"admin.conf with the new token. Use it when an admin.conf or the admin token leaked.\n\n" +
 			"The client configuration this command used is rewritten with the new token when it held\n" +
 			"the old one; otherwise (--token) the new token is printed on standard output.\n\n" +
-			"Rotation does not help when the cluster secret itself leaked: it derives every generation.",
+			"Whoever held the old token may have made other tokens: list them with `outpost adm token list`\n" +
+			"and delete the cluster-admin tokens you do not know. Rotation does not help when the cluster\n" +
+			"secret itself leaked: it derives every generation.",
 		Example: `  outpost adm token rotate-admin
   outpost --config /etc/outpost/admin.conf adm token rotate-admin`,
 		Args: exactArgs(0, "no arguments"),

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
 )
 
 func taintsOf(ts []api.Taint) string {
@@ -107,4 +109,28 @@ func TestNodeLifecycleConditionTaints(t *testing.T) {
 	}
 	setReady(api.ConditionTrue)
 	waitTaints("dedicated:NoSchedule")
+}
+
+// refusingNodeUpdates is a client whose updates of a Node's spec fail, as
+// a refusing admission step would make them.
+type refusingNodeUpdates struct{ controller.Client }
+
+func (r refusingNodeUpdates) Update(ctx context.Context, obj api.Object) (api.Object, error) {
+	if _, ok := obj.(*api.Node); ok {
+		return nil, api.NewForbidden("nodes are not to be changed here")
+	}
+	return r.Client.Update(ctx, obj)
+}
+
+// A condition taint that cannot be written does not keep a silent node
+// from being marked Unknown.
+func TestNodeLifecycleMarksDespiteTaintFailure(t *testing.T) {
+	e := newEnv(t)
+	e.agentNode("n1")
+	// Cordoned: the controller wants the unschedulable taint at once.
+	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Spec.Unschedulable = true })
+	e.startLifecycle(NodeLifecycle{}, refusingNodeUpdates{e.f})
+	e.settle("n1")
+	e.clock.Advance(time.Minute)
+	e.waitUnknown("n1", msgHeartbeatsStopped)
 }

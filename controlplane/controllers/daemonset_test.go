@@ -68,7 +68,10 @@ func TestDaemonSetPlacement(t *testing.T) {
 	e.create(pressured)
 	notReady := newNode("not-ready", edge)
 	notReady.Status.Conditions = []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionFalse}}
-	notReady.Spec.Taints = []api.Taint{{Key: "node.kubernetes.io/not-ready", Effect: api.TaintEffectNoExecute}}
+	// Tainted as the node lifecycle controller leaves a node that is not
+	// ready (TNT-6), before the daemon set appears.
+	notReady.Spec.Taints = []api.Taint{{Key: "node.kubernetes.io/not-ready", Effect: api.TaintEffectNoExecute},
+		{Key: "node.kubernetes.io/not-ready", Effect: api.TaintEffectNoSchedule}}
 	e.create(notReady)
 	evicting := newNode("evicting", edge)
 	evicting.Spec.Taints = []api.Taint{{Key: "maintenance", Effect: api.TaintEffectNoExecute}}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -192,9 +193,23 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 	}
 	if taints, changed := wantTaints(n, *api.NewTime(c.s.now())); changed {
 		// The update comes back through the informer, which queues the
-		// node again for the rest of this look.
-		return 0, c.setTaints(ctx, n, taints)
+		// node again for the rest of this look. A write that fails must
+		// not keep a silent node from being marked: carry on with the
+		// node as it is, and retry the taints with the queue's backoff.
+		taintErr := c.setTaints(ctx, n, taints)
+		if taintErr == nil {
+			return 0, nil
+		}
+		c.log.Warn("node condition taints not written; checking its heartbeats anyway", "node", name, "err", taintErr)
+		after, err := c.markIfSilent(ctx, name, n)
+		return after, errors.Join(taintErr, err)
 	}
+	return c.markIfSilent(ctx, name, n)
+}
+
+// markIfSilent marks n's conditions Unknown when its agent went silent;
+// after is when to look again.
+func (c *nodeLifecycle) markIfSilent(ctx context.Context, name string, n *api.Node) (time.Duration, error) {
 	if r := nodeReadyCondition(n); r == nil || r.LastHeartbeatTime == nil {
 		// No agent reports this node: agents, real and simulated, stamp
 		// every status with a heartbeat. A node made by hand (or by a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
 )
 
 // fakeMembership is a gossip pool whose member states the test sets.
@@ -56,13 +57,17 @@ func (f *fakeMembership) set(name string, st MemberState, since time.Time) {
 
 // startLifecycle runs the controllers with the node lifecycle settings
 // and a fast sweep, so that advancing the fake clock is noticed at once.
-func (e *env) startLifecycle(nl NodeLifecycle) {
+func (e *env) startLifecycle(nl NodeLifecycle, client ...controller.Client) {
 	e.t.Helper()
+	var cl controller.Client = e.f
+	if len(client) > 0 {
+		cl = client[0]
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	go func() {
-		done <- run(ctx, Config{Client: e.f, Logger: log, Now: e.clock.Now, NodeLifecycle: nl}, hooks{
+		done <- run(ctx, Config{Client: cl, Logger: log, Now: e.clock.Now, NodeLifecycle: nl}, hooks{
 			nodeMonitorPeriod: 20 * time.Millisecond,
 			synced: func(ctrl, key string) {
 				e.mu.Lock()

@@ -34,12 +34,14 @@ func (s *Server) adminConfig() client.Config {
 // generation in force, and no other, and rewrites admin.conf when the
 // generation changed.
 func (s *Server) syncAdminToken() {
+	// Read under the lock: two syncs at once (a rotation's reply and the
+	// watch) must not install the older generation last.
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
 	tok, gen := s.core.AdminToken()
 	if tok == nil {
 		return // before the bootstrap: generation 0, as set at start
 	}
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
 	if gen == s.adminGen {
 		return
 	}

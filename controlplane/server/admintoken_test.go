@@ -55,6 +55,10 @@ func TestAdminTokenRotation(t *testing.T) {
 	if rot.Generation != 1 || rot.Token == old || !strings.HasPrefix(rot.Token, oldID+".") {
 		t.Fatalf("rotation reply: generation %d token changed %v same id %v", rot.Generation, rot.Token != old, strings.HasPrefix(rot.Token, oldID+"."))
 	}
+	// The follower that forwarded it takes the new token at once: an
+	// unknown token makes it catch up and put the admin token's
+	// generation in force before it answers.
+	newTC(t, follower, rot.Token).must(http.StatusOK, "GET", "/api/v1/namespaces", nil)
 	// The leader applied it before answering: the old token is refused
 	// there at once.
 	if r := c.do("GET", "/api/v1/namespaces", nil); r.code != http.StatusUnauthorized {

@@ -234,6 +234,9 @@ func (s *Server) identify(r *http.Request) (*auth.Identity, error) {
 	// Only a well-formed token that is unknown here may be one the leader
 	// has just created; garbage does not cost the leader a round trip.
 	if errors.Is(err, auth.ErrInvalidToken) && !s.node.IsLeader() && wellFormed(h) && s.catchUp(r.Context()) {
+		// The token may be the admin token's new generation, which this
+		// server has applied but its watch has not put in force yet.
+		s.syncAdminToken()
 		if id, err2 := s.authn.Authenticate(h); err2 == nil {
 			return id, nil
 		}
