@@ -45,6 +45,15 @@ type Scope interface {
 	Applies(op string, id *auth.Identity, r *api.Resource) bool
 }
 
+// KeepsValid is a mutating step whose changes never make a valid object
+// invalid (it adds only well-formed fields). The chain does not validate
+// an object again after such a step, which saves a whole validation on
+// every write it touches.
+type KeepsValid interface {
+	Interface
+	KeepsValid()
+}
+
 // Plugin names, as pluginConfig keys them.
 const (
 	PluginPodNodeConstraints       = "PodNodeConstraints"

@@ -46,6 +46,12 @@ func newDefaultTolerationSeconds(c DefaultTolerationSecondsConfig) *defaultToler
 	return d
 }
 
+var _ KeepsValid = (*defaultTolerationSeconds)(nil)
+
+// KeepsValid: the tolerations added are well formed, and a pod may hold
+// any number of them.
+func (*defaultTolerationSeconds) KeepsValid() {}
+
 // Applies: pods being created. A workload's template is left as written;
 // its pods get the tolerations when they are created.
 func (*defaultTolerationSeconds) Applies(op string, _ *auth.Identity, r *api.Resource) bool {

@@ -21,8 +21,9 @@ func (c *Core) admits(op string, id *auth.Identity, r *api.Resource) bool {
 }
 
 // admitChain runs the chain in order, the built-in steps first, and stops
-// at the first refusal. It reports whether a configured step (one that
-// may change obj) ran.
+// at the first refusal. It reports whether a configured step that may
+// make obj invalid (any but the built-in ones and admission.KeepsValid)
+// ran.
 func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) (changing bool, err error) {
 	r := obj
 	if r == nil {
@@ -36,7 +37,9 @@ func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj
 		if err := a.Admit(ctx, op, id, obj, old); err != nil {
 			return changing, err
 		}
-		changing = changing || i >= c.builtins
+		if _, safe := a.(admission.KeepsValid); !safe && i >= c.builtins {
+			changing = true
+		}
 	}
 	return changing, nil
 }
