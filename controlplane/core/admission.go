@@ -2,6 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -35,6 +38,13 @@ func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj
 			continue
 		}
 		if err := a.Admit(ctx, op, id, obj, old); err != nil {
+			var se *api.StatusError
+			if !errors.As(err, &se) {
+				// A refusal happens before raft: the write certainly did
+				// not apply. Left bare, the error would reach the client
+				// as a 504 "may or may not have been applied".
+				err = api.NewInternalError(fmt.Errorf("admission refused the %s: %w", strings.ToLower(op), err))
+			}
 			return changing, err
 		}
 		if _, safe := a.(admission.KeepsValid); !safe && i >= c.builtins {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -206,6 +207,16 @@ func TestCoreAdmissionChain(t *testing.T) {
 	if got := res.Object.GetObjectMeta().Labels["admitted"]; got != "yes" {
 		t.Errorf("the admission step's label was not kept: %q", got)
 	}
+	// A step that fails with a plain error: a 500, never the 504 of a
+	// write whose outcome is unknown, and nothing reaches raft.
+	before := c.st.AppliedIndex()
+	_, err = c.Create(ctx, ControlPlane, testPod("fails"))
+	if se := (*api.StatusError)(nil); !errors.As(err, &se) || se.Code() != 500 || !strings.Contains(err.Error(), "no pods named fails") {
+		t.Errorf("a plain admission error: %v; want a 500 carrying it", err)
+	}
+	if c.st.AppliedIndex() != before {
+		t.Error("a refused create reached raft")
+	}
 	// The step sets an invalid label on this one: validation after the
 	// chain refuses it.
 	if _, err := c.Create(ctx, ControlPlane, testPod("breaks")); !api.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.labels") {
@@ -222,6 +233,9 @@ func (labelStep) Admit(_ context.Context, op string, _ *auth.Identity, obj, _ ap
 		return nil
 	}
 	m := obj.GetObjectMeta()
+	if m.Name == "fails" {
+		return errors.New("no pods named fails")
+	}
 	if m.Labels == nil {
 		m.Labels = map[string]string{}
 	}
