@@ -310,3 +310,20 @@ type Binding struct {
 	ObjectMeta `json:"metadata"`
 	Target     ObjectReference `json:"target"`
 }
+
+// PodSpecOf returns the pod spec obj holds, its own (a Pod's) or its pod
+// template's (a workload's), and the spec's field path; nil for kinds that
+// hold none.
+func PodSpecOf(obj Object) (spec *PodSpec, path string) {
+	switch o := obj.(type) {
+	case *Pod:
+		return &o.Spec, "spec"
+	case *ReplicaSet:
+		return &o.Spec.Template.Spec, "spec.template.spec"
+	case *Deployment:
+		return &o.Spec.Template.Spec, "spec.template.spec"
+	case *DaemonSet:
+		return &o.Spec.Template.Spec, "spec.template.spec"
+	}
+	return nil, ""
+}

@@ -25,9 +25,17 @@ var legacyTaintKeys = map[string]string{
 	"node.alpha.kubernetes.io/unreachable": TaintNodeUnreachable,
 }
 
+// legacyTaintPrefix starts every key of legacyTaintKeys.
+const legacyTaintPrefix = "node.alpha.kubernetes.io/"
+
 // CurrentTaintKey returns today's name of a taint key: key itself unless
-// it is one of the older names of the condition taints.
+// it is one of the older names of the condition taints. The scheduler asks
+// it for every toleration against every taint, so most keys are answered
+// without the map.
 func CurrentTaintKey(key string) string {
+	if !strings.HasPrefix(key, legacyTaintPrefix) {
+		return key
+	}
 	if cur, ok := legacyTaintKeys[key]; ok {
 		return cur
 	}
@@ -38,18 +46,8 @@ func CurrentTaintKey(key string) string {
 // names it uses: tolerations of the condition taints by their alpha keys,
 // which outpost honours under today's names.
 func DeprecationWarnings(obj Object) Warnings {
-	var spec *PodSpec
-	var path string
-	switch o := obj.(type) {
-	case *Pod:
-		spec, path = &o.Spec, "spec"
-	case *ReplicaSet:
-		spec, path = &o.Spec.Template.Spec, "spec.template.spec"
-	case *Deployment:
-		spec, path = &o.Spec.Template.Spec, "spec.template.spec"
-	case *DaemonSet:
-		spec, path = &o.Spec.Template.Spec, "spec.template.spec"
-	default:
+	spec, path := PodSpecOf(obj)
+	if spec == nil {
 		return nil
 	}
 	var out Warnings

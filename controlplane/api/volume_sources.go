@@ -23,20 +23,11 @@ func (w *walker) noteVolumeSource(at int, key string) {
 // setUnsupportedSources copies what noteVolumeSource recorded, keyed by
 // the JSON path of each volume, into the decoded object's volumes.
 func setUnsupportedSources(obj Object, sources map[string][]string) {
-	var spec *PodSpec
-	var prefix string
-	switch o := obj.(type) {
-	case *Pod:
-		spec, prefix = &o.Spec, "spec.volumes["
-	case *ReplicaSet:
-		spec, prefix = &o.Spec.Template.Spec, "spec.template.spec.volumes["
-	case *Deployment:
-		spec, prefix = &o.Spec.Template.Spec, "spec.template.spec.volumes["
-	case *DaemonSet:
-		spec, prefix = &o.Spec.Template.Spec, "spec.template.spec.volumes["
-	default:
+	spec, path := PodSpecOf(obj)
+	if spec == nil {
 		return
 	}
+	prefix := path + ".volumes["
 	for i := range spec.Volumes {
 		if s, ok := sources[prefix+strconv.Itoa(i)+"]"]; ok {
 			spec.Volumes[i].UnsupportedSources = s

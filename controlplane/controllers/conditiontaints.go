@@ -42,9 +42,35 @@ var conditionTaints = []conditionTaint{
 	{api.TaintNodeUnschedulable, api.TaintEffectNoSchedule, func(n *api.Node) bool { return n.Spec.Unschedulable }},
 }
 
-// ownsTaint reports whether t is one of the condition taints.
-func ownsTaint(t api.Taint) bool {
-	return slices.ContainsFunc(conditionTaints, func(c conditionTaint) bool { return c.key == t.Key && c.effect == t.Effect })
+// owner returns the condition taint t is, or nil when the controller
+// does not own t.
+func owner(t api.Taint) *conditionTaint {
+	for i := range conditionTaints {
+		if c := &conditionTaints[i]; c.key == t.Key && c.effect == t.Effect {
+			return c
+		}
+	}
+	return nil
+}
+
+func hasTaint(ts []api.Taint, key, effect string) bool {
+	return slices.ContainsFunc(ts, func(t api.Taint) bool { return t.Key == key && t.Effect == effect })
+}
+
+// inStep reports whether n carries exactly the condition taints its
+// conditions call for.
+func inStep(n *api.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if c := owner(t); c != nil && !c.on(n) {
+			return false
+		}
+	}
+	for _, c := range conditionTaints {
+		if c.on(n) && !hasTaint(n.Spec.Taints, c.key, c.effect) {
+			return false
+		}
+	}
+	return true
 }
 
 // wantTaints returns n's taints with the condition taints brought in step
@@ -53,23 +79,23 @@ func ownsTaint(t api.Taint) bool {
 // the controller does not own are left as they are. changed is false when
 // nothing differs.
 func wantTaints(n *api.Node, now api.Time) (taints []api.Taint, changed bool) {
+	// Every node is looked at every few seconds and nearly all are in
+	// step: find that out without building anything.
+	if inStep(n) {
+		return n.Spec.Taints, false
+	}
 	out := make([]api.Taint, 0, len(n.Spec.Taints)+2)
 	for _, t := range n.Spec.Taints {
-		if ownsTaint(t) && !slices.ContainsFunc(conditionTaints, func(c conditionTaint) bool {
-			return c.key == t.Key && c.effect == t.Effect && c.on(n)
-		}) {
-			changed = true
+		if c := owner(t); c != nil && !c.on(n) {
 			continue
 		}
 		out = append(out, t)
 	}
 	for _, c := range conditionTaints {
-		if !c.on(n) || slices.ContainsFunc(out, func(t api.Taint) bool { return t.Key == c.key && t.Effect == c.effect }) {
-			continue
+		if c.on(n) && !hasTaint(out, c.key, c.effect) {
+			ts := now
+			out = append(out, api.Taint{Key: c.key, Effect: c.effect, TimeAdded: &ts})
 		}
-		ts := now
-		out = append(out, api.Taint{Key: c.key, Effect: c.effect, TimeAdded: &ts})
-		changed = true
 	}
-	return out, changed
+	return out, true
 }

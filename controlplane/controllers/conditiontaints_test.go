@@ -74,6 +74,25 @@ func TestWantTaints(t *testing.T) {
 	}
 }
 
+// The sweep looks at every node every few seconds; a node whose taints
+// are in step costs no allocation.
+func TestWantTaintsInStepAllocatesNothing(t *testing.T) {
+	ts := api.Time{Time: time.Now()}
+	n := &api.Node{
+		Spec: api.NodeSpec{Taints: []api.Taint{{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule},
+			{Key: api.TaintNodeMemoryPressure, Effect: api.TaintEffectNoSchedule, TimeAdded: &ts}}},
+		Status: api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue},
+			{Type: api.NodeMemoryPressure, Status: api.ConditionTrue}}},
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, changed := wantTaints(n, ts); changed {
+			t.Fatal("a node in step changed")
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations for a node in step, want 0", allocs)
+	}
+}
+
 // The controller writes the condition taints as a node's conditions
 // change, and takes them away when the condition clears.
 func TestNodeLifecycleConditionTaints(t *testing.T) {

@@ -24,16 +24,15 @@ func (c *Core) admits(op string, id *auth.Identity, r *api.Resource) bool {
 }
 
 // admitChain runs the chain in order, the built-in steps first, and stops
-// at the first refusal. It reports whether a configured step that may
-// make obj invalid (any but the built-in ones and admission.KeepsValid)
-// ran.
+// at the first refusal. It reports whether a step that may make obj
+// invalid (one that is not admission.KeepsValid) ran.
 func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj, old api.Object) (changing bool, err error) {
 	r := obj
 	if r == nil {
 		r = old
 	}
 	res := api.ResourceOf(r)
-	for i, a := range c.admit {
+	for _, a := range c.admit {
 		if sc, ok := a.(admission.Scope); ok && !sc.Applies(op, id, res) {
 			continue
 		}
@@ -47,7 +46,7 @@ func (c *Core) admitChain(ctx context.Context, op string, id *auth.Identity, obj
 			}
 			return changing, err
 		}
-		if _, safe := a.(admission.KeepsValid); !safe && i >= c.builtins {
+		if _, safe := a.(admission.KeepsValid); !safe {
 			changing = true
 		}
 	}

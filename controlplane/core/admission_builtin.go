@@ -16,6 +16,8 @@ import (
 // rules of the spec that no configuration may leave out. These steps only
 // refuse; they never change obj, so validation need not run after them.
 func builtinAdmission() []admission.Interface {
+	// Each step only refuses: admission.KeepsValid, so the chain does not
+	// validate again after them.
 	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}}
 }
 
@@ -25,6 +27,8 @@ func builtinAdmission() []admission.Interface {
 // selectors. A workload's pod template is held to the same rule, else a
 // Deployment would place its pods where its author may not.
 type podNodeNameAdmission struct{}
+
+func (podNodeNameAdmission) KeepsValid() {}
 
 func (podNodeNameAdmission) Applies(op string, _ *auth.Identity, r *api.Resource) bool {
 	switch r {
@@ -88,6 +92,8 @@ func (podNodeNameAdmission) Admit(_ context.Context, op string, id *auth.Identit
 // or give itself a label pods select on would pull in pods meant for
 // other nodes.
 type nodeRestrictionAdmission struct{}
+
+func (nodeRestrictionAdmission) KeepsValid() {}
 
 func (nodeRestrictionAdmission) Applies(op string, id *auth.Identity, r *api.Resource) bool {
 	return r == nodesResource && isNode(id) && (op == admission.OpUpdate || op == admission.OpDelete)
@@ -195,6 +201,8 @@ func taintsEqual(a, b []api.Taint) bool {
 // not parse as a policy, naming every problem under spec.policy: a policy
 // the schedulers cannot read must never be the one in force.
 type schedulerPolicyAdmission struct{}
+
+func (schedulerPolicyAdmission) KeepsValid() {}
 
 func (schedulerPolicyAdmission) Applies(op string, _ *auth.Identity, r *api.Resource) bool {
 	return r == schedulerPoliciesResource && (op == admission.OpCreate || op == admission.OpUpdate)

@@ -27,7 +27,7 @@ func (c *Core) AwaitCatchUp(ctx context.Context) {
 	caught := c.retry(ctx, "not caught up with the cluster yet", slog.LevelDebug, 50*time.Millisecond, time.Second, func() error {
 		// ReadIndex retries across elections by itself; the bound only
 		// keeps one attempt from waiting for ever on a lost leader.
-		rctx, cancel := context.WithTimeout(ctx, readIndexTimeout)
+		rctx, cancel := context.WithTimeout(ctx, ReadIndexTimeout)
 		var err error
 		idx, err = c.node.ReadIndex(rctx)
 		cancel()
@@ -73,5 +73,7 @@ func (c *Core) CatchingUp() string {
 		strconv.FormatUint(c.node.AppliedIndex(), 10) + ")" + why + "; it answers once it has caught up"
 }
 
-// readIndexTimeout bounds one attempt at a read index while catching up.
-const readIndexTimeout = 10 * time.Second
+// ReadIndexTimeout bounds one wait for the leader's read index when the
+// caller has no deadline of its own: catching up here, consistent reads in
+// the transports.
+const ReadIndexTimeout = 10 * time.Second

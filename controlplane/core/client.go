@@ -32,15 +32,7 @@ func (cl Client) Get(r *api.Resource, namespace, name string) (api.Object, error
 }
 
 func (cl Client) List(r *api.Resource) ([]api.Object, uint64, error) {
-	items, rv, err := cl.c.List(r, "", store.ListOptions{})
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]api.Object, len(items))
-	for i, it := range items {
-		out[i] = it.Object
-	}
-	return out, rv, nil
+	return cl.c.st.Objects(r)
 }
 
 func (cl Client) Watch(ctx context.Context, r *api.Resource, fromRV uint64) (<-chan api.WatchEvent, error) {

@@ -68,9 +68,6 @@ type Core struct {
 	node  *raftstore.Node
 	log   *slog.Logger
 	admit []admission.Interface
-	// builtins is how many of admit are the built-in steps, which only
-	// refuse.
-	builtins int
 	// caughtUp is closed once the store has applied a read index obtained
 	// after New (catchup.go).
 	caughtUp chan struct{}
@@ -85,9 +82,7 @@ func New(cfg Config) (*Core, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{})}
-	c.admit = builtinAdmission()
-	c.builtins = len(c.admit)
-	c.admit = append(append(c.admit, admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
+	c.admit = append(append(builtinAdmission(), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }
 
@@ -165,6 +160,3 @@ func (c *Core) namespace(name string) (*api.Namespace, error) {
 	}
 	return ns, nil
 }
-
-// OldestEventTime is the creation time of the oldest stored event.
-func (c *Core) OldestEventTime() time.Time { return c.st.OldestEventTime() }

@@ -8,7 +8,8 @@
 // A write goes through Create, Update, Delete or Bind: the server-owned
 // fields are set (uid, creationTimestamp, a generated name), then
 // defaults, validation and the admission chain (the built-in steps first,
-// then the configured ones, validation again after them), then the store's
+// then the configured ones, validation again after any that may make the
+// object invalid, i.e. is not admission.KeepsValid), then the store's
 // command goes to raft. Every refusal happens before Apply, so a refused
 // write leaves the store and the raft log as they were. Authorization is
 // the caller's: it knows the verb and the URL, and the in-process loops

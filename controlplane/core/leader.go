@@ -170,9 +170,6 @@ func (c *Core) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	if c.cfg.AdminTokenID == "" {
-		return nil
-	}
 	if _, _, err := c.st.Get(tokensResource, "", c.cfg.AdminTokenID); err == nil {
 		return nil
 	}

@@ -188,7 +188,7 @@ func (c *Core) check(ctx context.Context, op string, id *auth.Identity, obj, old
 	}
 	changing, err := c.admitChain(ctx, op, id, obj, old)
 	if err != nil || !changing {
-		return err // the built-in steps only refuse
+		return err
 	}
 	return api.CheckValid(obj, old)
 }

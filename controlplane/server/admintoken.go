@@ -65,10 +65,12 @@ func (s *Server) followAdminToken(ctx context.Context) {
 	if err := s.core.WaitCaughtUp(ctx); err != nil {
 		return
 	}
+	// Token ids are [a-z0-9]: the selector cannot fail to parse.
+	only, _ := api.ParseFieldSelector(tokensResource, "metadata.name="+s.adminTokenID)
 	for ctx.Err() == nil {
 		// Watch first, then sync: a change between the two is seen twice
 		// rather than missed.
-		ch, err := s.core.Watch(ctx, tokensResource, "", store.ListOptions{}, 0, false)
+		ch, err := s.core.Watch(ctx, tokensResource, "", store.ListOptions{Field: only}, 0, false)
 		if err != nil {
 			s.log.Warn("watching the admin token failed; retrying", "err", err)
 			controller.Sleep(ctx, time.Second)
@@ -79,9 +81,7 @@ func (s *Server) followAdminToken(ctx context.Context) {
 			if ev.Type == api.Error {
 				break // dropped or a snapshot restored: watch again
 			}
-			if ev.Object != nil && ev.Object.GetObjectMeta().Name == s.adminTokenID {
-				s.syncAdminToken()
-			}
+			s.syncAdminToken()
 		}
 	}
 }

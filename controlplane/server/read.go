@@ -10,14 +10,11 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/store"
 	"github.com/outpost-edge/outpost/internal/plant"
 	"github.com/outpost-edge/outpost/raftstore"
 )
-
-// consistentReadTimeout bounds the wait for the leader's read index when
-// the request itself has no deadline.
-const consistentReadTimeout = 10 * time.Second
 
 // notOlderThanTimeout bounds the wait for this server to apply the
 // resourceVersion a read asked for at least.
@@ -92,7 +89,7 @@ func (s *Server) consistentRead(ctx context.Context) error {
 	if plant.On(plant.StaleRead) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, consistentReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, core.ReadIndexTimeout)
 	defer cancel()
 	if s.node.Leader().ID == "" {
 		// A server that has just started, or whose leader has just gone,

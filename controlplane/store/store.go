@@ -90,6 +90,21 @@ type Item struct {
 	Raw    []byte
 }
 
+// Objects returns every stored object of r and the index they were read
+// at, for in-process clients (the leader's loops, their test fake). The
+// objects are shared: read them, never change them.
+func (s *Store) Objects(r *api.Resource) ([]api.Object, uint64, error) {
+	items, rv, err := s.List(r, "", ListOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]api.Object, len(items))
+	for i, it := range items {
+		out[i] = it.Object
+	}
+	return out, rv, nil
+}
+
 // ListOptions filter a List or a Watch; nil selectors match everything.
 type ListOptions struct {
 	Label api.Selector

@@ -82,15 +82,7 @@ func (f *Fake) Get(r *api.Resource, namespace, name string) (api.Object, error) 
 
 // List implements controller.Client.
 func (f *Fake) List(r *api.Resource) ([]api.Object, uint64, error) {
-	items, rv, err := f.st.List(r, "", store.ListOptions{})
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]api.Object, len(items))
-	for i, it := range items {
-		out[i] = it.Object
-	}
-	return out, rv, nil
+	return f.st.Objects(r)
 }
 
 // Watch implements controller.Client.
