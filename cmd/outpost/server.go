@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -245,10 +246,15 @@ func (t *tolerationFlags) add(cmd *cobra.Command) {
 }
 
 func (t *tolerationFlags) apply(cfg *server.Config) error {
-	for name, v := range map[string]int64{"--default-not-ready-toleration-seconds": t.notReady, "--default-unreachable-toleration-seconds": t.unreachable} {
-		if v < 0 {
-			return fmt.Errorf("%s %d: must be 0 or more", name, v)
-		}
+	var errs []error
+	if t.notReady < 0 {
+		errs = append(errs, fmt.Errorf("--default-not-ready-toleration-seconds %d: must be 0 or more", t.notReady))
+	}
+	if t.unreachable < 0 {
+		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds %d: must be 0 or more", t.unreachable))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	d := &cfg.AdmissionConfig.DefaultTolerationSeconds
 	d.NotReadySeconds, d.UnreachableSeconds = &t.notReady, &t.unreachable

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,8 +183,11 @@ func rotateAdminToken(cmd *cobra.Command, o *options) error {
 		return err
 	}
 	var rot api.AdminTokenRotation
-	if err := api.Unmarshal(body, &rot); err != nil || rot.Token == "" {
-		return fmt.Errorf("the server's reply to the rotation cannot be read (the rotation may have happened: see admin.conf on a server): %v", err)
+	if err := api.Unmarshal(body, &rot); err != nil {
+		return fmt.Errorf("the server's reply to the rotation cannot be read (the rotation may have happened: see admin.conf on a server): %w", err)
+	}
+	if rot.Token == "" {
+		return errors.New("the server's reply to the rotation holds no token (the rotation may have happened: see admin.conf on a server)")
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "admin token rotated to generation %d; the previous one no longer works. Each server rewrites its admin.conf with the new one.\n", rot.Generation)
@@ -190,9 +195,11 @@ func rotateAdminToken(cmd *cobra.Command, o *options) error {
 	if path == "" {
 		path = client.DefaultConfigPath()
 	}
-	cfg, lerr := client.LoadConfig(path)
+	// The file as it is, without the environment's server and token: only
+	// its own token is replaced, and only when that is what was used.
+	cfg, lerr := client.LoadConfigFile(path)
 	switch {
-	case o.token != "" || lerr != nil || !sameTokenID(cfg.Token, rot.Token):
+	case o.token != "" || os.Getenv(client.EnvToken) != "" || lerr != nil || !sameTokenID(cfg.Token, rot.Token):
 		// The token came from elsewhere: the caller must see the new one.
 	case cfg.Token == rot.Token:
 		fmt.Fprintf(out, "%s holds the new token already (a server rewrote it).\n", path)

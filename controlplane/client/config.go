@@ -81,6 +81,22 @@ func DefaultConfigPath() string {
 // says why). A missing file the caller named explicitly is an error
 // wrapping ErrNoConfig, since a typo there should not go unnoticed.
 func LoadConfig(path string) (Config, error) {
+	cfg, err := LoadConfigFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	if s := os.Getenv(EnvServer); s != "" {
+		cfg.Server = s
+	}
+	if t := os.Getenv(EnvToken); t != "" {
+		cfg.Token = t
+	}
+	return cfg, nil
+}
+
+// LoadConfigFile is LoadConfig without the environment: what the file
+// itself holds, for a command that writes the file back.
+func LoadConfigFile(path string) (Config, error) {
 	explicit := path != ""
 	if !explicit {
 		path = DefaultConfigPath()
@@ -101,12 +117,6 @@ func LoadConfig(path string) (Config, error) {
 			}
 			cfg = Config{Server: fc.Server, CAData: fc.CAData, Token: fc.Token, Namespace: fc.Namespace}
 		}
-	}
-	if s := os.Getenv(EnvServer); s != "" {
-		cfg.Server = s
-	}
-	if t := os.Getenv(EnvToken); t != "" {
-		cfg.Token = t
 	}
 	return cfg, nil
 }

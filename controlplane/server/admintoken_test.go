@@ -140,9 +140,21 @@ func TestAdminTokenRotateCommand(t *testing.T) {
 	}
 	newTC(t, s, cfg.Token).must(http.StatusOK, "GET", "/api/v1/namespaces", nil)
 
+	// A token from the environment: the file (which the env's token and
+	// server would otherwise leak into) is left alone.
+	t.Setenv(client.EnvToken, cfg.Token)
+	t.Setenv(client.EnvServer, s.AdminConfig().Server)
+	before, _ := os.ReadFile(mine)
+	out, code = run("--config", mine, "adm", "token", "rotate-admin")
+	if after, _ := os.ReadFile(mine); code != 0 || !bytes.Equal(before, after) || !strings.Contains(out, s.AdminConfig().Token) {
+		t.Fatalf("rotate-admin with $%s: exit %d, file changed %v: %s", client.EnvToken, code, !bytes.Equal(before, after), out)
+	}
+	t.Setenv(client.EnvToken, "")
+	cfg.Token = s.AdminConfig().Token
+
 	out, code = run("--config", mine, "--token", cfg.Token, "adm", "token", "rotate-admin")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || !strings.Contains(out, "generation 2") || lines[len(lines)-1] != s.AdminConfig().Token {
+	if code != 0 || !strings.Contains(out, "generation 3") || lines[len(lines)-1] != s.AdminConfig().Token {
 		t.Fatalf("rotate-admin --token: exit %d: %s; want the new token on the last line", code, out)
 	}
 }
