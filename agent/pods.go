@@ -17,8 +17,9 @@ type podHandle struct {
 	// poke makes the worker look at its containers now.
 	poke    func()
 	updates chan *api.Pod
-	stop    chan struct{}
-	done    chan struct{}
+	// stop carries the grace period the worker stops the containers with.
+	stop chan time.Duration
+	done chan struct{}
 }
 
 // pods is the desired set and its workers.
@@ -32,6 +33,9 @@ type pods struct {
 	kick    chan struct{}
 	// byContainer finds the pod of a container, for exit events.
 	byContainer map[string]string
+	// finishing holds the pods being deleted gracefully whose deletion
+	// this agent is finishing (stopping them, then deleting the object).
+	finishing map[string]*api.Pod
 }
 
 type pendingStatus struct {
@@ -48,6 +52,7 @@ func newPods() *pods {
 		kick:    make(chan struct{}, 1),
 
 		byContainer: map[string]string{},
+		finishing:   map[string]*api.Pod{},
 	}
 }
 
@@ -63,7 +68,11 @@ func (a *Agent) wants(p *api.Pod) bool {
 func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.ContainerStatus, saved bool) {
 	uid := string(p.UID)
 	if !a.wants(p) {
-		a.dropPod(uid)
+		if p.Spec.NodeName == a.cfg.NodeName && p.DeletionTimestamp != nil {
+			a.finishDelete(ctx, p)
+			return
+		}
+		a.dropPod(uid, -1)
 		return
 	}
 	// The state file needs what the agent acts on, the spec: a status
@@ -90,7 +99,7 @@ func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.Conta
 		h.updates <- p
 		return
 	}
-	h := &podHandle{updates: make(chan *api.Pod, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	h := &podHandle{updates: make(chan *api.Pod, 1), stop: make(chan time.Duration, 1), done: make(chan struct{})}
 	a.pods.workers[uid] = h
 	w := newWorker(a, p, existing)
 	h.poke = w.poke
@@ -100,9 +109,10 @@ func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.Conta
 	})
 }
 
-// dropPod stops the pod's worker (which stops its containers) and forgets
-// the pod.
-func (a *Agent) dropPod(uid string) {
+// dropPod stops the pod's worker (which stops its containers, giving them
+// grace, or the pod's own grace period when negative) and forgets the
+// pod. It returns the stopped worker's handle, nil if there was none.
+func (a *Agent) dropPod(uid string, grace time.Duration) *podHandle {
 	if err := a.state.deletePod(uid); err != nil {
 		a.log.Error("remove pod from the state file", "uid", uid, "err", err)
 	}
@@ -120,8 +130,9 @@ func (a *Agent) dropPod(uid string) {
 	a.pods.mu.Unlock()
 	a.forgetEvents(uid)
 	if h != nil {
-		close(h.stop)
+		h.stop <- grace
 	}
+	return h
 }
 
 // resetPods makes the desired set exactly list (the control plane's view
@@ -129,26 +140,33 @@ func (a *Agent) dropPod(uid string) {
 func (a *Agent) resetPods(ctx context.Context, list []*api.Pod, existing map[string][]runtime.ContainerStatus) {
 	keep := map[string]bool{}
 	var wanted []*api.Pod
+	var terminating []*api.Pod
 	for _, p := range list {
-		if a.wants(p) {
+		switch {
+		case a.wants(p):
 			keep[string(p.UID)] = true
 			wanted = append(wanted, p)
+		case p.Spec.NodeName == a.cfg.NodeName && p.DeletionTimestamp != nil:
+			terminating = append(terminating, p)
 		}
 	}
 	if err := a.state.replacePods(wanted); err != nil {
 		a.log.Error("save pods to the state file", "err", err)
 	}
-	a.pods.mu.Lock()
 	var gone []string
+	for _, p := range terminating {
+		a.finishDelete(ctx, p)
+	}
+	a.pods.mu.Lock()
 	for uid := range a.pods.desired {
-		if !keep[uid] {
+		if !keep[uid] && a.pods.finishing[uid] == nil {
 			gone = append(gone, uid)
 		}
 	}
 	a.pods.mu.Unlock()
 	for _, uid := range gone {
 		a.log.Info("pod no longer bound here: stopping it", "uid", uid)
-		a.dropPod(uid)
+		a.dropPod(uid, -1)
 	}
 	for _, p := range wanted {
 		a.setPod(ctx, p, existing[string(p.UID)], true)
@@ -280,7 +298,7 @@ func (a *Agent) watchPods(ctx context.Context) {
 			}
 			if typ == client.EventDeleted {
 				a.log.Info("pod deleted: stopping it", "pod", p.Namespace+"/"+p.Name)
-				a.dropPod(string(p.UID))
+				a.dropPod(string(p.UID), -1)
 				return
 			}
 			a.setPod(ctx, p, nil, false)
@@ -301,7 +319,7 @@ func (a *Agent) removeOrphans(ctx context.Context) {
 	var orphans []runtime.ContainerStatus
 	for _, st := range all {
 		uid := st.Labels[runtime.LabelPodUID]
-		if _, ok := a.pods.desired[uid]; !ok {
+		if _, ok := a.pods.desired[uid]; !ok && a.pods.finishing[uid] == nil {
 			if _, busy := a.pods.workers[uid]; !busy {
 				orphans = append(orphans, st)
 			}

@@ -126,15 +126,15 @@ func (w *worker) poke() {
 }
 
 // run syncs the pod until ctx ends or the pod is stopped.
-func (w *worker) run(ctx context.Context, updates <-chan *api.Pod, stop <-chan struct{}) {
+func (w *worker) run(ctx context.Context, updates <-chan *api.Pod, stop <-chan time.Duration) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-stop:
-			w.terminate(ctx)
+		case grace := <-stop:
+			w.terminate(ctx, grace)
 			return
 		case p := <-updates:
 			w.pod = p
@@ -379,32 +379,48 @@ func hostPortBusy(c *api.Container) (int32, string, bool) {
 	return 0, "", false
 }
 
-// terminate stops every container of the pod with its grace period and
-// removes them.
-func (w *worker) terminate(ctx context.Context) {
-	grace := DefaultTerminateWait
-	if g := w.pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		grace = time.Duration(*g) * time.Second
+// terminate stops every container of the pod, giving each grace (the
+// pod's own grace period when negative), and removes them.
+func (w *worker) terminate(ctx context.Context, grace time.Duration) {
+	w.a.stopContainers(ctx, w.pod, grace)
+}
+
+// podGrace is the grace period the pod's own spec asks for.
+func podGrace(p *api.Pod) time.Duration {
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
 	}
-	all, err := w.a.rt.ListContainers(ctx)
+	return DefaultTerminateWait
+}
+
+// stopContainers stops every container of pod (SIGTERM, then SIGKILL
+// after grace; the pod's own grace period when negative) and removes
+// them. The containers are found by the pod's UID label, so it also stops
+// what a previous run of the agent started.
+func (a *Agent) stopContainers(ctx context.Context, pod *api.Pod, grace time.Duration) {
+	if grace < 0 {
+		grace = podGrace(pod)
+	}
+	key := pod.Namespace + "/" + pod.Name
+	all, err := a.rt.ListContainers(ctx)
 	if err != nil {
-		w.a.log.Warn("list containers to stop a pod", "pod", w.key(), "err", err)
+		a.log.Warn("list containers to stop a pod", "pod", key, "err", err)
 	}
 	for _, st := range all {
-		if st.Labels[runtime.LabelPodUID] != w.uid {
+		if st.Labels[runtime.LabelPodUID] != string(pod.UID) {
 			continue
 		}
 		if st.State == runtime.StateRunning || st.State == runtime.StateCreated {
-			w.a.podEvent(w.pod, st.Labels[runtime.LabelContainer], eventNormal, "Killing", fmt.Sprintf("Stopping container %s (grace period %s)", st.Labels[runtime.LabelContainer], grace))
-			if err := w.a.rt.StopContainer(ctx, st.ID, grace); err != nil {
-				w.a.log.Warn("stop container", "pod", w.key(), "container", st.ID, "err", err)
+			a.podEvent(pod, st.Labels[runtime.LabelContainer], eventNormal, "Killing", fmt.Sprintf("Stopping container %s (grace period %s)", st.Labels[runtime.LabelContainer], grace))
+			if err := a.rt.StopContainer(ctx, st.ID, grace); err != nil {
+				a.log.Warn("stop container", "pod", key, "container", st.ID, "err", err)
 			}
 		}
-		if err := w.a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-			w.a.log.Warn("remove container", "pod", w.key(), "container", st.ID, "err", err)
+		if err := a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			a.log.Warn("remove container", "pod", key, "container", st.ID, "err", err)
 		}
 	}
-	w.a.log.Info("pod stopped", "pod", w.key(), "grace", grace)
+	a.log.Info("pod stopped", "pod", key, "grace", grace)
 }
 
 func (w *worker) key() string { return w.pod.Namespace + "/" + w.pod.Name }

@@ -46,16 +46,17 @@ func (a *Agents) nodeEvent(typ string, obj api.Object) {
 }
 
 // needsRunning reports whether pod is one of ours that the simulation
-// has still to start: bound to one of our nodes, not deleting, not
-// Running or finished.
+// has still to act on: bound to one of our nodes and either not yet
+// Running or finished (to start), or being deleted (to stop and delete,
+// as a real agent finishes a graceful delete).
 func (a *Agents) needsRunning(pod *api.Pod) bool {
-	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+	if pod.Spec.NodeName == "" {
 		return false
 	}
 	if _, ours := a.byName[pod.Spec.NodeName]; !ours {
 		return false
 	}
-	return pod.Status.Phase == "" || pod.Status.Phase == api.PodPending
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == "" || pod.Status.Phase == api.PodPending
 }
 
 func podKey(pod *api.Pod) string { return pod.Namespace + "/" + pod.Name }
@@ -137,11 +138,22 @@ func (a *Agents) startPod(k string) {
 		n.mu.RUnlock()
 		return // stays pending; Resume queues it again
 	}
-	upd := *pod
-	upd.Status = runningStatus(pod, n.hostIP, podIP(n.podRange, n.nextIP.Add(1)-1), api.NewTime(time.Now()))
 	ctx, cancel := context.WithTimeout(a.ctx, writeTimeout)
 	defer cancel()
-	_, _, err := n.cl.UpdateStatus(ctx, &upd)
+	var err error
+	if pod.DeletionTimestamp != nil {
+		// A simulated pod stops at once: finish its delete.
+		zero := int64(0)
+		_, err = n.cl.DeleteWith(ctx, podsResource, pod.Namespace, pod.Name,
+			client.DeleteOptions{Preconditions: &client.Preconditions{UID: pod.UID}, GracePeriodSeconds: &zero})
+		if api.IsConflict(err) {
+			err = nil // another pod holds the name now
+		}
+	} else {
+		upd := *pod
+		upd.Status = runningStatus(pod, n.hostIP, podIP(n.podRange, n.nextIP.Add(1)-1), api.NewTime(time.Now()))
+		_, _, err = n.cl.UpdateStatus(ctx, &upd)
+	}
 	n.mu.RUnlock()
 	switch {
 	case err == nil, api.IsNotFound(err):

@@ -14,7 +14,7 @@ import "reflect"
 // two never overlap.
 var kubernetesOnlyFields = map[reflect.Type][]string{
 	reflect.TypeFor[ObjectMeta](): {
-		"selfLink", "deletionGracePeriodSeconds", "managedFields",
+		"selfLink", "managedFields",
 		"clusterName", // removed in Kubernetes 1.25; old exports still carry it
 	},
 

@@ -10,18 +10,22 @@ type TypeMeta struct {
 
 // ObjectMeta is the metadata every stored object carries.
 type ObjectMeta struct {
-	Name              string            `json:"name,omitempty"`
-	GenerateName      string            `json:"generateName,omitempty"`
-	Namespace         string            `json:"namespace,omitempty"`
-	UID               string            `json:"uid,omitempty"`
-	ResourceVersion   string            `json:"resourceVersion,omitempty"`
-	Generation        int64             `json:"generation,omitempty"`
-	CreationTimestamp *Time             `json:"creationTimestamp,omitempty"`
-	DeletionTimestamp *Time             `json:"deletionTimestamp,omitempty"`
-	Labels            map[string]string `json:"labels,omitempty"`
-	Annotations       map[string]string `json:"annotations,omitempty"`
-	OwnerReferences   []OwnerReference  `json:"ownerReferences,omitempty"`
-	Finalizers        []string          `json:"finalizers,omitempty"`
+	Name              string `json:"name,omitempty"`
+	GenerateName      string `json:"generateName,omitempty"`
+	Namespace         string `json:"namespace,omitempty"`
+	UID               string `json:"uid,omitempty"`
+	ResourceVersion   string `json:"resourceVersion,omitempty"`
+	Generation        int64  `json:"generation,omitempty"`
+	CreationTimestamp *Time  `json:"creationTimestamp,omitempty"`
+	DeletionTimestamp *Time  `json:"deletionTimestamp,omitempty"`
+	// DeletionGracePeriodSeconds is how long a pod being deleted was
+	// given to stop; with DeletionTimestamp it is set by a graceful
+	// delete and never by a client.
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Labels                     map[string]string `json:"labels,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+	Finalizers                 []string          `json:"finalizers,omitempty"`
 }
 
 // OwnerReference points from a dependent object to the object that owns it.

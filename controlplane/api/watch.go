@@ -33,3 +33,14 @@ type Preconditions struct {
 	ResourceVersion string
 	UID             string
 }
+
+// DeleteOptions are what a delete may ask, of Kubernetes' DeleteOptions
+// the fields outpost acts on.
+type DeleteOptions struct {
+	Preconditions
+	// GracePeriodSeconds, for a pod bound to a node, is how long its
+	// containers get to stop before the agent kills them: nil means the
+	// pod's own terminationGracePeriodSeconds, 0 removes the object at
+	// once without waiting for the node (a force delete).
+	GracePeriodSeconds *int64
+}

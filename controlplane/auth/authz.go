@@ -244,7 +244,11 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 			// its spec.nodeName.
 			return readableSub(req.Subresource)
 		}
-		if (req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == SubresourceStatus && pods != nil && req.Name != "" {
+		// Its own pods only: their status, and the delete that finishes
+		// a graceful one once the agent has stopped the containers.
+		own := (req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == SubresourceStatus ||
+			req.Verb == VerbDelete && req.Subresource == ""
+		if own && pods != nil && req.Name != "" {
 			node, ok := pods.PodNodeName(req.Namespace, req.Name)
 			return ok && node == id.NodeName
 		}

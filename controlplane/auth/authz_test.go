@@ -122,7 +122,11 @@ func TestAuthorize(t *testing.T) {
 		{"node update unbound pod", node, res("update", "pods", "status", "team-a", "pending"), false},
 		{"node update missing pod", node, res("update", "pods", "status", "team-a", "gone"), false},
 		{"node update own pod spec", node, res("update", "pods", "", "team-a", "mine"), false},
-		{"node delete own pod", node, res("delete", "pods", "", "team-a", "mine"), false},
+		// A node finishes the graceful delete of its own pods (issue 10 item 1).
+		{"node delete own pod", node, res("delete", "pods", "", "team-a", "mine"), true},
+		{"node delete pod bound elsewhere", node, res("delete", "pods", "", "team-a", "theirs"), false},
+		{"node delete unbound pod", node, res("delete", "pods", "", "team-a", "pending"), false},
+		{"node delete pods collection", node, res("delete", "pods", "", "team-a", ""), false},
 		{"node create pod", node, res("create", "pods", "", "team-a", "p"), false},
 		{"node binding", node, res("create", "pods", "binding", "team-a", "mine"), false},
 		{"node create event anywhere", node, res("create", "events", "", "team-z", "e"), true},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -86,14 +87,46 @@ func newDeleteCommand(o *options) *cobra.Command {
 		selector       string
 		all            bool
 		ignoreNotFound bool
+		grace          int64
+		force, now     bool
+		wait           bool
+		timeout        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "delete TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR | TYPE --all | -f FILE",
 		Short: "Delete objects by name, by label selector, or as listed in manifests",
+		Long: `Delete objects by name, by label selector, or as listed in manifests.
+
+A pod running on a node is deleted gracefully: it shows as Terminating
+while its node's agent stops its containers (SIGTERM, then SIGKILL after
+the grace period: the pod's terminationGracePeriodSeconds, 30 s unless it
+says otherwise, or --grace-period), and it is gone once they have stopped.
+delete waits for that unless --wait=false. A pod no node runs yet goes at
+once.
+
+--force --grace-period 0 removes the pod object at once without waiting
+for its node. Its containers may go on running if the node is cut off, and
+a replacement may then run beside them: use it only when you know the node
+is down for good.`,
 		Example: `  outpost delete pod web-1
+  outpost delete pod web-1 --grace-period 5
   outpost delete pods -l app=web
+  outpost delete pod web-1 --force --grace-period 0
   outpost delete -f web.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if now {
+				if grace != -1 {
+					return usagef("--now and --grace-period cannot be specified together")
+				}
+				grace = 1
+			}
+			if grace == 0 && !force {
+				// As kubectl: a bare 0 would be a force delete by accident.
+				grace = 1
+			}
+			if force && grace < 0 {
+				grace = 0
+			}
 			var targets []target
 			switch {
 			case len(ff.files) > 0:
@@ -138,10 +171,21 @@ func newDeleteCommand(o *options) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			var opts client.DeleteOptions
+			deleted := "deleted"
+			if grace >= 0 {
+				opts.GracePeriodSeconds = &grace
+			}
+			if force && grace == 0 {
+				fmt.Fprintln(stderr, "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. "+
+					"The resource may continue to run on the cluster indefinitely.")
+				deleted = "force deleted"
+			}
+			var pending []pendingDelete
 			// gone is whether NotFound means deleted: the object's
 			// namespace is deleted by the same command.
 			del := func(r *api.Resource, ns, name string, gone bool) {
-				_, _, err := cl.Do(ctx, http.MethodDelete, client.PathFor(r, ns, name, ""), nil, nil)
+				obj, err := cl.DeleteWith(ctx, r, ns, name, opts)
 				if err != nil && !(gone && api.IsNotFound(err)) {
 					if ignoreNotFound && api.IsNotFound(err) {
 						return
@@ -150,7 +194,10 @@ func newDeleteCommand(o *options) *cobra.Command {
 					failed = true
 					return
 				}
-				fmt.Fprintf(stdout, "%s %q deleted\n", kindName(r), name)
+				fmt.Fprintf(stdout, "%s %q %s\n", kindName(r), name, deleted)
+				if obj != nil && obj.GetObjectMeta().DeletionTimestamp != nil {
+					pending = append(pending, pendingDelete{r: r, ns: ns, name: name, uid: obj.GetObjectMeta().UID})
+				}
 			}
 			if !deleteManifests(ms, o.namespace, cl.Namespace(), stderr, del) {
 				failed = true
@@ -185,6 +232,12 @@ func newDeleteCommand(o *options) *cobra.Command {
 					del(t.r, ns, name, false)
 				}
 			}
+			if wait && len(pending) > 0 {
+				if err := waitDeleted(ctx, cl, pending, timeout); err != nil {
+					fmt.Fprintln(stderr, FormatError(err))
+					failed = true
+				}
+			}
 			if failed {
 				return errReported
 			}
@@ -192,6 +245,12 @@ func newDeleteCommand(o *options) *cobra.Command {
 		},
 	}
 	addFileFlags(cmd, &ff, "the manifests whose objects to delete")
+	cmd.Flags().Int64Var(&grace, "grace-period", -1, "seconds a pod gets to stop before it is killed; negative: the pod's own (terminationGracePeriodSeconds). "+
+		"0 is taken as 1 unless --force is given")
+	cmd.Flags().BoolVar(&force, "force", false, "with --grace-period 0 (the default with --force), remove the object at once without waiting for its node to stop it")
+	cmd.Flags().BoolVar(&now, "now", false, "stop pods at once (--grace-period 1)")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the objects are gone (a pod: until its node has stopped it)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long --wait waits (0: no limit)")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "delete the objects matching this label selector")
 	cmd.Flags().BoolVar(&all, "all", false, "delete every object of the type in the namespace")
 	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "treat an object that does not exist as deleted")
@@ -237,4 +296,61 @@ func deleteManifests(ms []manifest, flagNS, defaultNS string, stderr io.Writer, 
 		del(m.r, ns, m.name, ns != "" && deleting[ns])
 	}
 	return ok
+}
+
+// pendingDelete is an object a delete marked and did not yet remove.
+type pendingDelete struct {
+	r             *api.Resource
+	ns, name, uid string
+}
+
+// waitDeleted waits until every object of ps is gone (or replaced by one
+// with another UID), as kubectl delete does, reading each again whenever
+// its watch says something changed.
+func waitDeleted(ctx context.Context, cl *client.Client, ps []pendingDelete, timeout time.Duration) error {
+	ctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	for _, p := range ps {
+		if err := waitGone(ctx, cl, p); err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			return fmt.Errorf("waiting for %s to be deleted: %w", refName(p.r, p.name), err)
+		}
+	}
+	return nil
+}
+
+func waitGone(ctx context.Context, cl *client.Client, p pendingDelete) error {
+	opts := client.ListOptions{FieldSelector: "metadata.name=" + p.name}
+	for {
+		obj, err := cl.Get(ctx, p.r, p.ns, p.name, client.GetOptions{})
+		if api.IsNotFound(err) || err == nil && obj.GetObjectMeta().UID != p.uid {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		wctx, stop := context.WithCancel(ctx)
+		ch, err := cl.Watch(wctx, p.r, p.ns, opts, obj.GetObjectMeta().ResourceVersion)
+		if err != nil {
+			stop()
+			if !api.IsGone(err) {
+				return err
+			}
+			continue
+		}
+		for ev := range ch {
+			if ev.Type == client.EventDeleted || ev.Type == client.EventError {
+				break
+			}
+		}
+		stop()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+			// A stream the server ended at once must not spin.
+		}
+	}
 }

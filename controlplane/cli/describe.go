@@ -351,10 +351,19 @@ func (d *describer) pod(p *api.Pod) {
 	d.mapLines(0, "Labels", p.Labels, "=")
 	d.mapLines(0, "Annotations", shownAnnotations(p.Annotations), ": ")
 	status := p.Status.Phase
-	if p.DeletionTimestamp != nil {
-		status = "Terminating (lasts " + age(d.now, p.DeletionTimestamp) + ")"
+	if dt := p.DeletionTimestamp; dt != nil {
+		// The deletionTimestamp of a graceful delete is when the grace
+		// period ends.
+		if left := dt.Sub(d.now); left > 0 {
+			status = "Terminating (grace period ends in " + humanAge(left) + ")"
+		} else {
+			status = "Terminating (grace period ended " + humanAge(-left) + " ago)"
+		}
 	}
 	d.line(0, "Status", orNone(status))
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		d.line(0, "Termination Grace Period", strconv.FormatInt(*g, 10)+"s")
+	}
 	if p.Status.Reason != "" {
 		d.line(0, "Reason", p.Status.Reason)
 	}

@@ -142,19 +142,23 @@ func rolloutStatus(obj api.Object) (string, bool, error) {
 	return "", false, fmt.Errorf("%w for %T", errNoStatus, obj)
 }
 
+// withTimeout is ctx ending after timeout (none when 0) with errTimedOut
+// as its cause; cancel ends it at once, which closes watch requests.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, timeout, errTimedOut)
+}
+
 // followRollout prints the rollout's state, then (with watch) every new
 // state the object's watch brings until the rollout is done, fails, or
 // the timeout passes. A watch that falls out of the server's window or
 // ends reads the object again and goes on.
 func followRollout(ctx context.Context, cl *client.Client, r *api.Resource, ns, name string, watch bool, timeout time.Duration, w io.Writer) error {
 	// Leaving cancels the watch request, which would otherwise stay open.
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
-	if timeout > 0 {
-		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeoutCause(ctx, timeout, errTimedOut)
-		defer cancelTimeout()
-	}
 	last := ""
 	// report prints a state unless it is the one printed last, and
 	// reports whether following is over.

@@ -187,20 +187,40 @@ func encodeObject(obj api.Object) (*api.Resource, []byte, error) {
 
 // deleteOptions is the body of a conditional delete.
 type deleteOptions struct {
-	api.TypeMeta  `json:",inline"`
-	Preconditions *Preconditions `json:"preconditions,omitempty"`
+	api.TypeMeta       `json:",inline"`
+	Preconditions      *Preconditions `json:"preconditions,omitempty"`
+	GracePeriodSeconds *int64         `json:"gracePeriodSeconds,omitempty"`
+}
+
+// DeleteOptions are what a delete may ask.
+type DeleteOptions struct {
+	// Preconditions, when set, make the delete happen only if the stored
+	// object still has that resourceVersion and UID.
+	Preconditions *Preconditions
+	// GracePeriodSeconds, for a pod on a node, is how long its containers
+	// get to stop (nil: the pod's own period); 0 removes the object at
+	// once, without waiting for the node to stop it.
+	GracePeriodSeconds *int64
 }
 
 // Delete removes an object and returns it as it was at deletion (nil if
 // the server replied with a bare Status). With pre set the delete happens
-// only if the stored object still has that resourceVersion and UID.
+// only if the stored object still has that resourceVersion and UID. A pod
+// on a node comes back marked terminating: its node removes it once it
+// has stopped it.
 func (c *Client) Delete(ctx context.Context, r *api.Resource, ns, name string, pre *Preconditions) (api.Object, error) {
+	return c.DeleteWith(ctx, r, ns, name, DeleteOptions{Preconditions: pre})
+}
+
+// DeleteWith is Delete with every option.
+func (c *Client) DeleteWith(ctx context.Context, r *api.Resource, ns, name string, opts DeleteOptions) (api.Object, error) {
 	var body []byte
-	if pre != nil {
+	if opts.Preconditions != nil || opts.GracePeriodSeconds != nil {
 		var err error
 		body, err = json.Marshal(deleteOptions{
-			TypeMeta:      api.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"},
-			Preconditions: pre,
+			TypeMeta:           api.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"},
+			Preconditions:      opts.Preconditions,
+			GracePeriodSeconds: opts.GracePeriodSeconds,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode delete options: %w", err)

@@ -33,8 +33,9 @@ type Client interface {
 	Update(ctx context.Context, obj api.Object) (api.Object, error)
 	// UpdateStatus replaces obj's status only, under the same rule.
 	UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error)
-	// Delete deletes an object; non-empty preconditions must hold.
-	Delete(ctx context.Context, r *api.Resource, namespace, name string, pre api.Preconditions) error
+	// Delete deletes an object; non-empty preconditions must hold. A pod
+	// bound to a node is marked terminating unless the grace period is 0.
+	Delete(ctx context.Context, r *api.Resource, namespace, name string, opts api.DeleteOptions) error
 	// Bind binds pods to nodes, as POST pods/NAME/binding would, in as
 	// few raft entries as it can. errs[i] is the outcome of bindings[i].
 	Bind(ctx context.Context, bindings []Binding) (errs []error)

@@ -77,7 +77,7 @@ func TestInformerFollowsChanges(t *testing.T) {
 	if _, err := f.Update(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Delete(ctx, podsR, "default", "before", api.Preconditions{}); err != nil {
+	if err := f.Delete(ctx, podsR, "default", "before", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "delete seen", func() bool { return rec.has("DELETED default/before") })
@@ -132,7 +132,7 @@ func TestInformerRelistReportsMissedDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.Delete(ctx, podsR, "default", "b", api.Preconditions{}); err != nil {
+	if err := f.Delete(ctx, podsR, "default", "b", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	close(block)

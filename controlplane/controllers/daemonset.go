@@ -251,10 +251,16 @@ func (c *daemonSetController) sync(ctx context.Context, key string) (time.Durati
 		return 0, err
 	}
 	deleting := c.track.pendingDeletes(key, c.s.pods)
-	// Pods by node; a pod being deleted no longer counts.
+	// Pods by node; a pod being deleted no longer counts, but while it
+	// terminates no other takes its place, so that two copies never run
+	// on one node.
 	nodePods := map[string][]*api.Pod{}
+	terminatingOn := map[string]bool{}
 	for _, obj := range owned {
 		p := obj.(*api.Pod)
+		if p.DeletionTimestamp != nil && !podFinished(p) {
+			terminatingOn[p.Spec.NodeName] = true
+		}
 		if deleting[p.UID] || p.DeletionTimestamp != nil {
 			continue
 		}
@@ -295,7 +301,9 @@ func (c *daemonSetController) sync(ctx context.Context, key string) (time.Durati
 		d, pods := decisions[i], nodePods[node.Name]
 		switch {
 		case d.run && len(pods) == 0:
-			createOn = append(createOn, node.Name)
+			if !terminatingOn[node.Name] {
+				createOn = append(createOn, node.Name)
+			}
 		case d.keep:
 			var running []*api.Pod
 			for _, p := range pods {

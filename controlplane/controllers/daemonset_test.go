@@ -200,7 +200,9 @@ func (a *availability) apply(uid, typ string, p *api.Pod) {
 		m = map[string]bool{}
 		a.ready[p.Spec.NodeName] = m
 	}
-	if typ == api.Deleted {
+	// A terminating pod is on its way out: the surge bounds the others,
+	// as in Kubernetes.
+	if typ == api.Deleted || p.DeletionTimestamp != nil {
 		delete(m, p.Name)
 	} else {
 		m[p.Name] = podActive(p) && podReady(p)
@@ -365,4 +367,28 @@ func TestDaemonPodTolerations(t *testing.T) {
 	if ds.Spec.Template.Spec.Tolerations[0].TolerationSeconds == nil {
 		t.Errorf("the daemon set's template was changed")
 	}
+}
+
+// A daemon pod deleted while its node runs it is not replaced on that
+// node until the node has stopped it: two copies never run on one node
+// (issue 10 item 1).
+func TestDaemonSetWaitsForTerminatingPod(t *testing.T) {
+	e := newEnv(t)
+	e.holdTerminating.Store(true)
+	e.create(newNode("n1", nil))
+	e.start(nil)
+	ds := e.create(newDaemonSet("agent", nil)).(*api.DaemonSet)
+	e.waitDaemonNodes(ds.UID, "n1")
+	e.waitDaemonStatus("agent", func(st api.DaemonSetStatus) bool { return st.CurrentNumberScheduled == 1 })
+	old := e.podsOf(ds.UID)[0]
+	e.delete(podsRes, "default", old.Name)
+	e.waitDaemonStatus("agent", func(st api.DaemonSetStatus) bool { return st.CurrentNumberScheduled == 0 })
+	if got := e.podsOf(ds.UID); len(got) != 1 || got[0].UID != old.UID || got[0].DeletionTimestamp == nil {
+		t.Fatalf("pods while the deleted one terminates: %v; want only it, Terminating", names(got))
+	}
+	e.releaseTerminating()
+	e.waitFor("a new daemon pod on n1", func() (bool, string) {
+		got := e.podsOf(ds.UID)
+		return len(got) == 1 && got[0].UID != old.UID && got[0].Spec.NodeName == "n1", fmt.Sprintf("pods %v", names(got))
+	})
 }

@@ -16,6 +16,10 @@ import (
 // deployment removes its replica sets, whose deletion removes their pods.
 // An object with several owners is deleted when all are gone; while some
 // remain, only the references to the gone ones are removed.
+//
+// It also removes a pod left terminating on a node that no longer exists
+// (key "terminating/namespace/name"): no agent will finish its delete,
+// and a namespace being deleted would wait for it forever.
 type garbageCollector struct {
 	s    *shared
 	loop *loop
@@ -38,6 +42,18 @@ func newGarbageCollector(s *shared) *garbageCollector {
 // appears or its owners change.
 func (g *garbageCollector) onObject(ev controller.Event, plural string) {
 	m := ev.Object.GetObjectMeta()
+	if p, ok := ev.Object.(*api.Pod); ok && ev.Type != api.Deleted && p.DeletionTimestamp != nil && p.Spec.NodeName != "" {
+		if _, ok := g.s.nodeInf.Get("", p.Spec.NodeName); !ok {
+			g.loop.q.Add(terminatingKey + controller.KeyOf(p))
+		}
+	}
+	if n, ok := ev.Object.(*api.Node); ok && ev.Type == api.Deleted {
+		for _, obj := range g.s.podInf.List() {
+			if p := obj.(*api.Pod); p.Spec.NodeName == n.Name && p.DeletionTimestamp != nil {
+				g.loop.q.Add(terminatingKey + controller.KeyOf(p))
+			}
+		}
+	}
 	if ev.Type == api.Deleted {
 		for _, x := range []struct {
 			plural string
@@ -58,8 +74,20 @@ func (g *garbageCollector) onObject(ev controller.Event, plural string) {
 	g.loop.q.Add(plural + "/" + controller.KeyOf(ev.Object))
 }
 
-// sync looks at one dependent ("pods/namespace/name").
+var (
+	podsResource  = api.ResourceForKind("Pod")
+	nodesResource = api.ResourceForKind("Node")
+)
+
+// terminatingKey starts the queue key of a terminating pod to look at.
+const terminatingKey = "terminating/"
+
+// sync looks at one dependent ("pods/namespace/name") or one terminating
+// pod ("terminating/namespace/name").
 func (g *garbageCollector) sync(ctx context.Context, key string) (time.Duration, error) {
+	if rest, ok := strings.CutPrefix(key, terminatingKey); ok {
+		return 0, g.syncTerminating(ctx, rest)
+	}
 	plural, rest, _ := strings.Cut(key, "/")
 	r := g.deps[plural]
 	ns, name, err := splitKey(rest)
@@ -93,7 +121,7 @@ func (g *garbageCollector) sync(ctx context.Context, key string) (time.Duration,
 	case len(dangling) == 0:
 		return 0, nil
 	case len(dangling) == len(m.OwnerReferences):
-		err := g.s.client.Delete(ctx, r, ns, name, api.Preconditions{UID: m.UID, ResourceVersion: m.ResourceVersion})
+		err := g.s.client.Delete(ctx, r, ns, name, api.DeleteOptions{Preconditions: api.Preconditions{UID: m.UID, ResourceVersion: m.ResourceVersion}})
 		switch {
 		case err == nil:
 			g.loop.log.Info("deleted an object whose owners are gone", "kind", r.Kind, "object", rest)
@@ -113,6 +141,39 @@ func (g *garbageCollector) sync(ctx context.Context, key string) (time.Duration,
 		return 0, fmt.Errorf("remove dangling owner references of %s: %w", key, err)
 	}
 	return 0, nil
+}
+
+// syncTerminating force-deletes the terminating pod ns/name if the node
+// it is bound to is gone.
+func (g *garbageCollector) syncTerminating(ctx context.Context, key string) error {
+	ns, name, err := splitKey(key)
+	if err != nil {
+		return nil
+	}
+	obj, err := g.s.client.Get(podsResource, ns, name)
+	if err != nil {
+		if api.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("read pod %s: %w", key, err)
+	}
+	p := obj.(*api.Pod)
+	if p.DeletionTimestamp == nil || p.Spec.NodeName == "" {
+		return nil
+	}
+	if _, err := g.s.client.Get(nodesResource, "", p.Spec.NodeName); !api.IsNotFound(err) {
+		return err
+	}
+	zero := int64(0)
+	err = g.s.client.Delete(ctx, podsResource, ns, name, api.DeleteOptions{Preconditions: api.Preconditions{UID: p.UID}, GracePeriodSeconds: &zero})
+	switch {
+	case err == nil:
+		g.loop.log.Info("deleted a terminating pod whose node is gone", "pod", key, "node", p.Spec.NodeName)
+	case api.IsNotFound(err), api.IsConflict(err):
+	default:
+		return fmt.Errorf("delete terminating pod %s: %w", key, err)
+	}
+	return nil
 }
 
 // sameOwners reports whether two lists name the same owners.

@@ -67,3 +67,32 @@ func TestGarbageCollectorOwnerRules(t *testing.T) {
 		e.get(podsRes, "default", name)
 	}
 }
+
+// A pod left terminating on a node that no longer exists has no agent to
+// finish its delete: the collector removes it (issue 10 item 1).
+func TestGCRemovesTerminatingPodsOfGoneNodes(t *testing.T) {
+	e := newEnv(t)
+	e.holdTerminating.Store(true)
+	e.create(newNode("n1", nil))
+	e.create(newNode("n2", nil))
+	e.start(nil)
+	var pods []*api.Pod
+	for _, name := range []string{"on-n1", "on-n2"} {
+		pods = append(pods, e.create(&api.Pod{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: name},
+			Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Image: "i"}}}}).(*api.Pod))
+	}
+	e.bindTo("n1", pods[0])
+	e.bindTo("n2", pods[1])
+	e.delete(podsRes, "default", "on-n1")
+	e.delete(podsRes, "default", "on-n2")
+	e.delete(nodesRes, "", "n1")
+	e.waitFor("the pod of the gone node removed", func() (bool, string) {
+		_, err := e.f.Get(podsRes, "default", "on-n1")
+		return api.IsNotFound(err), fmt.Sprintf("get: %v", err)
+	})
+	// The other node is there: its agent finishes, nobody else.
+	e.waitSynced("garbagecollector", "terminating/default/on-n1", 0)
+	if p, err := e.f.Get(podsRes, "default", "on-n2"); err != nil || p.GetObjectMeta().DeletionTimestamp == nil {
+		t.Fatalf("pod of a live node: %v, %v; want it still terminating", p, err)
+	}
+}

@@ -39,6 +39,10 @@ type env struct {
 	f     *controllertest.Fake
 	clock *fakeClock
 
+	// holdTerminating stops the nodes finishing graceful deletes; a pod
+	// deleted then stays Terminating until the test says otherwise.
+	holdTerminating atomic.Bool
+
 	mu     sync.Mutex
 	syncs  map[string]int // "controller/key" → reconciles done
 	notify chan struct{}  // poked on every store change and reconcile
@@ -65,7 +69,10 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
-			for range ch {
+			for ev := range ch {
+				if p, ok := ev.Object.(*api.Pod); ok && ev.Type != api.Deleted && p.DeletionTimestamp != nil && !e.holdTerminating.Load() {
+					e.finishDelete(p)
+				}
 				e.poke()
 			}
 		})
@@ -76,6 +83,31 @@ func newEnv(t *testing.T) *env {
 		wg.Wait()
 	})
 	return e
+}
+
+// finishDelete does what p's node would: p stopped, it deletes p.
+func (e *env) finishDelete(p *api.Pod) {
+	zero := int64(0)
+	err := e.f.Delete(context.Background(), podsRes, p.Namespace, p.Name,
+		api.DeleteOptions{Preconditions: api.Preconditions{UID: p.UID}, GracePeriodSeconds: &zero})
+	if err != nil && !api.IsNotFound(err) && !api.IsConflict(err) {
+		e.t.Errorf("finish the delete of pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+}
+
+// releaseTerminating lets the nodes finish every graceful delete, those
+// held so far included.
+func (e *env) releaseTerminating() {
+	e.holdTerminating.Store(false)
+	objs, _, err := e.f.List(podsRes)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range objs {
+		if p := o.(*api.Pod); p.DeletionTimestamp != nil {
+			e.finishDelete(p)
+		}
+	}
 }
 
 func (e *env) poke() {
@@ -203,7 +235,7 @@ func (e *env) update(r *api.Resource, ns, name string, status bool, fn func(api.
 
 func (e *env) delete(r *api.Resource, ns, name string) {
 	e.t.Helper()
-	if err := e.f.Delete(context.Background(), r, ns, name, api.Preconditions{}); err != nil {
+	if err := e.f.Delete(context.Background(), r, ns, name, api.DeleteOptions{}); err != nil {
 		e.t.Fatalf("delete %s %s: %v", r.Kind, name, err)
 	}
 }

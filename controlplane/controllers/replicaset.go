@@ -99,6 +99,11 @@ func (c *replicaSetController) sync(ctx context.Context, key string) (time.Durat
 	}
 	deleting := c.track.pendingDeletes(key, c.s.pods)
 	var active, finished []*api.Pod
+	// terminating counts the pods deleted by others (a user, an eviction)
+	// that their node has yet to stop: not available, but not replaced
+	// either until they are gone, so that a pod and its replacement never
+	// run at once (issue 10).
+	terminating := 0
 	for _, p := range pods {
 		switch {
 		case deleting[p.UID]:
@@ -106,11 +111,13 @@ func (c *replicaSetController) sync(ctx context.Context, key string) (time.Durat
 			finished = append(finished, p)
 		case p.DeletionTimestamp == nil:
 			active = append(active, p)
+		default:
+			terminating++
 		}
 	}
 	var manageErr error
 	if rs.DeletionTimestamp == nil {
-		manageErr = c.manage(ctx, key, rs, active, finished)
+		manageErr = c.manage(ctx, key, rs, active, finished, terminating)
 	}
 	status, after := replicaSetStatus(rs, active, c.s.now())
 	if status != rs.Status {
@@ -122,8 +129,9 @@ func (c *replicaSetController) sync(ctx context.Context, key string) (time.Durat
 }
 
 // manage creates or deletes pods so that active holds spec.replicas, and
-// deletes the finished pods it replaces.
-func (c *replicaSetController) manage(ctx context.Context, key string, rs *api.ReplicaSet, active, finished []*api.Pod) error {
+// deletes the finished pods it replaces. The terminating pods are
+// replaced only once gone.
+func (c *replicaSetController) manage(ctx context.Context, key string, rs *api.ReplicaSet, active, finished []*api.Pod, terminating int) error {
 	var errs []error
 	if len(finished) > 0 {
 		objs := make([]api.Object, len(finished))
@@ -140,7 +148,9 @@ func (c *replicaSetController) manage(ctx context.Context, key string, rs *api.R
 	want := int(replicasOf(rs.Spec.Replicas))
 	switch diff := len(active) - want; {
 	case diff < 0:
-		errs = append(errs, c.create(ctx, key, rs, min(-diff, burstReplicas)))
+		if n := -diff - terminating; n > 0 {
+			errs = append(errs, c.create(ctx, key, rs, min(n, burstReplicas)))
+		}
 	case diff > 0:
 		victims := podsToDelete(active, min(diff, burstReplicas))
 		objs := make([]api.Object, len(victims))

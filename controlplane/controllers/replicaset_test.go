@@ -350,3 +350,70 @@ func podNames(pods []*api.Pod) []string {
 	}
 	return out
 }
+
+// bindTo binds pods to node, as the scheduler would.
+func (e *env) bindTo(node string, pods ...*api.Pod) {
+	e.t.Helper()
+	bs := make([]controller.Binding, len(pods))
+	for i, p := range pods {
+		bs[i] = controller.Binding{Namespace: p.Namespace, Name: p.Name, UID: p.UID, NodeName: node}
+	}
+	for i, err := range e.f.Bind(context.Background(), bs) {
+		if err != nil {
+			e.t.Fatalf("bind %s: %v", pods[i].Name, err)
+		}
+	}
+}
+
+// A pod deleted while its node runs it stays, Terminating, until the node
+// has stopped it; the replica set does not replace it before, so that the
+// pod and its replacement never run at once (issue 10 item 1).
+func TestReplicaSetReplacesTerminatingPodOnlyOnceGone(t *testing.T) {
+	e := newEnv(t)
+	e.holdTerminating.Store(true)
+	e.start(nil)
+	rs := e.create(newReplicaSet("web", 2, webLabels)).(*api.ReplicaSet)
+	pods := e.waitActive(rs.UID, 2)
+	e.bindTo("n1", pods...)
+
+	e.delete(podsRes, "default", pods[0].Name)
+	p := e.get(podsRes, "default", pods[0].Name).(*api.Pod)
+	if p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != api.DefaultTerminationGracePeriodSeconds {
+		t.Fatalf("deleted bound pod: deletionTimestamp %v, grace %v; want it terminating with the default 30 s", p.DeletionTimestamp, p.DeletionGracePeriodSeconds)
+	}
+	// The status says one replica once the controller has seen the
+	// delete; it decided what to create in the same reconcile.
+	e.waitFor("status with 1 replica", func() (bool, string) {
+		cur := e.get(rsRes, "default", "web").(*api.ReplicaSet)
+		return cur.Status.Replicas == 1, fmt.Sprintf("%+v", cur.Status)
+	})
+	if got := e.podsOf(rs.UID); len(got) != 2 {
+		t.Fatalf("replica set replaced a pod that still terminates: pods %v", names(got))
+	}
+
+	// Scaling up while one terminates creates only what is missing with
+	// the terminating pod counted.
+	e.update(rsRes, "default", "web", false, func(o api.Object) { *o.(*api.ReplicaSet).Spec.Replicas = 3 })
+	e.waitFor("a third pod", func() (bool, string) {
+		return len(e.podsOf(rs.UID)) == 3, fmt.Sprintf("pods %v", names(e.podsOf(rs.UID)))
+	})
+	e.waitFor("status with 2 replicas", func() (bool, string) {
+		cur := e.get(rsRes, "default", "web").(*api.ReplicaSet)
+		return cur.Status.Replicas == 2 && cur.Status.ObservedGeneration == cur.Generation, fmt.Sprintf("%+v", cur.Status)
+	})
+	if got := e.podsOf(rs.UID); len(got) != 3 {
+		t.Fatalf("after scaling to 3 with one pod terminating: pods %v, want 3 in all", names(got))
+	}
+
+	// The node stops it and deletes it: now it is replaced.
+	e.releaseTerminating()
+	e.waitFor("three active pods, the deleted one gone", func() (bool, string) {
+		cur := e.podsOf(rs.UID)
+		for _, q := range cur {
+			if q.UID == pods[0].UID {
+				return false, "deleted pod still there"
+			}
+		}
+		return len(active(cur)) == 3 && len(cur) == 3, fmt.Sprintf("pods %v", names(cur))
+	})
+}

@@ -219,7 +219,9 @@ func podFromTemplate(raw []byte, owner api.Object) (*api.Pod, error) {
 
 // preconditionUID makes a delete apply only to the object with uid, not
 // to another created since under the same name.
-func preconditionUID(uid string) api.Preconditions { return api.Preconditions{UID: uid} }
+func preconditionUID(uid string) api.DeleteOptions {
+	return api.DeleteOptions{Preconditions: api.Preconditions{UID: uid}}
+}
 
 // Batched writes.
 

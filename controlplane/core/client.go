@@ -85,8 +85,8 @@ func (cl Client) update(ctx context.Context, obj api.Object, status bool) (api.O
 	return res.Object, nil
 }
 
-func (cl Client) Delete(ctx context.Context, r *api.Resource, namespace, name string, pre api.Preconditions) error {
-	_, err := cl.c.Delete(ctx, ControlPlane, r, namespace, name, pre)
+func (cl Client) Delete(ctx context.Context, r *api.Resource, namespace, name string, opts api.DeleteOptions) error {
+	_, err := cl.c.Delete(ctx, ControlPlane, r, namespace, name, opts)
 	return err
 }
 

@@ -171,7 +171,7 @@ func TestCoreWithoutTransport(t *testing.T) {
 		{tokensResource, "admin0", "built-in admin token"},
 	} {
 		for _, id := range []*auth.Identity{admin, ControlPlane} {
-			_, err := c.Delete(ctx, id, tt.res, "", tt.name, api.Preconditions{})
+			_, err := c.Delete(ctx, id, tt.res, "", tt.name, api.DeleteOptions{})
 			if api.ReasonOf(err) != api.ReasonForbidden || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("%s deletes %s %s: %v; want 403 saying %q", id.Name, tt.res.Plural, tt.name, err, tt.want)
 			}

@@ -131,7 +131,7 @@ func (c *Core) Create(ctx context.Context, id *auth.Identity, obj api.Object) (*
 
 // ownedFields sets the metadata the server owns on a new object.
 func ownedFields(m *api.ObjectMeta, now time.Time) {
-	m.UID, m.CreationTimestamp, m.ResourceVersion, m.Generation, m.DeletionTimestamp = NewUID(), api.NewTime(now), "", 0, nil
+	m.UID, m.CreationTimestamp, m.ResourceVersion, m.Generation, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = NewUID(), api.NewTime(now), "", 0, nil, nil
 }
 
 // CreateBatch creates objs as id, each put through defaulting, validation
@@ -249,6 +249,7 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 		} else {
 			om := old.GetObjectMeta()
 			m.UID, m.CreationTimestamp, m.DeletionTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.DeletionTimestamp, om.Generation
+			m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
 			if res.HasStatus {
 				keepStatus(obj, old)
 			}
@@ -276,9 +277,16 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 	}
 }
 
-// Delete deletes res ns/name as id, under pre. The fixed namespaces and
-// the built-in admin token are refused, saying why.
-func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, pre api.Preconditions) (*store.Result, error) {
+// Delete deletes res ns/name as id, under opts' preconditions. A pod
+// bound to a node is deleted gracefully (store.DeleteGraceCmd): marked
+// terminating with opts' grace period or its own, and removed by its node
+// once stopped, or at once with a grace period of 0. The fixed namespaces
+// and the built-in admin token are refused, saying why.
+func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, opts api.DeleteOptions) (*store.Result, error) {
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		return nil, api.NewInvalid("DeleteOptions", name, api.ErrorList{
+			api.Invalid(api.Root("gracePeriodSeconds"), *g, "must be greater than or equal to 0")})
+	}
 	if res == namespacesResource && (name == NamespaceDefault || name == NamespaceSystem) {
 		return nil, api.NewForbidden(fmt.Sprintf("namespaces %q is forbidden: this namespace may not be deleted", name))
 	}
@@ -303,7 +311,14 @@ func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource,
 			return nil, err
 		}
 	}
-	return c.Apply(ctx, store.DeleteCmd(res, ns, name, pre, time.Now()))
+	if res == podsResource {
+		grace := store.GraceDefault
+		if g := opts.GracePeriodSeconds; g != nil {
+			grace = *g
+		}
+		return c.Apply(ctx, store.DeleteGraceCmd(res, ns, name, opts.Preconditions, time.Now(), grace))
+	}
+	return c.Apply(ctx, store.DeleteCmd(res, ns, name, opts.Preconditions, time.Now()))
 }
 
 // AdminToken returns the built-in admin token's object and the

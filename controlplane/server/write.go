@@ -210,8 +210,8 @@ func (s *Server) serveUpdate(w *recorder, r *http.Request, id *auth.Identity, rt
 }
 
 // deleteOptions is the body a DELETE may carry, as Kubernetes clients send
-// it. Only the preconditions act; the other fields are accepted so that
-// such clients work.
+// it. The preconditions and the grace period act; the other fields are
+// accepted so that such clients work.
 type deleteOptions struct {
 	Kind               string `json:"kind,omitempty"`
 	APIVersion         string `json:"apiVersion,omitempty"`
@@ -225,41 +225,55 @@ type deleteOptions struct {
 	DryRun            []string `json:"dryRun,omitempty"`
 }
 
-// deletePreconditions reads the preconditions of a DELETE from its body and
-// its ?resourceVersion= query.
-func (s *Server) deletePreconditions(w *recorder, r *http.Request, q url.Values) (store.Preconditions, []byte, error) {
-	pre := store.Preconditions{ResourceVersion: q.Get("resourceVersion")}
+// deleteOptions reads the options of a DELETE from its body and its
+// ?resourceVersion= and ?gracePeriodSeconds= query; where both give one,
+// they must agree.
+func (s *Server) deleteOptions(w *recorder, r *http.Request, q url.Values) (api.DeleteOptions, []byte, error) {
+	opts := api.DeleteOptions{Preconditions: store.Preconditions{ResourceVersion: q.Get("resourceVersion")}}
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		g, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return opts, nil, api.NewBadRequest(fmt.Sprintf("gracePeriodSeconds: %q is not a whole number of seconds", v))
+		}
+		opts.GracePeriodSeconds = &g
+	}
 	if r.ContentLength == 0 {
-		return pre, nil, nil
+		return opts, nil, nil
 	}
 	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil || len(strings.TrimSpace(string(body))) == 0 {
-		return pre, body, err
+		return opts, body, err
 	}
-	var opts deleteOptions
+	var do deleteOptions
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opts); err != nil {
-		return pre, body, api.NewBadRequest("the DeleteOptions in the body cannot be read: " + err.Error())
+	if err := dec.Decode(&do); err != nil {
+		return opts, body, api.NewBadRequest("the DeleteOptions in the body cannot be read: " + err.Error())
 	}
-	if opts.Kind != "" && opts.Kind != "DeleteOptions" {
-		return pre, body, api.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind (DeleteOptions)", opts.Kind))
+	if do.Kind != "" && do.Kind != "DeleteOptions" {
+		return opts, body, api.NewBadRequest(fmt.Sprintf("the kind in the body (%s) does not match the expected kind (DeleteOptions)", do.Kind))
 	}
-	if len(opts.DryRun) > 0 {
-		return pre, body, api.NewBadRequest("dryRun: outpost does not support dry-run deletes")
+	if len(do.DryRun) > 0 {
+		return opts, body, api.NewBadRequest("dryRun: outpost does not support dry-run deletes")
 	}
-	if p := opts.Preconditions; p != nil {
+	if g := do.GracePeriodSeconds; g != nil {
+		if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds != *g {
+			return opts, body, api.NewBadRequest(fmt.Sprintf("the gracePeriodSeconds in the query (%d) and in the body (%d) differ", *opts.GracePeriodSeconds, *g))
+		}
+		opts.GracePeriodSeconds = g
+	}
+	if p := do.Preconditions; p != nil {
 		if p.ResourceVersion != nil {
-			if pre.ResourceVersion != "" && pre.ResourceVersion != *p.ResourceVersion {
-				return pre, body, api.NewBadRequest(fmt.Sprintf("the resourceVersion in the query (%s) and in preconditions (%s) differ", pre.ResourceVersion, *p.ResourceVersion))
+			if opts.ResourceVersion != "" && opts.ResourceVersion != *p.ResourceVersion {
+				return opts, body, api.NewBadRequest(fmt.Sprintf("the resourceVersion in the query (%s) and in preconditions (%s) differ", opts.ResourceVersion, *p.ResourceVersion))
 			}
-			pre.ResourceVersion = *p.ResourceVersion
+			opts.ResourceVersion = *p.ResourceVersion
 		}
 		if p.UID != nil {
-			pre.UID = *p.UID
+			opts.UID = *p.UID
 		}
 	}
-	return pre, body, nil
+	return opts, body, nil
 }
 
 func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt *route, q url.Values) {
@@ -267,12 +281,12 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 		writeError(w, err)
 		return
 	}
-	pre, body, err := s.deletePreconditions(w, r, q)
+	opts, body, err := s.deleteOptions(w, r, q)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	res, err := s.core.Delete(r.Context(), id, rt.res, rt.ns, rt.name, pre)
+	res, err := s.core.Delete(r.Context(), id, rt.res, rt.ns, rt.name, opts)
 	if err != nil {
 		s.failWrite(w, r, body, err)
 		return

@@ -85,7 +85,9 @@ func (s *Store) apply(tx *txn, cmd []byte, inBatch bool) any {
 	case cmdUpdate:
 		return tx.update(body)
 	case cmdDelete:
-		return tx.delete(body)
+		return tx.delete(body, false)
+	case cmdDeleteGrace:
+		return tx.delete(body, true)
 	case cmdExpireEvents:
 		return tx.expireEvents(body)
 	case cmdBind:
@@ -254,6 +256,7 @@ func (tx *txn) update(body []byte) *Result {
 		m.UID = sm.UID
 		m.CreationTimestamp = sm.CreationTimestamp
 		m.DeletionTimestamp = sm.DeletionTimestamp
+		m.DeletionGracePeriodSeconds = sm.DeletionGracePeriodSeconds
 		m.Generation = sm.Generation
 		if t.res.HasStatus {
 			copyStatus(next, stored.obj)
@@ -277,8 +280,10 @@ func (tx *txn) update(body []byte) *Result {
 	}
 	e := &entry{obj: next, raw: raw, node: podNode(next)}
 	tx.lock()
-	// The last finalizer removed from an object being deleted lets it go.
-	if nm.DeletionTimestamp != nil && !hasFinalizers(next) && (t != tx.s.nsTable || tx.s.namespaceEmpty(name)) {
+	// The last finalizer removed from an object being deleted lets it go,
+	// unless it is a pod its node has yet to stop (a grace period left).
+	if nm.DeletionTimestamp != nil && !hasFinalizers(next) && (t != tx.s.nsTable || tx.s.namespaceEmpty(name)) &&
+		(nm.DeletionGracePeriodSeconds == nil || *nm.DeletionGracePeriodSeconds == 0) {
 		tx.remove(t, stored, e)
 		return &Result{Object: next, Raw: raw}
 	}
@@ -286,7 +291,7 @@ func (tx *txn) update(body []byte) *Result {
 	return &Result{Object: next, Raw: raw}
 }
 
-func (tx *txn) delete(body []byte) *Result {
+func (tx *txn) delete(body []byte, withGrace bool) *Result {
 	rd := reader{b: body}
 	plural := rd.string("resource")
 	ns := rd.string("namespace")
@@ -294,6 +299,10 @@ func (tx *txn) delete(body []byte) *Result {
 	preRV := rd.string("preconditions.resourceVersion")
 	preUID := rd.string("preconditions.uid")
 	nano := rd.varint("time")
+	grace := GraceDefault
+	if withGrace {
+		grace = rd.varint("grace")
+	}
 	if rd.err != nil {
 		return malformed(rd.err)
 	}
@@ -321,7 +330,66 @@ func (tx *txn) delete(body []byte) *Result {
 	if t == tx.s.nsTable {
 		return tx.deleteNamespace(stored, now)
 	}
+	if p, ok := stored.obj.(*api.Pod); ok && withGrace {
+		if g := podGrace(p, grace); g > 0 {
+			return tx.terminatePod(t, stored, p, now, g)
+		}
+		return tx.forceDeletePod(t, stored, p, now)
+	}
 	return tx.deleteObject(t, stored, now)
+}
+
+// podGrace is the grace period a delete asking for grace gives p: none
+// for a pod no node runs (unbound, or finished), as in Kubernetes.
+func podGrace(p *api.Pod, grace int64) int64 {
+	if p.Spec.NodeName == "" || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+		return 0
+	}
+	if grace >= 0 {
+		return grace
+	}
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g >= 0 {
+		return *g
+	}
+	return api.DefaultTerminationGracePeriodSeconds
+}
+
+// terminatePod marks a pod terminating: its node's agent stops it within
+// grace seconds and then deletes it with grace 0. A second delete may
+// only shorten the time left, as in Kubernetes.
+func (tx *txn) terminatePod(t *table, e *entry, p *api.Pod, now *api.Time, grace int64) *Result {
+	deadline := api.NewTime(now.Add(time.Duration(grace) * time.Second))
+	if p.DeletionTimestamp != nil && !deadline.Before(p.DeletionTimestamp.Time) {
+		return &Result{Object: e.obj, Raw: e.raw}
+	}
+	return tx.markDeleting(t, e, p, deadline, grace)
+}
+
+// forceDeletePod removes a pod at once; finalizers still hold it, marked
+// with a grace period of 0 so that their removal lets it go.
+func (tx *txn) forceDeletePod(t *table, e *entry, p *api.Pod, now *api.Time) *Result {
+	if !hasFinalizers(p) || p.DeletionTimestamp == nil {
+		return tx.deleteObject(t, e, now)
+	}
+	if g := p.DeletionGracePeriodSeconds; g != nil && *g == 0 {
+		return &Result{Object: e.obj, Raw: e.raw}
+	}
+	return tx.markDeleting(t, e, p, p.DeletionTimestamp, 0)
+}
+
+// markDeleting stores p with these deletion fields.
+func (tx *txn) markDeleting(t *table, e *entry, p *api.Pod, at *api.Time, grace int64) *Result {
+	next := *p
+	next.DeletionTimestamp = at
+	next.DeletionGracePeriodSeconds = &grace
+	next.ResourceVersion = tx.rv
+	raw, err := encode(&next)
+	if err != nil {
+		return &Result{Err: api.NewInternalError(fmt.Errorf("encode pod %q: %w", p.Name, err))}
+	}
+	tx.lock()
+	tx.put(t, &entry{obj: &next, raw: raw, node: e.node}, e)
+	return &Result{Object: &next, Raw: raw}
 }
 
 // deleteObject removes e, or marks it deleted if finalizers hold it.
@@ -370,7 +438,14 @@ func (tx *txn) deleteNamespace(e *entry, now *api.Time) *Result {
 		// Sorted, so that every server emits the same events in the same
 		// order.
 		for _, n := range slices.Sorted(maps.Keys(m)) {
-			if r := tx.deleteObject(t, m[n], now); r.Err != nil {
+			var r *Result
+			if p, ok := m[n].obj.(*api.Pod); ok && podGrace(p, GraceDefault) > 0 {
+				// Its node stops it first; the namespace waits.
+				r = tx.terminatePod(t, m[n], p, now, podGrace(p, GraceDefault))
+			} else {
+				r = tx.deleteObject(t, m[n], now)
+			}
+			if r.Err != nil {
 				tx.s.log.Error("namespace delete: object not deleted", "namespace", name, "resource", t.res.Plural, "name", n, "err", r.Err)
 			}
 		}
@@ -478,7 +553,7 @@ func (s *Store) checkKnown(cmd []byte) error {
 	case cmdUpdate:
 		rd.byte("subresource")
 		fallthrough
-	case cmdCreate, cmdDelete:
+	case cmdCreate, cmdDelete, cmdDeleteGrace:
 		plural := rd.string("resource")
 		if rd.err == nil && s.byPlural[plural] == nil {
 			return fmt.Errorf("%q in a batch: %w; a newer server wrote it", plural, ErrUnknownResource)

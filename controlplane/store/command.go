@@ -20,6 +20,9 @@ const (
 	cmdExpireEvents byte = 0x04
 	cmdBatch        byte = 0x05
 	cmdBind         byte = 0x06
+	// cmdDeleteGrace is cmdDelete with a grace period after it: a pod
+	// bound to a node is marked terminating rather than removed.
+	cmdDeleteGrace byte = 0x07
 
 	// cmdIgnorable marks a command that a server may skip if it does not
 	// know the type.
@@ -48,8 +51,8 @@ func prepareCreate(r *api.Resource, obj api.Object) bool {
 		m.Generation = 1
 		same = false
 	}
-	if m.DeletionTimestamp != nil {
-		m.DeletionTimestamp = nil
+	if m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil {
+		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil
 		same = false
 	}
 	if n, ok := obj.(*api.Namespace); ok && n.Status.Phase == "" {
@@ -153,6 +156,21 @@ func DeleteCmd(r *api.Resource, namespace, name string, pre Preconditions, now t
 	b = appendString(b, pre.ResourceVersion)
 	b = appendString(b, pre.UID)
 	return binary.AppendVarint(b, now.UnixNano())
+}
+
+// GraceDefault asks DeleteGraceCmd for the pod's own
+// terminationGracePeriodSeconds.
+const GraceDefault int64 = -1
+
+// DeleteGraceCmd builds a delete with a grace period: a pod bound to a
+// node and not finished is marked terminating (deletionTimestamp now +
+// grace, deletionGracePeriodSeconds grace) for its agent to stop and then
+// remove; grace 0 removes it at once, GraceDefault gives the pod's own
+// period. Anything else is deleted as by DeleteCmd.
+func DeleteGraceCmd(r *api.Resource, namespace, name string, pre Preconditions, now time.Time, grace int64) []byte {
+	b := DeleteCmd(r, namespace, name, pre, now)
+	b[0] = cmdDeleteGrace
+	return binary.AppendVarint(b, grace)
 }
 
 // ExpireEventsCmd builds the command that removes every Event last seen

@@ -4,7 +4,9 @@
 // deployment), "serve" answers HTTP with the node's name (the daemon set;
 // pods share the host's network, so its port is a host port), and "echo"
 // prints its arguments: the image holds no shell, so this is what
-// `outpost exec` can run in it.
+// `outpost exec` can run in it. "tick -on-term ignore" goes on ticking
+// after SIGTERM, as a program slow to shut down would, so that its node
+// has to kill it when the grace period ends.
 package main
 
 import (
@@ -36,6 +38,7 @@ func main() {
 	case "tick":
 		fs := flag.NewFlagSet("tick", flag.ExitOnError)
 		every := fs.Duration("every", 5*time.Second, "interval")
+		onTerm := fs.String("on-term", "exit", "what SIGTERM does: exit, or ignore")
 		_ = fs.Parse(os.Args[2:])
 		t := time.NewTicker(*every)
 		n := 0
@@ -45,6 +48,10 @@ func main() {
 			select {
 			case <-t.C:
 			case <-stop:
+				if *onTerm == "ignore" {
+					fmt.Println("SIGTERM: ignored")
+					continue
+				}
 				fmt.Println("SIGTERM: bye")
 				return
 			}

@@ -224,7 +224,13 @@ func TestAgentsInNetworkNamespaces(t *testing.T) {
 		return false, fmt.Sprintf("edge-2's events: %v", seen)
 	})
 
-	// 7. Bad input on edge-1.
+	// 7. Graceful deletion with the real agent and containerd (issue 10
+	// item 1).
+	t.Run("GracefulDelete", func(t *testing.T) {
+		gracefulDelete(t, ctx, c, n1)
+	})
+
+	// 8. Bad input on edge-1.
 	t.Run("BadInput", func(t *testing.T) {
 		badInput(t, ctx, c, h1, n1, demoBin)
 	})
@@ -234,6 +240,108 @@ func TestAgentsInNetworkNamespaces(t *testing.T) {
 	if !n1.alive() || !n2.alive() {
 		t.Errorf("an agent died: edge-1 alive %v, edge-2 alive %v", n1.alive(), n2.alive())
 	}
+}
+
+// gracefulDelete checks issue 10 item 1 on real nodes: a container that
+// ignores SIGTERM is killed when the grace period ends, and the pod
+// object goes only then (outpost delete waits for it); a deployment's pod
+// deleted is replaced only after its node removed it.
+func gracefulDelete(t *testing.T, ctx context.Context, c *testCluster, n *agentNode) {
+	c.apply(ctx, "stubborn", `apiVersion: v1
+kind: Pod
+metadata:
+  name: stubborn
+spec:
+  nodeSelector: {kubernetes.io/hostname: `+n.name+`}
+  terminationGracePeriodSeconds: 3
+  containers:
+    - name: c
+      image: `+demoImage+`
+      imagePullPolicy: IfNotPresent
+      args: ["tick", "-every", "1s", "-on-term", "ignore"]
+`)
+	var uid string
+	waitFor(t, 60*time.Second, "pod stubborn Running", func() (bool, string) {
+		p, err := c.pod(ctx, "stubborn")
+		if err != nil {
+			return false, err.Error()
+		}
+		uid = p.UID
+		return allRunning([]*api.Pod{p}), describePod(p)
+	})
+	t0 := time.Now()
+	c.mustCLI(ctx, "delete", "pod", "stubborn")
+	took := time.Since(t0)
+	t.Logf("MEASURED delete of a pod ignoring SIGTERM, grace 3 s → gone: %v", took.Round(time.Millisecond))
+	if took < 3*time.Second {
+		t.Errorf("pod ignoring SIGTERM gone %v after the delete, before its 3 s grace period ended", took)
+	}
+	if _, err := c.pod(ctx, "stubborn"); !api.IsNotFound(err) {
+		t.Errorf("outpost delete returned while the pod is there: %v", err)
+	}
+	cs, err := n.containers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range cs {
+		if st.Labels[runtime.LabelPodUID] == uid {
+			t.Errorf("container %s of the deleted pod is left (%s)", st.ID, st.State)
+		}
+	}
+
+	// A ticker deleted: its replacement is created after it is gone,
+	// which the watch's order (resourceVersions are raft indexes) shows.
+	ps, err := c.pods(ctx, "app=ticker")
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("tickers: %v %v", ps, err)
+	}
+	_, rv, err := c.cl.List(ctx, api.ResourceForKind("Pod"), "default", client.ListOptions{LabelSelector: "app=ticker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := c.cl.Watch(wctx, api.ResourceForKind("Pod"), "default", client.ListOptions{LabelSelector: "app=ticker"}, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := ps[0]
+	t0 = time.Now()
+	c.mustCLI(ctx, "delete", "pod", victim.Name)
+	var order []string
+	deadline := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch ended; saw %v", order)
+			}
+			if ev.Type == client.EventError {
+				t.Fatalf("watch: %v", ev.Err)
+			}
+			m := ev.Object.GetObjectMeta()
+			switch {
+			case ev.Type == client.EventDeleted && m.UID == victim.UID:
+				order = append(order, "deleted "+m.Name)
+			case ev.Type == client.EventAdded:
+				order = append(order, "created "+m.Name)
+				done = true
+			}
+		case <-deadline:
+			t.Fatalf("no replacement within a minute; saw %v", order)
+		}
+	}
+	t.Logf("MEASURED ticker delete → replacement created: %v (%v)", time.Since(t0).Round(time.Millisecond), order)
+	if len(order) != 2 || !strings.HasPrefix(order[0], "deleted ") {
+		t.Errorf("events %v; want the old pod deleted before its replacement is created", order)
+	}
+	waitFor(t, 90*time.Second, "4 tickers Running again", func() (bool, string) {
+		ps, err := c.pods(ctx, "app=ticker")
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(ps) == 4 && allRunning(ps), describePods(ps)
+	})
 }
 
 // badInput checks bullet 4 of the issue: pods that cannot run say

@@ -147,8 +147,17 @@ func (f *Fake) update(obj api.Object, sub store.Subresource, kind string) (api.O
 }
 
 // Delete implements controller.Client.
-func (f *Fake) Delete(_ context.Context, r *api.Resource, namespace, name string, pre api.Preconditions) error {
-	_, err := f.applyOne("delete "+r.Plural, store.DeleteCmd(r, namespace, name, pre, f.Now()))
+func (f *Fake) Delete(_ context.Context, r *api.Resource, namespace, name string, opts api.DeleteOptions) error {
+	cmd := store.DeleteCmd(r, namespace, name, opts.Preconditions, f.Now())
+	if r.Kind == "Pod" {
+		// As the core does: a bound pod is marked terminating.
+		grace := store.GraceDefault
+		if opts.GracePeriodSeconds != nil {
+			grace = *opts.GracePeriodSeconds
+		}
+		cmd = store.DeleteGraceCmd(r, namespace, name, opts.Preconditions, f.Now(), grace)
+	}
+	_, err := f.applyOne("delete "+r.Plural, cmd)
 	return err
 }
 

@@ -276,7 +276,7 @@ func TestParkedPodRetriedOnClusterChange(t *testing.T) {
 		{"placed pod deleted", func(t *testing.T, f *controllertest.Fake) {
 			create(t, f, mkNode("n1", onePod), mkPod("old", podOnNode("n1")))
 		}, func(t *testing.T, f *controllertest.Fake) {
-			if err := f.Delete(context.Background(), podsRes, "default", "old", api.Preconditions{}); err != nil {
+			if err := f.Delete(context.Background(), podsRes, "default", "old", api.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -290,7 +290,7 @@ func TestParkedPodRetriedOnClusterChange(t *testing.T) {
 				&api.Service{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default"}, Spec: api.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []api.ServicePort{{Port: 80}}}},
 				mkPod("first", podLabels("app", "web"), podOnNode("n1")))
 		}, func(t *testing.T, f *controllertest.Fake) {
-			if err := f.Delete(context.Background(), servicesRes, "default", "web", api.Preconditions{}); err != nil {
+			if err := f.Delete(context.Background(), servicesRes, "default", "web", api.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -495,7 +495,7 @@ func TestFailedBindingIsForgotten(t *testing.T) {
 				for _, b := range bs {
 					if b.Name == "a" {
 						<-parked
-						if err := f.Delete(context.Background(), podsRes, "default", "a", api.Preconditions{}); err != nil {
+						if err := f.Delete(context.Background(), podsRes, "default", "a", api.DeleteOptions{}); err != nil {
 							return err
 						}
 						<-deleted
@@ -534,7 +534,7 @@ func TestDeletingAndFinishedPodsDoNotCount(t *testing.T) {
 			}
 		}, true},
 		{"being deleted", func(t *testing.T, f *controllertest.Fake) {
-			if err := f.Delete(context.Background(), podsRes, "default", "old", api.Preconditions{}); err != nil {
+			if err := f.Delete(context.Background(), podsRes, "default", "old", api.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if p := getPod(t, f, "old"); p.DeletionTimestamp == nil {
