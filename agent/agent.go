@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/controlplane/pki"
+	"github.com/outpost-edge/outpost/controlplane/scheduler/taints"
 	"github.com/outpost-edge/outpost/gossip"
 	"github.com/outpost-edge/outpost/runtime"
 )
@@ -37,7 +38,9 @@ type Agent struct {
 	cl     *client.Client
 	rt     Runtime
 	state  *state
-	pods   *pods
+	// fence is the agent's clock for fencing itself (fence.go).
+	fence *fenceClock
+	pods  *pods
 	// address is the node's InternalIP, also every pod's IP (host
 	// network).
 	address string
@@ -187,7 +190,11 @@ func Run(ctx context.Context, cfg Config) error {
 		a.wg.Go(func() { a.followExits(runCtx, ew) })
 	}
 	// Autonomy first: the pods of the state file run before the control
-	// plane is asked anything.
+	// plane is asked anything, unless their toleration of unreachable ran
+	// out meanwhile (fence.go).
+	if err := a.loadFenced(); err != nil {
+		return err
+	}
 	if err := a.restore(runCtx); err != nil {
 		return err
 	}
@@ -202,6 +209,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a.alive.Store(time.Now().UnixNano())
 	a.wg.Go(func() { a.watchdog(runCtx, &a.alive) })
 	a.wg.Go(func() { a.nodeLoop(runCtx) })
+	a.wg.Go(func() { a.fenceLoop(runCtx) })
 	a.wg.Go(func() { a.watchPods(runCtx) })
 	a.wg.Go(func() { a.reportLoop(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })
@@ -290,7 +298,15 @@ func (a *Agent) restore(ctx context.Context) error {
 	} else {
 		a.log.Warn("list containers", "err", err)
 	}
+	now := a.fence.now()
 	for _, p := range saved {
+		if a.fenceDeadlinePassed(p, now) {
+			a.pods.mu.Lock()
+			a.pods.desired[string(p.UID)] = p
+			a.pods.mu.Unlock()
+			a.fencePod(ctx, p)
+			continue
+		}
 		a.setPod(ctx, p, existing[string(p.UID)], true)
 	}
 	if len(saved) > 0 {
@@ -304,6 +320,34 @@ func (a *Agent) restore(ctx context.Context) error {
 			a.offlineFrom = last
 			a.offlineMu.Unlock()
 		}
+	}
+	return nil
+}
+
+// loadFenced sets up the fence clock and the pods the agent holds
+// stopped from the state file.
+func (a *Agent) loadFenced() error {
+	saved, err := a.state.pods()
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	fencedPods, err := a.state.fencedPods()
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	a.fence = loadFence(a.state, bootClock, readBootID(), len(saved)+len(fencedPods) > 0)
+	a.pods.mu.Lock()
+	defer a.pods.mu.Unlock()
+	for uid, p := range fencedPods {
+		// Only an acknowledgement of this run lets it run again.
+		a.pods.fenced[uid] = fenced{pod: p, at: a.fence.started}
+	}
+	for _, p := range fencedPods {
+		// The event of the stop may have been lost with the previous
+		// run's queue: say it again, for when the control plane answers.
+		tol, _ := taints.UnreachableToleration(p.Spec.Tolerations)
+		a.podEvent(p, "", eventWarning, "StoppedByNode", fmt.Sprintf(
+			"Pod stopped by its node while cut off from the control plane (before the agent restarted): its toleration of unreachable (%s) ran out (TNT-9)", tol))
 	}
 	return nil
 }

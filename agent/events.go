@@ -67,21 +67,42 @@ func (a *Agent) record(ref api.ObjectReference, key, typ, reason, msg string) {
 	}
 }
 
-// sendEvents writes queued events until ctx ends.
+// heldEvents is how many events the agent keeps while the control plane
+// is away; the oldest go first when more come.
+const heldEvents = 256
+
+// sendEvents writes queued events until ctx ends. While the control
+// plane is away they are held (the newest heldEvents), so that what the
+// agent did meanwhile, fencing pods above all, is told when it is back.
 func (a *Agent) sendEvents(ctx context.Context) {
+	var held []*api.Event
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	send := func(ev *api.Event) bool {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _, err := a.cl.Create(rctx, ev)
+		if err != nil {
+			a.log.Debug("event not recorded", "reason", ev.Reason, "err", err)
+		}
+		return err == nil || api.ReasonOf(err) != "" && api.ReasonOf(err) != api.ReasonServiceUnavailable && api.ReasonOf(err) != api.ReasonTimeout
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-a.events:
-			if !a.online.Load() {
-				continue
+			held = append(held, ev)
+			if len(held) > heldEvents {
+				held = held[len(held)-heldEvents:]
 			}
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if _, _, err := a.cl.Create(rctx, ev); err != nil {
-				a.log.Debug("event not recorded", "reason", ev.Reason, "err", err)
+		case <-tick.C:
+		}
+		for len(held) > 0 && a.online.Load() && ctx.Err() == nil {
+			if !send(held[0]) {
+				break
 			}
-			cancel()
+			held = held[1:]
 		}
 	}
 }

@@ -34,6 +34,7 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 		prev     []api.NodeCondition
 		lastSent time.Time
 		lastBeat time.Time
+		lastHB   time.Time
 		sentKey  api.NodeStatus
 		node     *api.Node
 		// resend: the stored Ready status is not the one posted (the
@@ -70,14 +71,18 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 					case sent != nil:
 						node, prev, lastSent, lastBeat, sentKey, resend = sent, conds, now, now, statusKey(st), false
 					}
-				default:
-					switch ready, err := a.heartbeat(ctx); {
-					case err == nil:
-						lastBeat = now
-						resend = ready != conditionStatus(prev, api.NodeReady)
-					case api.IsNotFound(err):
-						node = nil
-					}
+				}
+			}
+			// The heartbeat goes every period even when the status went
+			// too: it is what the agent fences itself by (fence.go), and
+			// its reply gives the grace period.
+			if node != nil && !a.legacyHeartbeat.Load() && (now.Sub(lastHB) >= a.cfg.Heartbeat || !a.fence.graceKnown()) {
+				switch ready, err := a.heartbeat(ctx); {
+				case err == nil:
+					lastHB, lastBeat = now, now
+					resend = ready != conditionStatus(prev, api.NodeReady)
+				case api.IsNotFound(err):
+					node = nil
 				}
 			}
 		}
@@ -96,6 +101,7 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 func (a *Agent) heartbeat(ctx context.Context) (string, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	sentAt := a.fence.now()
 	hb, err := a.cl.NodeHeartbeat(rctx, a.cfg.NodeName)
 	if err != nil {
 		var se *api.StatusError
@@ -112,6 +118,7 @@ func (a *Agent) heartbeat(ctx context.Context) (string, error) {
 		return "", err
 	}
 	a.contact()
+	a.acked(ctx, sentAt, time.Duration(hb.NodeMonitorGracePeriodMillis)*time.Millisecond)
 	a.learnServers(hb.Servers)
 	return hb.Ready, nil
 }
@@ -285,11 +292,17 @@ func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, st api.NodeS
 		upd := *node
 		upd.Status = st
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		sentAt := a.fence.now()
 		res, _, err := a.cl.UpdateStatus(rctx, &upd)
 		cancel()
 		switch {
 		case err == nil:
 			a.contact()
+			if a.legacyHeartbeat.Load() {
+				// No heartbeat call to count by: the status write is
+				// what the leader counts.
+				a.acked(ctx, sentAt, 0)
+			}
 			n, _ := res.(*api.Node)
 			return n, false
 		case api.IsConflict(err):

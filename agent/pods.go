@@ -36,6 +36,9 @@ type pods struct {
 	// finishing holds the pods being deleted gracefully whose deletion
 	// this agent is finishing (stopping them, then deleting the object).
 	finishing map[string]*api.Pod
+	// fenced holds the pods the agent stopped by its own rule while cut
+	// off (fence.go).
+	fenced map[string]fenced
 }
 
 type pendingStatus struct {
@@ -53,6 +56,7 @@ func newPods() *pods {
 
 		byContainer: map[string]string{},
 		finishing:   map[string]*api.Pod{},
+		fenced:      map[string]fenced{},
 	}
 }
 
@@ -67,7 +71,14 @@ func (a *Agent) wants(p *api.Pod) bool {
 // what was last asked.
 func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.ContainerStatus, saved bool) {
 	uid := string(p.UID)
+	if a.isFenced(uid) && a.wants(p) {
+		a.unfence(ctx, p)
+		return
+	}
 	if !a.wants(p) {
+		if p.Spec.NodeName != a.cfg.NodeName {
+			a.forgetFenced(uid)
+		}
 		if p.Spec.NodeName == a.cfg.NodeName && p.DeletionTimestamp != nil {
 			a.finishDelete(ctx, p)
 			return
@@ -97,6 +108,12 @@ func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.Conta
 		default:
 		}
 		h.updates <- p
+		return
+	}
+	if a.fenceDeadlinePassed(p, a.fence.now()) {
+		// Not started: cut off for longer than it may run so (fence.go).
+		a.pods.desired[uid] = p
+		a.wg.Go(func() { a.fencePod(ctx, p) })
 		return
 	}
 	h := &podHandle{updates: make(chan *api.Pod, 1), stop: make(chan time.Duration, 1), done: make(chan struct{})}
@@ -156,6 +173,25 @@ func (a *Agent) resetPods(ctx context.Context, list []*api.Pod, existing map[str
 	var gone []string
 	for _, p := range terminating {
 		a.finishDelete(ctx, p)
+	}
+	// Fenced pods the control plane no longer has here were replaced.
+	listed := map[string]bool{}
+	for _, p := range list {
+		if p.Spec.NodeName == a.cfg.NodeName {
+			listed[string(p.UID)] = true
+		}
+	}
+	a.pods.mu.Lock()
+	var replaced []string
+	for uid := range a.pods.fenced {
+		if !listed[uid] {
+			replaced = append(replaced, uid)
+		}
+	}
+	a.pods.mu.Unlock()
+	for _, uid := range replaced {
+		a.log.Info("a pod this node stopped while cut off is gone from the control plane: forgetting it", "uid", uid)
+		a.forgetFenced(uid)
 	}
 	a.pods.mu.Lock()
 	for uid := range a.pods.desired {
@@ -299,6 +335,7 @@ func (a *Agent) watchPods(ctx context.Context) {
 			if typ == client.EventDeleted {
 				a.log.Info("pod deleted: stopping it", "pod", p.Namespace+"/"+p.Name)
 				a.dropPod(string(p.UID), -1)
+				a.forgetFenced(string(p.UID))
 				return
 			}
 			a.setPod(ctx, p, nil, false)

@@ -14,10 +14,17 @@ import (
 // Buckets of the state file.
 var (
 	bucketPods = []byte("pods") // pod UID → the pod's JSON, as last desired
-	bucketMeta = []byte("meta") // small facts: lastContact
+	bucketMeta = []byte("meta") // small facts: lastContact, fence
+	// bucketFenced: pod UID → the pod's JSON, for the pods the agent
+	// stopped by its own rule while cut off (TNT-9); a restart must not
+	// bring them back.
+	bucketFenced = []byte("fenced")
 )
 
-var keyLastContact = []byte("lastContact")
+var (
+	keyLastContact = []byte("lastContact")
+	keyFence       = []byte("fence")
+)
 
 // state is the agent's bbolt file: what it must run when it cannot ask.
 type state struct {
@@ -33,7 +40,7 @@ func openState(path string) (*state, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPods, bucketMeta} {
+		for _, b := range [][]byte{bucketPods, bucketMeta, bucketFenced} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -127,4 +134,70 @@ func (s *state) lastContact() time.Time {
 		return nil
 	})
 	return t
+}
+
+// fenceRecord is the fence clock as saved: valid only in the same boot,
+// whose clock (CLOCK_BOOTTIME) it counts in.
+type fenceRecord struct {
+	BootID string `json:"bootID"`
+	// LastAck is the boot clock when the last acknowledged heartbeat or
+	// status was sent.
+	LastAck time.Duration `json:"lastAck"`
+	// Grace is the node monitor grace period the leader last gave.
+	Grace time.Duration `json:"grace"`
+}
+
+func (s *state) setFence(r fenceRecord) error {
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFence, v) })
+}
+
+func (s *state) fence() (fenceRecord, bool) {
+	var r fenceRecord
+	ok := false
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyFence); v != nil {
+			ok = json.Unmarshal(v, &r) == nil
+		}
+		return nil
+	})
+	return r, ok
+}
+
+// fencePod moves pod from the desired pods to the fenced ones, in one
+// transaction.
+func (s *state) fencePod(p *api.Pod) error {
+	v, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketPods).Delete([]byte(p.UID)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketFenced).Put([]byte(p.UID), v)
+	})
+}
+
+// fencedPods are the pods the agent stopped by its own rule.
+func (s *state) fencedPods() (map[string]*api.Pod, error) {
+	out := map[string]*api.Pod{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFenced).ForEach(func(k, v []byte) error {
+			p := new(api.Pod)
+			if err := json.Unmarshal(v, p); err != nil {
+				return fmt.Errorf("fenced pod %s in the state file: %w", k, err)
+			}
+			out[string(k)] = p
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (s *state) unfencePod(uid string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketFenced).Delete([]byte(uid)) })
 }

@@ -54,6 +54,7 @@ func (a *Agent) deleteStopped(ctx context.Context, p *api.Pod) {
 		a.pods.mu.Lock()
 		delete(a.pods.finishing, uid)
 		a.pods.mu.Unlock()
+		a.forgetFenced(uid)
 	}()
 	zero := int64(0)
 	opts := client.DeleteOptions{Preconditions: &client.Preconditions{UID: uid}, GracePeriodSeconds: &zero}

@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/server"
 )
 
@@ -54,6 +55,7 @@ func newServerCommand() *cobra.Command {
 		sched schedulerFlags
 		gf    gossipFlags
 		tol   tolerationFlags
+		evict evictionFlags
 		// configFile is the master-config-shaped file of the admission
 		// plugins (ADM-1, ADM-2).
 		configFile string
@@ -114,6 +116,9 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 					return fmt.Errorf("--config: %w", err)
 				}
 			}
+			if err := evict.apply(&cfg); err != nil {
+				return err
+			}
 			if err := tol.apply(&cfg); err != nil {
 				return err
 			}
@@ -145,6 +150,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	gf.add(cmd, "")
 	f.StringVar(&configFile, "config", "", "server config file: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist), PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists) and DefaultTolerationSeconds (disable), as OpenShift's master config writes them")
 	tol.add(cmd)
+	evict.add(cmd)
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
@@ -158,6 +164,7 @@ func newDevCommand() *cobra.Command {
 		noAgent          bool
 		containerdSocket string
 		tol              tolerationFlags
+		evict            evictionFlags
 		devGossip        gossipFlags
 	)
 	cmd := &cobra.Command{
@@ -190,6 +197,9 @@ every object is still there. The admin config is written to
 			if err := devGossip.apply(cmd, &cfg); err != nil {
 				return err
 			}
+			if err := evict.apply(&cfg); err != nil {
+				return err
+			}
 			if err := tol.apply(&cfg); err != nil {
 				return err
 			}
@@ -216,6 +226,7 @@ every object is still there. The admin config is written to
 	f.BoolVar(&noAgent, "no-agent", false, "run the control plane only, without a node agent for this host")
 	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
 	tol.add(cmd)
+	evict.add(cmd)
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
@@ -229,6 +240,37 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// evictionFlags are the node lifecycle and eviction settings (SPEC
+// TNT-7, TNT-9), with kube-controller-manager's names where it has one.
+type evictionFlags struct {
+	monitorGrace, fenceMargin time.Duration
+}
+
+func (e *evictionFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.DurationVar(&e.monitorGrace, "node-monitor-grace-period", controllers.DefaultNodeMonitorGracePeriod,
+		"how long a node may go without a heartbeat before it is marked Ready=Unknown and tainted unreachable (gossip is faster when it sees the node fail); "+
+			"agents learn it with each heartbeat, and a cut-off agent stops a pod this long plus the pod's toleration of unreachable after its last acknowledged heartbeat")
+	f.DurationVar(&e.fenceMargin, "fence-margin", controllers.DefaultFenceMargin,
+		"how much longer than a cut-off node's own deadline (node-monitor-grace-period + toleration of unreachable + grace period) the control plane waits "+
+			"before it takes a pod being deleted on that node for stopped and lets it be replaced")
+}
+
+func (e *evictionFlags) apply(cfg *server.Config) error {
+	var errs []error
+	if e.monitorGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--node-monitor-grace-period %s: must be more than 0", e.monitorGrace))
+	}
+	if e.fenceMargin < 0 {
+		errs = append(errs, fmt.Errorf("--fence-margin %s: must be 0 or more", e.fenceMargin))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	cfg.NodeMonitorGracePeriod, cfg.FenceMargin = e.monitorGrace, e.fenceMargin
+	return nil
 }
 
 // tolerationFlags are DefaultTolerationSeconds' settings (SPEC ADM-3),

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // The cluster secret can come from a file, out of ps's sight (issue 9
@@ -31,6 +33,30 @@ func TestServerClusterSecretFile(t *testing.T) {
 		err := cmd.Execute()
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: error %v, want one saying %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// The eviction settings refuse what they cannot mean, naming the flag
+// (issue 10); nothing starts.
+func TestServerEvictionFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node-monitor-grace-period", "0s"}, "--node-monitor-grace-period 0s: must be more than 0"},
+		{[]string{"--fence-margin", "-1s"}, "--fence-margin -1s: must be 0 or more"},
+	} {
+		for _, mk := range []func() *cobra.Command{newServerCommand, newDevCommand} {
+			cmd := mk()
+			cmd.SetArgs(append([]string{"--data-dir", filepath.Join(dir, "data")}, tt.args...))
+			cmd.SetOut(&strings.Builder{})
+			cmd.SetErr(&strings.Builder{})
+			err := cmd.Execute()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s %v: error %v, want one saying %q", cmd.Name(), tt.args, err, tt.want)
+			}
 		}
 	}
 }

@@ -260,6 +260,9 @@ const (
 	PodReady        = "Ready"
 	PodInitialized  = "Initialized"
 	ContainersReady = "ContainersReady"
+	// PodDisruptionTarget says the pod is about to go, and why (an
+	// eviction); Kubernetes' condition.
+	PodDisruptionTarget = "DisruptionTarget"
 )
 
 // ContainerStatus reports one container.

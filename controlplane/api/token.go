@@ -104,4 +104,9 @@ type NodeHeartbeat struct {
 	Ready string `json:"ready,omitempty"`
 	// Servers are the API URLs of the servers, to fail over to.
 	Servers []string `json:"servers,omitempty"`
+	// NodeMonitorGracePeriodMillis is how long after the last heartbeat
+	// the leader may take the node for unreachable: a cut-off agent stops
+	// a pod this long plus the pod's toleration of unreachable after its
+	// last acknowledged heartbeat (SPEC TNT-9).
+	NodeMonitorGracePeriodMillis int64 `json:"nodeMonitorGracePeriodMillis,omitempty"`
 }

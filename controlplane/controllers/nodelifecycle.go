@@ -92,6 +92,9 @@ type nodeLifecycle struct {
 
 	mu   sync.Mutex
 	seen map[string]heartbeat
+	// afterSweep, when set, runs after each periodic sweep (the taint
+	// eviction's own sweep).
+	afterSweep func()
 }
 
 // heartbeat is the last Ready heartbeat seen of a node, and when this
@@ -176,6 +179,9 @@ func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
 			for _, obj := range c.s.nodeInf.List() {
 				c.q.Add(obj.GetObjectMeta().Name)
 			}
+			if c.afterSweep != nil {
+				c.afterSweep()
+			}
 		}
 	}
 }
@@ -216,16 +222,7 @@ func (c *nodeLifecycle) markIfSilent(ctx context.Context, name string, n *api.No
 		// test or benchmark) has no status to distrust.
 		return 0, nil
 	}
-	h := c.observe(n)
-	if c.live != nil {
-		// A heartbeat the leader heard is evidence of life as a status
-		// write is; the grace still starts no earlier than this
-		// controller's first look (observe), so a new leader, which has
-		// heard nothing yet, gives every node a full grace period.
-		if t, ok := c.live.LastHeartbeat(name); ok && t.After(h.at) {
-			h.at, h.changed = t, true
-		}
-	}
+	h := c.withLiveness(name, c.observe(n))
 	now := c.s.now()
 	msg := ""
 	if c.m != nil {
@@ -282,6 +279,34 @@ func (c *nodeLifecycle) markIfSilent(ctx context.Context, name string, n *api.No
 	c.s.rec.event(ctx, n, "node-controller", api.EventTypeNormal, "NodeNotReady",
 		fmt.Sprintf("Node %s status is now: NodeNotReady (%s)", name, msg))
 	return 0, nil
+}
+
+// withLiveness is h with the leader's last heartbeat of node name, if
+// newer: a heartbeat the leader heard is evidence of life as a status
+// write is. The grace still starts no earlier than this controller's
+// first look (observe), so a new leader, which has heard nothing yet,
+// gives every node a full grace period.
+func (c *nodeLifecycle) withLiveness(name string, h heartbeat) heartbeat {
+	if c.live != nil {
+		if t, ok := c.live.LastHeartbeat(name); ok && t.After(h.at) {
+			h.at, h.changed = t, true
+		}
+	}
+	return h
+}
+
+// lastEvidence is when this controller last had evidence that node
+// name's agent was alive (this host's clock): a new heartbeat or status,
+// or its own first look at the node, whichever is later; now for a node
+// it has not looked at yet.
+func (c *nodeLifecycle) lastEvidence(name string) time.Time {
+	c.mu.Lock()
+	h, ok := c.seen[name]
+	c.mu.Unlock()
+	if !ok {
+		return c.s.now()
+	}
+	return c.withLiveness(name, h).at
 }
 
 // setTaints writes taints as n's, saying in the log which condition

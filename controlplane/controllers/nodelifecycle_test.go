@@ -63,11 +63,19 @@ func (e *env) startLifecycle(nl NodeLifecycle, client ...controller.Client) {
 	if len(client) > 0 {
 		cl = client[0]
 	}
+	e.startConfig(Config{Client: cl, NodeLifecycle: nl})
+}
+
+// startConfig runs the controllers with cfg (its logger and clock the
+// test's) and a fast sweep.
+func (e *env) startConfig(cfg Config) {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Now = e.clock.Now
 	go func() {
-		done <- run(ctx, Config{Client: cl, Logger: log, Now: e.clock.Now, NodeLifecycle: nl}, hooks{
+		done <- run(ctx, cfg, hooks{
 			nodeMonitorPeriod: 20 * time.Millisecond,
 			synced: func(ctrl, key string) {
 				e.mu.Lock()

@@ -42,6 +42,10 @@ type Config struct {
 	// NodeLifecycle configures the node lifecycle controller (Ready
 	// Unknown for silent nodes, from gossip and heartbeats).
 	NodeLifecycle NodeLifecycle
+	// FenceMargin is what the control plane adds to a cut-off agent's own
+	// deadline before it takes a pod of that node for stopped; default
+	// DefaultFenceMargin.
+	FenceMargin time.Duration
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -128,6 +132,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	dsc := newDaemonSetController(s, sched, pol)
 	gc := newGarbageCollector(s)
 	nlc := newNodeLifecycle(s, cfg.NodeLifecycle)
+	te := newTaintEviction(s, nlc, cfg.FenceMargin)
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -136,6 +141,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		dc.onPod(ev)
 		dsc.onPod(ev)
 		gc.onObject(ev, "pods")
+		te.onPod(ev)
 	}
 	onRS := func(ev controller.Event) {
 		s.rss.apply(ev)
@@ -165,6 +171,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		dsc.onNode(ev)
 		gc.onObject(ev, "")
 		nlc.onNode(ev)
+		te.onNode(ev)
 	}
 
 	var wg sync.WaitGroup
@@ -174,7 +181,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	}{{s.podInf, onPod}, {s.rsInf, onRS}, {s.deployInf, onDeploy}, {s.dsInf, onDS}, {s.nodeInf, onNode}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
@@ -192,6 +199,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	if period <= 0 {
 		period = nodeMonitorPeriod
 	}
+	nlc.afterSweep = te.sweep
 	wg.Go(func() { nlc.run(ctx, period) })
 	log.Info("workload controllers started", "workers", cfg.Workers)
 	for _, l := range loops {

@@ -74,6 +74,10 @@ type Config struct {
 	// heartbeat before the leader marks it Ready=Unknown (default 40s;
 	// gossip marks a silent node within seconds, see package gossip).
 	NodeMonitorGracePeriod time.Duration
+	// FenceMargin is what the leader adds to a cut-off agent's own
+	// deadline before it takes that node's pod for stopped (default
+	// controllers.DefaultFenceMargin).
+	FenceMargin time.Duration
 	// BootstrapExpect forms a new cluster once this many servers know each
 	// other; 0 joins an existing cluster or restarts from DataDir.
 	BootstrapExpect int

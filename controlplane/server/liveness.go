@@ -7,6 +7,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/controllers"
 )
 
 // subHeartbeat is the heartbeat subresource of nodes in the outpost.io
@@ -85,7 +86,17 @@ func (s *Server) serveNodeHeartbeat(w *recorder, r *http.Request, id *auth.Ident
 		NodeName: name,
 		Ready:    ready,
 		Servers:  s.ServerURLs(r.Context()),
+
+		NodeMonitorGracePeriodMillis: s.nodeMonitorGrace().Milliseconds(),
 	})
+}
+
+// nodeMonitorGrace is the node monitor grace period in force.
+func (s *Server) nodeMonitorGrace() time.Duration {
+	if s.cfg.NodeMonitorGracePeriod > 0 {
+		return s.cfg.NodeMonitorGracePeriod
+	}
+	return controllers.DefaultNodeMonitorGracePeriod
 }
 
 // NodeHeartbeat is when this server, as leader, last heard node name's

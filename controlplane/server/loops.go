@@ -30,6 +30,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 					Liveness:           lv,
 					MonitorGracePeriod: s.cfg.NodeMonitorGracePeriod,
 				},
+				FenceMargin: s.cfg.FenceMargin,
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)

@@ -149,7 +149,7 @@ func freePort(t *testing.T) int {
 // reach as long as that host's link is up) for its API and gossip. The
 // test hosts must exist before: the server's certificate names the
 // addresses the machine has when it starts.
-func startServer(t *testing.T, dir, gw string) *testCluster {
+func startServer(t *testing.T, dir, gw string, extra ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, dir: dir, apiPort: freePort(t)}
 	gossipPort := freePort(t)
@@ -171,6 +171,7 @@ func startServer(t *testing.T, dir, gw string) *testCluster {
 		"--cluster-secret", hex.EncodeToString(b),
 		"--log-level", "info",
 	)
+	c.server.Args = append(c.server.Args, extra...)
 	c.server.Stdout, c.server.Stderr = logf, logf
 	c.server.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.server.Start(); err != nil {
@@ -332,7 +333,7 @@ type agentNode struct {
 
 // newAgent prepares an agent for host h; start runs it. Cleanup stops it
 // and removes every container it left, with the processes that ran them.
-func newAgent(t *testing.T, name string, h *netns.Host, dir, serverURL, join string) *agentNode {
+func newAgent(t *testing.T, name string, h *netns.Host, dir, serverURL, join string, extra ...string) *agentNode {
 	t.Helper()
 	a := &agentNode{t: t, name: name, host: h, dir: dir}
 	a.args = []string{"agent",
@@ -342,6 +343,7 @@ func newAgent(t *testing.T, name string, h *netns.Host, dir, serverURL, join str
 		"--heartbeat", "2s",
 		"--log-level", "info",
 	}
+	a.args = append(a.args, extra...)
 	t.Cleanup(a.cleanup)
 	return a
 }

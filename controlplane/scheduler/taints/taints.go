@@ -181,3 +181,35 @@ func NoExecuteDeadline(taints []api.Taint, tols []api.Toleration) (d time.Durati
 	}
 	return d, forever, false
 }
+
+// EvictAt says when a pod running on a node with these taints is to be
+// evicted (SPEC TNT-4), each NoExecute taint counting from when it was
+// added (added reports that time): not tolerated, at once, that is at its
+// time added; tolerated with tolerationSeconds, that long after (the
+// least of its matching tolerations); tolerated without, never. The
+// earliest of the taints' times wins; evict is false when none applies.
+func EvictAt(taints []api.Taint, tols []api.Toleration, added func(*api.Taint) time.Time) (at time.Time, evict bool) {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect != api.TaintEffectNoExecute {
+			continue
+		}
+		d, forever, _ := NoExecuteDeadline(taints[i:i+1], tols)
+		if forever {
+			continue
+		}
+		if when := added(t).Add(d); !evict || when.Before(at) {
+			at, evict = when, true
+		}
+	}
+	return at, evict
+}
+
+// UnreachableToleration is how long a pod stays on a node that its
+// control plane cannot reach (the node.kubernetes.io/unreachable NoExecute
+// taint, TNT-9): d from when the taint is added, or forever. Not
+// tolerated at all is d = 0.
+func UnreachableToleration(tols []api.Toleration) (d time.Duration, forever bool) {
+	d, forever, _ = NoExecuteDeadline([]api.Taint{{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoExecute}}, tols)
+	return d, forever
+}
