@@ -246,6 +246,9 @@ func splitList(s string) []string {
 // TNT-7, TNT-9), with kube-controller-manager's names where it has one.
 type evictionFlags struct {
 	monitorGrace, fenceMargin time.Duration
+	rate, secondaryRate       float64
+	unhealthy                 float64
+	largeCluster              int
 }
 
 func (e *evictionFlags) add(cmd *cobra.Command) {
@@ -256,6 +259,14 @@ func (e *evictionFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&e.fenceMargin, "fence-margin", controllers.DefaultFenceMargin,
 		"how much longer than a cut-off node's own deadline (node-monitor-grace-period + toleration of unreachable + grace period) the control plane waits "+
 			"before it takes a pod being deleted on that node for stopped and lets it be replaced")
+	f.Float64Var(&e.rate, "node-eviction-rate", controllers.DefaultNodeEvictionRate,
+		"nodes per second that may be tainted for eviction (NoExecute not-ready/unreachable) in a zone that is healthy (SPEC TNT-8)")
+	f.Float64Var(&e.secondaryRate, "secondary-node-eviction-rate", controllers.DefaultSecondaryNodeEvictionRate,
+		"nodes per second tainted for eviction in a zone in PartialDisruption that has more than --large-cluster-size-threshold nodes; smaller such zones taint none")
+	f.Float64Var(&e.unhealthy, "unhealthy-zone-threshold", controllers.DefaultUnhealthyZoneThreshold,
+		"share of a zone's nodes not ready (with more than 2 of them) that makes it PartialDisruption")
+	f.IntVar(&e.largeCluster, "large-cluster-size-threshold", controllers.DefaultLargeClusterSizeThreshold,
+		"zones of more nodes than this are tainted at --secondary-node-eviction-rate in PartialDisruption; smaller ones not at all")
 }
 
 func (e *evictionFlags) apply(cfg *server.Config) error {
@@ -266,10 +277,30 @@ func (e *evictionFlags) apply(cfg *server.Config) error {
 	if e.fenceMargin < 0 {
 		errs = append(errs, fmt.Errorf("--fence-margin %s: must be 0 or more", e.fenceMargin))
 	}
+	if e.rate <= 0 {
+		errs = append(errs, fmt.Errorf("--node-eviction-rate %g: must be more than 0", e.rate))
+	}
+	if e.secondaryRate < 0 {
+		errs = append(errs, fmt.Errorf("--secondary-node-eviction-rate %g: must be 0 or more", e.secondaryRate))
+	}
+	if e.unhealthy <= 0 || e.unhealthy > 1 {
+		errs = append(errs, fmt.Errorf("--unhealthy-zone-threshold %g: must be more than 0 and at most 1", e.unhealthy))
+	}
+	if e.largeCluster < 0 {
+		errs = append(errs, fmt.Errorf("--large-cluster-size-threshold %d: must be 0 or more", e.largeCluster))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	cfg.NodeMonitorGracePeriod, cfg.FenceMargin = e.monitorGrace, e.fenceMargin
+	cfg.Eviction = controllers.Eviction{NodeEvictionRate: e.rate, SecondaryNodeEvictionRate: e.secondaryRate,
+		UnhealthyZoneThreshold: e.unhealthy, LargeClusterSizeThreshold: e.largeCluster}
+	if e.secondaryRate == 0 {
+		cfg.Eviction.SecondaryNodeEvictionRate = -1 // 0 asked: none, not the default
+	}
+	if e.largeCluster == 0 {
+		cfg.Eviction.LargeClusterSizeThreshold = -1
+	}
 	return nil
 }
 

@@ -47,6 +47,10 @@ func TestServerEvictionFlags(t *testing.T) {
 	}{
 		{[]string{"--node-monitor-grace-period", "0s"}, "--node-monitor-grace-period 0s: must be more than 0"},
 		{[]string{"--fence-margin", "-1s"}, "--fence-margin -1s: must be 0 or more"},
+		{[]string{"--node-eviction-rate", "0"}, "--node-eviction-rate 0: must be more than 0"},
+		{[]string{"--secondary-node-eviction-rate", "-0.5"}, "--secondary-node-eviction-rate -0.5: must be 0 or more"},
+		{[]string{"--unhealthy-zone-threshold", "1.5"}, "--unhealthy-zone-threshold 1.5: must be more than 0 and at most 1"},
+		{[]string{"--large-cluster-size-threshold", "-1"}, "--large-cluster-size-threshold -1: must be 0 or more"},
 	} {
 		for _, mk := range []func() *cobra.Command{newServerCommand, newDevCommand} {
 			cmd := mk()

@@ -92,4 +92,9 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 	reflect.TypeFor[ReplicaSetStatus](): {"terminatingReplicas", "conditions"},
 	reflect.TypeFor[DeploymentStatus](): {"terminatingReplicas", "collisionCount"},
 	reflect.TypeFor[DaemonSetStatus]():  {"collisionCount", "conditions"},
+
+	// policy/v1 PodDisruptionBudget: every pod is judged by readiness
+	// (IfHealthyBudget, Kubernetes' default).
+	reflect.TypeFor[PodDisruptionBudgetSpec]():   {"unhealthyPodEvictionPolicy"},
+	reflect.TypeFor[PodDisruptionBudgetStatus](): {"disruptedPods", "conditions"},
 }

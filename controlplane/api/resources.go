@@ -42,6 +42,7 @@ var Resources = []*Resource{
 	{Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true, HasStatus: true, New: func() Object { return &DaemonSet{} }},
 	{Group: "outpost.io", Version: "v1", Kind: "Token", Plural: "tokens", Singular: "token", New: func() Object { return &Token{} }},
 	{Group: "outpost.io", Version: "v1", Kind: "SchedulerPolicy", Plural: "schedulerpolicies", Singular: "schedulerpolicy", New: func() Object { return &SchedulerPolicy{} }},
+	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -107,6 +108,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[8]
 	case *SchedulerPolicy:
 		return Resources[9]
+	case *PodDisruptionBudget:
+		return Resources[10]
 	}
 	return nil
 }

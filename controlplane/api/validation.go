@@ -53,6 +53,9 @@ func Validate(obj Object) ErrorList {
 	case *SchedulerPolicy:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateSchedulerPolicy(o)...)
+	case *PodDisruptionBudget:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validatePodDisruptionBudget(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

@@ -34,6 +34,10 @@ const (
 	SubresourceHeartbeat = "heartbeat"
 )
 
+// SubresourceEviction (verb create, on pods) evicts a pod if its
+// disruption budgets allow it: a graceful delete.
+const SubresourceEviction = "eviction"
+
 // ResourceNodeCredentials is what a join token may create: the agent trades
 // the join token for a node's own credential.
 const ResourceNodeCredentials = "nodecredentials"
@@ -172,6 +176,7 @@ var resourceGroup = map[string]string{
 	"replicasets":           "apps",
 	"deployments":           "apps",
 	"daemonsets":            "apps",
+	"poddisruptionbudgets":  "policy",
 	"tokens":                "outpost.io",
 	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",
@@ -198,7 +203,7 @@ func readableSub(sub string) bool {
 
 // developerWorkloads are the namespaced resources a developer manages in
 // its own namespaces.
-var developerWorkloads = []string{"pods", "services", "replicasets", "deployments", "daemonsets", "events"}
+var developerWorkloads = []string{"pods", "services", "replicasets", "deployments", "daemonsets", "events", "poddisruptionbudgets"}
 
 func developerCan(id *Identity, req Request) bool {
 	switch {
@@ -215,7 +220,7 @@ func developerCan(id *Identity, req Request) bool {
 			switch {
 			case req.Verb == VerbGet && req.Subresource == SubresourceLog:
 				return true
-			case req.Verb == VerbCreate && req.Subresource == SubresourceExec:
+			case req.Verb == VerbCreate && (req.Subresource == SubresourceExec || req.Subresource == SubresourceEviction):
 				return true
 			}
 		}

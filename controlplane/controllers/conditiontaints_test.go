@@ -100,6 +100,9 @@ func TestNodeLifecycleConditionTaints(t *testing.T) {
 	n := newNode("n1", nil)
 	n.Spec.Taints = []api.Taint{{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule}}
 	e.create(n)
+	// A ready node beside it: with every node unhealthy the control
+	// plane would take itself for cut off and evict nothing (TNT-8).
+	e.agentNode("healthy")
 	e.startLifecycle(NodeLifecycle{})
 	waitTaints := func(want string) {
 		t.Helper()

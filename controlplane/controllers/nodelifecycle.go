@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,9 @@ type NodeLifecycle struct {
 	// heartbeat (a new lastHeartbeatTime of its Ready condition) before
 	// its conditions become Unknown; default DefaultNodeMonitorGracePeriod.
 	MonitorGracePeriod time.Duration
+	// Eviction rate-limits the NoExecute taints of not-ready and
+	// unreachable nodes, zone by zone (TNT-8).
+	Eviction Eviction
 }
 
 // DefaultNodeMonitorGracePeriod is the heartbeat backstop: four of the
@@ -95,6 +99,7 @@ type nodeLifecycle struct {
 	// afterSweep, when set, runs after each periodic sweep (the taint
 	// eviction's own sweep).
 	afterSweep func()
+	zones      *zones
 }
 
 // heartbeat is the last Ready heartbeat seen of a node, and when this
@@ -109,7 +114,7 @@ type heartbeat struct {
 }
 
 func newNodeLifecycle(s *shared, cfg NodeLifecycle) *nodeLifecycle {
-	c := &nodeLifecycle{s: s, m: cfg.Membership, live: cfg.Liveness, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}}
+	c := &nodeLifecycle{s: s, m: cfg.Membership, live: cfg.Liveness, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}, zones: newZones(cfg.Eviction)}
 	if c.grace <= 0 {
 		c.grace = DefaultNodeMonitorGracePeriod
 	}
@@ -176,6 +181,7 @@ func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
 			}
 			c.q.Add(name)
 		case <-tick.C:
+			c.observeZones()
 			for _, obj := range c.s.nodeInf.List() {
 				c.q.Add(obj.GetObjectMeta().Name)
 			}
@@ -197,20 +203,63 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 	if !ok {
 		return 0, nil
 	}
-	if taints, changed := wantTaints(n, *api.NewTime(c.s.now())); changed {
-		// The update comes back through the informer, which queues the
-		// node again for the rest of this look. A write that fails must
-		// not keep a silent node from being marked: carry on with the
-		// node as it is, and retry the taints with the queue's backoff.
-		taintErr := c.setTaints(ctx, n, taints)
-		if taintErr == nil {
-			return 0, nil
-		}
-		c.log.Warn("node condition taints not written; checking its heartbeats anyway", "node", name, "err", taintErr)
-		after, err := c.markIfSilent(ctx, name, n)
-		return after, errors.Join(taintErr, err)
+	now := c.s.now()
+	var held time.Duration
+	taints, changed := wantTaints(n, *api.NewTime(now))
+	if !changed && c.zones.inMasterDisruption() && slices.ContainsFunc(n.Spec.Taints, isEvictionTaint) {
+		changed = true // in step with its conditions, but none may evict now
 	}
-	return c.markIfSilent(ctx, name, n)
+	if changed {
+		var wasHeld bool
+		if slices.ContainsFunc(taints, func(t api.Taint) bool { return isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect) }) {
+			// About to taint a node for eviction: on the zones as they
+			// are now, not as at the last sweep.
+			c.observeZones()
+		}
+		taints, held, wasHeld = c.zones.gate(n, taints, now)
+		if wasHeld && held == 0 {
+			held = nodeMonitorPeriod
+		}
+		if !slices.EqualFunc(taints, n.Spec.Taints, sameTaint) {
+			// The update comes back through the informer, which queues
+			// the node again for the rest of this look. A write that
+			// fails must not keep a silent node from being marked: carry
+			// on with the node as it is, and retry the taints with the
+			// queue's backoff.
+			taintErr := c.setTaints(ctx, n, taints)
+			if taintErr == nil {
+				return held, nil
+			}
+			c.log.Warn("node condition taints not written; checking its heartbeats anyway", "node", name, "err", taintErr)
+			after, err := c.markIfSilent(ctx, name, n)
+			return after, errors.Join(taintErr, err)
+		}
+	}
+	after, err := c.markIfSilent(ctx, name, n)
+	if held > 0 && (after == 0 || held < after) {
+		after = held
+	}
+	return after, err
+}
+
+// observeZones recomputes the zones' states, says what changed, and
+// looks at every node again when master disruption begins or ends.
+func (c *nodeLifecycle) observeZones() {
+	objs := c.s.nodeInf.List()
+	nodes := make([]*api.Node, 0, len(objs))
+	for _, o := range objs {
+		nodes = append(nodes, o.(*api.Node))
+	}
+	for _, ch := range c.zones.observe(nodes, c.s.now()) {
+		if ch.masterChange {
+			c.log.Warn(ch.String())
+			for _, n := range nodes {
+				c.q.Add(n.Name)
+			}
+			continue
+		}
+		c.log.Info(ch.String(), "zone", ch.zone, "state", string(ch.to))
+	}
 }
 
 // markIfSilent marks n's conditions Unknown when its agent went silent;

@@ -371,6 +371,7 @@ func (e *env) bindTo(node string, pods ...*api.Pod) {
 func TestReplicaSetReplacesTerminatingPodOnlyOnceGone(t *testing.T) {
 	e := newEnv(t)
 	e.holdTerminating.Store(true)
+	e.create(newNode("n1", nil)) // pods of a node that is gone are removed
 	e.start(nil)
 	rs := e.create(newReplicaSet("web", 2, webLabels)).(*api.ReplicaSet)
 	pods := e.waitActive(rs.UID, 2)

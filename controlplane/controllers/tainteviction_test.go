@@ -140,13 +140,17 @@ func TestFenceRelease(t *testing.T) {
 	unreach := func(s *int64) api.Toleration {
 		return api.Toleration{Key: api.TaintNodeUnreachable, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoExecute, TolerationSeconds: s}
 	}
+	e.agentNode("n2") // beside it, so that n1 alone is cut off (TNT-8)
 	e.boundPod("web", "n1", 4, unreach(secsPtr(6)))
 	e.boundPod("daemon", "n1", 4, unreach(nil))
 	e.startConfig(Config{Client: e.f, NodeLifecycle: NodeLifecycle{MonitorGracePeriod: 40 * time.Second}, FenceMargin: 5 * time.Second})
 	e.settle("n1")
 
-	// Silent for 41 s: Unknown, tainted unreachable.
-	e.clock.Advance(41 * time.Second)
+	// Silent for 41 s: Unknown, tainted unreachable. n2 goes on posting.
+	e.clock.Advance(20 * time.Second)
+	e.heartbeat("n2")
+	e.clock.Advance(21 * time.Second)
+	e.heartbeat("n2")
 	e.waitUnknown("n1", msgHeartbeatsStopped)
 	e.waitFor("the unreachable taint", func() (bool, string) {
 		for _, tn := range e.node("n1").Spec.Taints {

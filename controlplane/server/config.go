@@ -18,6 +18,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 	"github.com/outpost-edge/outpost/raftstore"
 )
@@ -78,6 +79,8 @@ type Config struct {
 	// deadline before it takes that node's pod for stopped (default
 	// controllers.DefaultFenceMargin).
 	FenceMargin time.Duration
+	// Eviction rate-limits eviction tainting zone by zone (TNT-8).
+	Eviction controllers.Eviction
 	// BootstrapExpect forms a new cluster once this many servers know each
 	// other; 0 joins an existing cluster or restarts from DataDir.
 	BootstrapExpect int

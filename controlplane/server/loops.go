@@ -29,6 +29,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 					Membership:         s.nodeMembership(),
 					Liveness:           lv,
 					MonitorGracePeriod: s.cfg.NodeMonitorGracePeriod,
+					Eviction:           s.cfg.Eviction,
 				},
 				FenceMargin: s.cfg.FenceMargin,
 			})

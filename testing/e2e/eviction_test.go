@@ -341,6 +341,57 @@ func TestEvictionNeverRunsTwo(t *testing.T) {
 			t.Errorf("a ticker (%s, %s) runs on edge-2 after the heal; all 4 had moved to edge-1", pod, st.ID)
 		}
 	}
+
+	// Every node cut off: the control plane takes itself for the one cut
+	// off (TNT-8, every zone in FullDisruption) and evicts nothing, well
+	// past grace + toleration + grace period + margin (4 + 6 + 2 + 2 s).
+	// The agents stop the tickers by their own rule (TNT-9: they cannot
+	// tell) and start them again when the links return.
+	h1.Cut(t)
+	h2.Cut(t)
+	allCut := time.Now()
+	waitFor(t, 30*time.Second, "both nodes Unknown", func() (bool, string) {
+		a, err1 := c.node(ctx, "edge-1")
+		b, err2 := c.node(ctx, "edge-2")
+		if err1 != nil || err2 != nil {
+			return false, fmt.Sprint(err1, err2)
+		}
+		return readyStatus(a) == "Unknown" && readyStatus(b) == "Unknown", readyStatus(a) + " " + readyStatus(b)
+	})
+	waitFor(t, 60*time.Second, "20 s with every node cut off", func() (bool, string) {
+		ps, err := c.pods(ctx, "app=ticker")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range ps {
+			if p.DeletionTimestamp != nil {
+				t.Fatalf("pod %s evicted while every node was cut off", p.Name)
+			}
+		}
+		return time.Since(allCut) > 20*time.Second, names(ps)
+	})
+	// A node marked a moment before the other may be tainted until the
+	// zones are looked at again; by now neither is.
+	for _, n := range []string{"edge-1", "edge-2"} {
+		node, err := c.node(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range node.Spec.Taints {
+			if tn.Effect == api.TaintEffectNoExecute {
+				t.Errorf("node %s has %s:NoExecute with every node cut off", n, tn.Key)
+			}
+		}
+	}
+	h1.Restore(t)
+	h2.Restore(t)
+	waitFor(t, 90*time.Second, "the same 4 tickers Running again", func() (bool, string) {
+		ps, err := c.pods(ctx, "app=ticker")
+		if err != nil {
+			return false, err.Error()
+		}
+		return names(ps) == names(final) && allRunning(ps), describePods(ps)
+	})
 }
 
 func since(from, at time.Time) string {

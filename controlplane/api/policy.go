@@ -1,0 +1,129 @@
+package api
+
+// PodDisruptionBudget (policy/v1) bounds how many pods of a set may be
+// down at once through voluntary disruptions: the eviction API refuses an
+// eviction that would break it.
+type PodDisruptionBudget struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       PodDisruptionBudgetSpec   `json:"spec,omitzero"`
+	Status     PodDisruptionBudgetStatus `json:"status,omitzero"`
+}
+
+// PodDisruptionBudgetSpec is one of minAvailable and maxUnavailable (a
+// count or a percentage of the expected pods) and the selector of the
+// pods.
+type PodDisruptionBudgetSpec struct {
+	MinAvailable   *IntOrString   `json:"minAvailable,omitempty"`
+	Selector       *LabelSelector `json:"selector,omitempty"`
+	MaxUnavailable *IntOrString   `json:"maxUnavailable,omitempty"`
+}
+
+// PodDisruptionBudgetStatus is what the budget allows now.
+type PodDisruptionBudgetStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	DisruptionsAllowed int32 `json:"disruptionsAllowed"`
+	CurrentHealthy     int32 `json:"currentHealthy"`
+	DesiredHealthy     int32 `json:"desiredHealthy"`
+	ExpectedPods       int32 `json:"expectedPods"`
+}
+
+// Eviction (policy/v1) asks, through pods/NAME/eviction, for a pod to be
+// deleted gracefully if its disruption budgets allow it.
+type Eviction struct {
+	TypeMeta      `json:",inline"`
+	ObjectMeta    `json:"metadata"`
+	DeleteOptions *EvictionDeleteOptions `json:"deleteOptions,omitempty"`
+}
+
+// EvictionDeleteOptions are the delete options an eviction carries.
+type EvictionDeleteOptions struct {
+	Kind               string `json:"kind,omitempty"`
+	APIVersion         string `json:"apiVersion,omitempty"`
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	Preconditions      *struct {
+		UID             *string `json:"uid,omitempty"`
+		ResourceVersion *string `json:"resourceVersion,omitempty"`
+	} `json:"preconditions,omitempty"`
+	PropagationPolicy *string  `json:"propagationPolicy,omitempty"`
+	DryRun            []string `json:"dryRun,omitempty"`
+}
+
+func validatePodDisruptionBudget(b *PodDisruptionBudget) ErrorList {
+	sp := Root("spec")
+	var errs ErrorList
+	switch {
+	case b.Spec.MinAvailable != nil && b.Spec.MaxUnavailable != nil:
+		errs = append(errs, Invalid(sp, b.Spec, "minAvailable and maxUnavailable cannot be both set"))
+	case b.Spec.MinAvailable == nil && b.Spec.MaxUnavailable == nil:
+		errs = append(errs, Required(sp.Child("minAvailable"), "one of minAvailable and maxUnavailable"))
+	}
+	for _, f := range []struct {
+		v    *IntOrString
+		name string
+	}{{b.Spec.MinAvailable, "minAvailable"}, {b.Spec.MaxUnavailable, "maxUnavailable"}} {
+		n, fe := validateIntOrPercent(f.v, sp.Child(f.name))
+		errs = append(errs, fe...)
+		if len(fe) == 0 && f.v != nil && f.v.IsString && n > 100 {
+			errs = append(errs, Invalid(sp.Child(f.name), f.v.StrVal, "must not be greater than 100%"))
+		}
+	}
+	if b.Spec.Selector != nil {
+		errs = append(errs, ValidateLabelSelector(b.Spec.Selector, sp.Child("selector"))...)
+	}
+	return errs
+}
+
+// BudgetStatus is SPEC's disruption budget arithmetic, as Kubernetes
+// does it, over the pods b selects: expectedPods counts those not
+// finished (a terminating pod holds its place until it is gone, as its
+// controller does not replace it before); currentHealthy those of them
+// Ready and not being deleted; desiredHealthy is minAvailable (a
+// percentage of expectedPods rounded up) or expectedPods less
+// maxUnavailable (a percentage rounded up); disruptionsAllowed the
+// healthy ones beyond that.
+func BudgetStatus(b *PodDisruptionBudget, pods []*Pod) PodDisruptionBudgetStatus {
+	var st PodDisruptionBudgetStatus
+	for _, p := range pods {
+		if p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed {
+			continue
+		}
+		st.ExpectedPods++
+		if PodHealthy(p) {
+			st.CurrentHealthy++
+		}
+	}
+	switch {
+	case b.Spec.MinAvailable != nil:
+		st.DesiredHealthy = scaledUp(b.Spec.MinAvailable, st.ExpectedPods)
+	case b.Spec.MaxUnavailable != nil:
+		st.DesiredHealthy = max(0, st.ExpectedPods-scaledUp(b.Spec.MaxUnavailable, st.ExpectedPods))
+	}
+	st.DisruptionsAllowed = max(0, st.CurrentHealthy-st.DesiredHealthy)
+	st.ObservedGeneration = b.Generation
+	return st
+}
+
+// PodHealthy reports whether a pod counts as healthy for its budgets:
+// Ready and not being deleted.
+func PodHealthy(p *Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == PodReady {
+			return c.Status == ConditionTrue
+		}
+	}
+	return false
+}
+
+// scaledUp is v against total, a percentage rounded up. Validation
+// guarantees the form.
+func scaledUp(v *IntOrString, total int32) int32 {
+	if !v.IsString {
+		return v.IntVal
+	}
+	n, _ := validateIntOrPercent(v, Root(""))
+	return int32((n*int64(total) + 99) / 100)
+}

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"strings"
+	"testing"
+)
+
+func budget(minAvail, maxUnavail *IntOrString) *PodDisruptionBudget {
+	return &PodDisruptionBudget{ObjectMeta: ObjectMeta{Name: "b", Namespace: "default"},
+		Spec: PodDisruptionBudgetSpec{MinAvailable: minAvail, MaxUnavailable: maxUnavail, Selector: &LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+}
+
+func ptrIOS(v IntOrString) *IntOrString { return &v }
+
+// PDB arithmetic (issue 10, "How it is checked"): counts and
+// percentages, which round up as Kubernetes rounds them.
+func TestBudgetStatus(t *testing.T) {
+	ready := func(n int, healthy int) []*Pod {
+		var out []*Pod
+		for i := range n {
+			st := ConditionFalse
+			if i < healthy {
+				st = ConditionTrue
+			}
+			out = append(out, &Pod{Status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{{Type: PodReady, Status: st}}}})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name                    string
+		b                       *PodDisruptionBudget
+		pods                    []*Pod
+		expected, healthy, want int32
+		allowed                 int32
+	}{
+		{"minAvailable 2 of 4 ready", budget(ptrIOS(FromInt(2)), nil), ready(4, 4), 4, 4, 2, 2},
+		{"minAvailable 2 of 3 ready", budget(ptrIOS(FromInt(2)), nil), ready(4, 3), 4, 3, 2, 1},
+		{"minAvailable 50% of 3 rounds up to 2", budget(ptrIOS(FromString("50%")), nil), ready(3, 3), 3, 3, 2, 1},
+		{"minAvailable 100%", budget(ptrIOS(FromString("100%")), nil), ready(4, 4), 4, 4, 4, 0},
+		{"maxUnavailable 1 of 4", budget(nil, ptrIOS(FromInt(1))), ready(4, 4), 4, 4, 3, 1},
+		{"maxUnavailable 1 with one not ready", budget(nil, ptrIOS(FromInt(1))), ready(4, 3), 4, 3, 3, 0},
+		{"maxUnavailable 30% of 5 rounds up to 2", budget(nil, ptrIOS(FromString("30%"))), ready(5, 5), 5, 5, 3, 2},
+		{"maxUnavailable more than there are", budget(nil, ptrIOS(FromInt(9))), ready(2, 2), 2, 2, 0, 2},
+		{"no pods", budget(ptrIOS(FromInt(1)), nil), nil, 0, 0, 1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := BudgetStatus(tt.b, tt.pods)
+			if st.ExpectedPods != tt.expected || st.CurrentHealthy != tt.healthy || st.DesiredHealthy != tt.want || st.DisruptionsAllowed != tt.allowed {
+				t.Errorf("status %+v, want expected %d healthy %d desired %d allowed %d", st, tt.expected, tt.healthy, tt.want, tt.allowed)
+			}
+		})
+	}
+	// A terminating pod holds its place but is not healthy; a finished
+	// one is not expected.
+	pods := ready(3, 3)
+	pods[0].DeletionTimestamp = &Time{}
+	pods = append(pods, &Pod{Status: PodStatus{Phase: PodSucceeded}})
+	if st := BudgetStatus(budget(ptrIOS(FromInt(1)), nil), pods); st.ExpectedPods != 3 || st.CurrentHealthy != 2 {
+		t.Errorf("terminating and finished pods: %+v, want expected 3, healthy 2", st)
+	}
+}
+
+// Bad budgets are refused with every problem by field path.
+func TestValidatePodDisruptionBudget(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		b    *PodDisruptionBudget
+		want []string
+	}{
+		{"both", budget(ptrIOS(FromInt(1)), ptrIOS(FromInt(1))), []string{"spec: Invalid value", "minAvailable and maxUnavailable cannot be both set"}},
+		{"neither", budget(nil, nil), []string{"spec.minAvailable: Required value"}},
+		{"negative", budget(ptrIOS(FromInt(-1)), nil), []string{"spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"}},
+		{"over 100%", budget(nil, ptrIOS(FromString("120%"))), []string{`spec.maxUnavailable: Invalid value: "120%": must not be greater than 100%`}},
+		{"not a percent", budget(ptrIOS(FromString("half")), nil), []string{"spec.minAvailable: Invalid value: \"half\""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var msgs []string
+			for _, e := range Validate(tt.b) {
+				msgs = append(msgs, e.Error())
+			}
+			all := strings.Join(msgs, "; ")
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("errors %q, want one saying %q", all, w)
+				}
+			}
+		})
+	}
+}

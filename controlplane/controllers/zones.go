@@ -1,0 +1,310 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// Zone-aware, rate-limited eviction tainting (SPEC TNT-8), with
+// kube-controller-manager's settings and defaults. A zero setting is the
+// default; SecondaryNodeEvictionRate and LargeClusterSizeThreshold below
+// zero are 0.
+const (
+	DefaultNodeEvictionRate          = 0.1
+	DefaultSecondaryNodeEvictionRate = 0.01
+	DefaultUnhealthyZoneThreshold    = 0.55
+	DefaultLargeClusterSizeThreshold = 50
+)
+
+// ZoneState is a zone's health, as Kubernetes names it.
+type ZoneState string
+
+// Zone states.
+const (
+	ZoneNormal            ZoneState = "Normal"
+	ZonePartialDisruption ZoneState = "PartialDisruption"
+	ZoneFullDisruption    ZoneState = "FullDisruption"
+)
+
+// zoneLabels name a node's zone, today's label first.
+var zoneLabels = []string{"topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"}
+
+func zoneOf(n *api.Node) string {
+	for _, l := range zoneLabels {
+		if z, ok := n.Labels[l]; ok {
+			return z
+		}
+	}
+	return ""
+}
+
+// Eviction configures the zone-aware rate limit on the NoExecute taints of
+// not-ready and unreachable nodes. Zero values are the defaults; a rate
+// below zero is 0.
+type Eviction struct {
+	// NodeEvictionRate is how many nodes per second may be tainted for
+	// eviction in a zone that is Normal (or FullDisruption while other
+	// zones are not).
+	NodeEvictionRate float64
+	// SecondaryNodeEvictionRate is the rate in a PartialDisruption zone
+	// of more than LargeClusterSizeThreshold nodes; smaller zones in
+	// PartialDisruption taint no node.
+	SecondaryNodeEvictionRate float64
+	// UnhealthyZoneThreshold is the share of not-ready nodes (of a zone
+	// with more than 2 of them) that makes it PartialDisruption.
+	UnhealthyZoneThreshold float64
+	// LargeClusterSizeThreshold: see SecondaryNodeEvictionRate.
+	LargeClusterSizeThreshold int
+}
+
+func (e Eviction) withDefaults() Eviction {
+	if e.NodeEvictionRate == 0 {
+		e.NodeEvictionRate = DefaultNodeEvictionRate
+	}
+	if e.SecondaryNodeEvictionRate == 0 {
+		e.SecondaryNodeEvictionRate = DefaultSecondaryNodeEvictionRate
+	}
+	if e.UnhealthyZoneThreshold == 0 {
+		e.UnhealthyZoneThreshold = DefaultUnhealthyZoneThreshold
+	}
+	if e.LargeClusterSizeThreshold == 0 {
+		e.LargeClusterSizeThreshold = DefaultLargeClusterSizeThreshold
+	}
+	e.NodeEvictionRate = max(e.NodeEvictionRate, 0)
+	e.SecondaryNodeEvictionRate = max(e.SecondaryNodeEvictionRate, 0)
+	e.LargeClusterSizeThreshold = max(e.LargeClusterSizeThreshold, 0)
+	return e
+}
+
+// zoneStateOf is TNT-8's rule: no ready node (and some not ready) is
+// FullDisruption; more than 2 not ready and at least the threshold's
+// share of the zone is PartialDisruption; else Normal.
+func zoneStateOf(ready, notReady int, threshold float64) ZoneState {
+	switch {
+	case ready == 0 && notReady > 0:
+		return ZoneFullDisruption
+	case notReady > 2 && float64(notReady)/float64(ready+notReady) >= threshold:
+		return ZonePartialDisruption
+	}
+	return ZoneNormal
+}
+
+// bucket is a token bucket of burst 1: one node at a time at rate per
+// second, as Kubernetes' eviction limiter.
+type bucket struct {
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+// take reports whether a node may be tainted at now; if not, wait is when
+// to ask again (0 when the rate is 0: never, until it changes).
+func (b *bucket) take(now time.Time) (ok bool, wait time.Duration) {
+	if !b.last.IsZero() && now.After(b.last) {
+		b.tokens = min(1, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	if b.rate <= 0 {
+		return false, 0
+	}
+	return false, time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+}
+
+// zones keeps each zone's state and limiter.
+type zones struct {
+	cfg Eviction
+
+	mu      sync.Mutex
+	state   map[string]ZoneState
+	size    map[string]int
+	buckets map[string]*bucket
+	// master is "every zone is in FullDisruption": the control plane
+	// takes itself for the one cut off and evicts nothing.
+	master bool
+}
+
+func newZones(cfg Eviction) *zones {
+	return &zones{cfg: cfg.withDefaults(), state: map[string]ZoneState{}, size: map[string]int{}, buckets: map[string]*bucket{}}
+}
+
+// zoneChange is a zone whose state changed, for the log and events.
+type zoneChange struct {
+	zone         string
+	from, to     ZoneState
+	ready, total int
+	// masterChange: the change is of master disruption, to master.
+	masterChange, master bool
+}
+
+// observe recomputes every zone's state from nodes (those an agent
+// reports, with a Ready condition) and returns what changed.
+func (z *zones) observe(nodes []*api.Node, now time.Time) []zoneChange {
+	ready, notReady := map[string]int{}, map[string]int{}
+	for _, n := range nodes {
+		r := nodeReadyCondition(n)
+		if r == nil {
+			continue
+		}
+		zone := zoneOf(n)
+		if r.Status == api.ConditionTrue {
+			ready[zone]++
+		} else {
+			notReady[zone]++
+		}
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var changes []zoneChange
+	seen := map[string]bool{}
+	allFull := true
+	for _, zone := range unionKeys(ready, notReady) {
+		seen[zone] = true
+		st := zoneStateOf(ready[zone], notReady[zone], z.cfg.UnhealthyZoneThreshold)
+		allFull = allFull && st == ZoneFullDisruption
+		z.size[zone] = ready[zone] + notReady[zone]
+		if prev, ok := z.state[zone]; !ok || prev != st {
+			from := prev
+			if !ok {
+				from = ZoneNormal
+			}
+			if from != st {
+				changes = append(changes, zoneChange{zone: zone, from: from, to: st, ready: ready[zone], total: z.size[zone]})
+			}
+			z.state[zone] = st
+		}
+		b := z.buckets[zone]
+		if b == nil {
+			// A zone starts with a token: its first node is tainted at
+			// once, as Kubernetes' limiter allows.
+			b = &bucket{tokens: 1, last: now}
+			z.buckets[zone] = b
+		}
+	}
+	for zone := range z.state {
+		if !seen[zone] {
+			delete(z.state, zone)
+			delete(z.size, zone)
+			delete(z.buckets, zone)
+		}
+	}
+	master := allFull && len(seen) > 0
+	if master != z.master {
+		changes = append(changes, zoneChange{masterChange: true, master: master})
+		z.master = master
+	}
+	for zone, b := range z.buckets {
+		b.rate = z.rateLocked(zone)
+	}
+	return changes
+}
+
+// rateLocked is the tainting rate of zone in its state.
+func (z *zones) rateLocked(zone string) float64 {
+	switch z.state[zone] {
+	case ZonePartialDisruption:
+		if z.size[zone] > z.cfg.LargeClusterSizeThreshold {
+			return z.cfg.SecondaryNodeEvictionRate
+		}
+		return 0
+	default:
+		// Normal; a FullDisruption zone while others are not is evicted
+		// at the normal rate, as in Kubernetes.
+		return z.cfg.NodeEvictionRate
+	}
+}
+
+// gate lets through the NoExecute condition taints that want would add
+// to n only if n's zone may taint a node now: in master disruption none
+// at all (and those it holds go), otherwise one node per token. It
+// returns the taints to write and, when some were held back, when to
+// look again (0: at the next sweep).
+func (z *zones) gate(n *api.Node, want []api.Taint, now time.Time) ([]api.Taint, time.Duration, bool) {
+	adds := false
+	for _, t := range want {
+		if isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect) {
+			adds = true
+		}
+	}
+	// A node that holds one already (not-ready becoming unreachable)
+	// swaps it without a token: the limit is on nodes, as in Kubernetes.
+	swap := slices.ContainsFunc(n.Spec.Taints, isEvictionTaint)
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.master {
+		return slices.DeleteFunc(slices.Clone(want), isEvictionTaint), 0, adds
+	}
+	if !adds || swap {
+		return want, 0, false
+	}
+	b := z.buckets[zoneOf(n)]
+	if b == nil {
+		b = &bucket{tokens: 1, last: now, rate: z.cfg.NodeEvictionRate}
+		z.buckets[zoneOf(n)] = b
+	}
+	ok, wait := b.take(now)
+	if ok {
+		return want, 0, false
+	}
+	held := slices.DeleteFunc(slices.Clone(want), func(t api.Taint) bool {
+		return isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect)
+	})
+	return held, wait, true
+}
+
+// inMasterDisruption reports whether every zone is in FullDisruption.
+func (z *zones) inMasterDisruption() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.master
+}
+
+// State is zone's state ("" when unknown) and whether the control plane
+// is in master disruption.
+func (z *zones) State(zone string) (ZoneState, bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.state[zone], z.master
+}
+
+// isEvictionTaint reports whether t is a NoExecute taint of a condition:
+// the ones TNT-8 rate-limits.
+func isEvictionTaint(t api.Taint) bool {
+	return t.Effect == api.TaintEffectNoExecute && (t.Key == api.TaintNodeNotReady || t.Key == api.TaintNodeUnreachable)
+}
+
+func unionKeys(a, b map[string]int) []string {
+	var out []string
+	for k := range a {
+		out = append(out, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c zoneChange) String() string {
+	if c.masterChange {
+		if c.master {
+			return "every zone is in FullDisruption: the control plane takes itself for the one cut off; it evicts nothing and removes the NoExecute taints it added"
+		}
+		return "a zone has a ready node again: eviction resumes"
+	}
+	name := c.zone
+	if name == "" {
+		name = "(nodes without a zone)"
+	}
+	return fmt.Sprintf("zone %s is now %s (was %s): %d of %d nodes ready", name, c.to, c.from, c.ready, c.total)
+}
