@@ -74,23 +74,47 @@ func validatePodDisruptionBudget(b *PodDisruptionBudget) ErrorList {
 	return errs
 }
 
-// BudgetStatus is SPEC's disruption budget arithmetic, as Kubernetes
-// does it, over the pods b selects: expectedPods counts those not
-// finished (a terminating pod holds its place until it is gone, as its
-// controller does not replace it before); currentHealthy those of them
-// Ready and not being deleted; desiredHealthy is minAvailable (a
-// percentage of expectedPods rounded up) or expectedPods less
-// maxUnavailable (a percentage rounded up); disruptionsAllowed the
-// healthy ones beyond that.
-func BudgetStatus(b *PodDisruptionBudget, pods []*Pod) PodDisruptionBudgetStatus {
+// Scale says how many pods the controller ref (of a pod in ns) wants;
+// false when it cannot tell (then the pod counts for itself).
+type Scale func(ns string, ref *OwnerReference) (int32, bool)
+
+// BudgetStatus is the disruption budget arithmetic, as Kubernetes does
+// it, over the pods b selects. currentHealthy counts those Ready and not
+// being deleted. expectedPods is the number of pods selected (not
+// finished) when minAvailable is a count; otherwise, as in Kubernetes,
+// the scale of their controllers (each counted once; scale may be nil),
+// so that a pod gone and not yet replaced is still expected.
+// desiredHealthy is minAvailable (a percentage of expectedPods rounded
+// up) or expectedPods less maxUnavailable (a percentage rounded up);
+// disruptionsAllowed the healthy pods beyond that.
+func BudgetStatus(b *PodDisruptionBudget, pods []*Pod, scale Scale) PodDisruptionBudgetStatus {
 	var st PodDisruptionBudgetStatus
+	byScale := b.Spec.MaxUnavailable != nil || b.Spec.MinAvailable != nil && b.Spec.MinAvailable.IsString
+	seen := map[string]bool{}
 	for _, p := range pods {
 		if p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed {
 			continue
 		}
-		st.ExpectedPods++
 		if PodHealthy(p) {
 			st.CurrentHealthy++
+		}
+		if !byScale || scale == nil {
+			st.ExpectedPods++
+			continue
+		}
+		ref := controllerRef(p)
+		if ref == nil {
+			st.ExpectedPods++
+			continue
+		}
+		if seen[ref.UID] {
+			continue
+		}
+		seen[ref.UID] = true
+		if n, ok := scale(p.Namespace, ref); ok {
+			st.ExpectedPods += n
+		} else {
+			st.ExpectedPods++
 		}
 	}
 	switch {
@@ -102,6 +126,15 @@ func BudgetStatus(b *PodDisruptionBudget, pods []*Pod) PodDisruptionBudgetStatus
 	st.DisruptionsAllowed = max(0, st.CurrentHealthy-st.DesiredHealthy)
 	st.ObservedGeneration = b.Generation
 	return st
+}
+
+func controllerRef(p *Pod) *OwnerReference {
+	for i := range p.OwnerReferences {
+		if r := &p.OwnerReferences[i]; r.Controller != nil && *r.Controller {
+			return r
+		}
+	}
+	return nil
 }
 
 // PodHealthy reports whether a pod counts as healthy for its budgets:

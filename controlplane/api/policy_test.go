@@ -44,7 +44,7 @@ func TestBudgetStatus(t *testing.T) {
 		{"no pods", budget(ptrIOS(FromInt(1)), nil), nil, 0, 0, 1, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := BudgetStatus(tt.b, tt.pods)
+			st := BudgetStatus(tt.b, tt.pods, nil)
 			if st.ExpectedPods != tt.expected || st.CurrentHealthy != tt.healthy || st.DesiredHealthy != tt.want || st.DisruptionsAllowed != tt.allowed {
 				t.Errorf("status %+v, want expected %d healthy %d desired %d allowed %d", st, tt.expected, tt.healthy, tt.want, tt.allowed)
 			}
@@ -55,8 +55,29 @@ func TestBudgetStatus(t *testing.T) {
 	pods := ready(3, 3)
 	pods[0].DeletionTimestamp = &Time{}
 	pods = append(pods, &Pod{Status: PodStatus{Phase: PodSucceeded}})
-	if st := BudgetStatus(budget(ptrIOS(FromInt(1)), nil), pods); st.ExpectedPods != 3 || st.CurrentHealthy != 2 {
+	if st := BudgetStatus(budget(ptrIOS(FromInt(1)), nil), pods, nil); st.ExpectedPods != 3 || st.CurrentHealthy != 2 {
 		t.Errorf("terminating and finished pods: %+v, want expected 3, healthy 2", st)
+	}
+}
+
+// With maxUnavailable (or a percentage) the pods expected are the scale
+// of their controllers, as in Kubernetes: a pod gone and not yet replaced
+// is still expected, so a second eviction is not allowed meanwhile.
+func TestBudgetStatusByScale(t *testing.T) {
+	yes := true
+	rs := OwnerReference{Kind: "ReplicaSet", Name: "web", UID: "rs-1", Controller: &yes}
+	var pods []*Pod
+	for range 2 {
+		pods = append(pods, &Pod{ObjectMeta: ObjectMeta{Namespace: "default", OwnerReferences: []OwnerReference{rs}},
+			Status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{{Type: PodReady, Status: ConditionTrue}}}})
+	}
+	scale := func(ns string, ref *OwnerReference) (int32, bool) { return 3, ref.UID == "rs-1" }
+	st := BudgetStatus(budget(nil, ptrIOS(FromInt(1))), pods, scale)
+	if st.ExpectedPods != 3 || st.DesiredHealthy != 2 || st.DisruptionsAllowed != 0 {
+		t.Fatalf("one of 3 replicas gone: %+v, want expected 3, desired 2, none allowed", st)
+	}
+	if st := BudgetStatus(budget(ptrIOS(FromInt(1)), nil), pods, scale); st.ExpectedPods != 2 {
+		t.Fatalf("minAvailable as a count: expected %d, want the 2 pods", st.ExpectedPods)
 	}
 }
 

@@ -143,6 +143,14 @@ func NewTimeout(msg string) *StatusError {
 	return newStatusError(http.StatusGatewayTimeout, ReasonTimeout, msg)
 }
 
+// NewTooManyRequests is a refusal to be retried later (429), with its
+// causes.
+func NewTooManyRequests(msg string, details *StatusDetails) *StatusError {
+	e := newStatusError(http.StatusTooManyRequests, ReasonTooManyRequests, msg)
+	e.Status.Details = details
+	return e
+}
+
 // NewInvalid lists every field problem of kind/name as one 422 error:
 // `Pod "x" is invalid: [spec.containers[0].name: Required value, ...]`.
 func NewInvalid(kind, name string, errs ErrorList) *StatusError {

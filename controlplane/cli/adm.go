@@ -26,7 +26,7 @@ func newAdmCommand(o *options) *cobra.Command {
 		Short: "Cluster administration: tokens, raft membership, node placement, scheduler policies",
 	}
 	adm.AddCommand(newTokenCommand(o), newRaftCommand(o), newTaintCommand(o),
-		newCordonCommand(o, true), newCordonCommand(o, false), newSchedulerCommand())
+		newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newSchedulerCommand())
 	return adm
 }
 

@@ -833,9 +833,9 @@ func TestEditRefusesDuplicateKeys(t *testing.T) {
 // naming it (and the near miss), not the group's help with exit 0 that a
 // script takes for success (issue 9 item 10).
 func TestUnknownSubcommandFails(t *testing.T) {
-	r := runCLI(t, context.Background(), "", "adm", "drain", "node-1")
-	if r.code != 1 || !strings.Contains(r.stderr, `unknown command "drain" for "outpost adm"`) {
-		t.Fatalf("adm drain: exit %d, stderr %q", r.code, r.stderr)
+	r := runCLI(t, context.Background(), "", "adm", "evacuate", "node-1")
+	if r.code != 1 || !strings.Contains(r.stderr, `unknown command "evacuate" for "outpost adm"`) {
+		t.Fatalf("adm evacuate: exit %d, stderr %q", r.code, r.stderr)
 	}
 	r = runCLI(t, context.Background(), "", "adm", "tokn", "list")
 	if r.code != 1 || !strings.Contains(r.stderr, "did you mean token?") {

@@ -186,6 +186,18 @@ func tableColumns(r *api.Resource) columns {
 		return columns{header: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, row: eventRow}
 	case "Token":
 		return columns{header: []string{"NAME", "ROLE", "NODE", "NAMESPACES", "EXPIRES"}, row: tokenRow}
+	case "PodDisruptionBudget":
+		return columns{header: []string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			b := obj.(*api.PodDisruptionBudget)
+			minA, maxU := "N/A", "N/A"
+			if b.Spec.MinAvailable != nil {
+				minA = b.Spec.MinAvailable.String()
+			}
+			if b.Spec.MaxUnavailable != nil {
+				maxU = b.Spec.MaxUnavailable.String()
+			}
+			return []string{b.Name, minA, maxU, strconv.Itoa(int(b.Status.DisruptionsAllowed)), age(now, b.CreationTimestamp)}
+		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

@@ -126,6 +126,7 @@ func newRootCommand(o *options) *cobra.Command {
 		newTaintCommand(o),
 		newCordonCommand(o, true),
 		newCordonCommand(o, false),
+		newDrainCommand(o),
 		newAdmCommand(o),
 		// logs, exec and image import stream through the nodes' agents.
 		newLogsCommand(o),

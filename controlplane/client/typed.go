@@ -236,6 +236,24 @@ func (c *Client) DeleteWith(ctx context.Context, r *api.Resource, ns, name strin
 	return DecodeObject(r, data)
 }
 
+// Evict asks for pod ns/name to be evicted (POST pods/NAME/eviction): a
+// graceful delete if its disruption budget allows it, else a 429 whose
+// causes name the budget.
+func (c *Client) Evict(ctx context.Context, ns, name string, grace *int64) error {
+	r := api.ResourceForKind("Pod")
+	ns = c.nsFor(r, ns)
+	ev := &api.Eviction{TypeMeta: api.TypeMeta{Kind: "Eviction", APIVersion: "policy/v1"}, ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns}}
+	if grace != nil {
+		ev.DeleteOptions = &api.EvictionDeleteOptions{GracePeriodSeconds: grace}
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode eviction: %w", err)
+	}
+	_, _, err = c.Do(ctx, http.MethodPost, PathFor(r, ns, name, "eviction"), nil, body)
+	return err
+}
+
 // Bind assigns pod ns/pod to node through the binding subresource, the
 // only way a scheduler changes a pod.
 func (c *Client) Bind(ctx context.Context, ns, pod, node string) error {

@@ -77,7 +77,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -119,6 +119,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.deployInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Deployment"), log)
 	s.dsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("DaemonSet"), log)
 	s.nodeInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Node"), log)
+	s.pdbInf = controller.NewInformer(cfg.Client, api.ResourceForKind("PodDisruptionBudget"), log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -133,6 +134,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	gc := newGarbageCollector(s)
 	nlc := newNodeLifecycle(s, cfg.NodeLifecycle)
 	te := newTaintEviction(s, nlc, cfg.FenceMargin)
+	dis := newDisruption(s)
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -142,6 +144,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		dsc.onPod(ev)
 		gc.onObject(ev, "pods")
 		te.onPod(ev)
+		dis.onPod(ev)
 	}
 	onRS := func(ev controller.Event) {
 		s.rss.apply(ev)
@@ -178,17 +181,22 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	for _, w := range []struct {
 		inf *controller.Informer
 		on  func(controller.Event)
-	}{{s.podInf, onPod}, {s.rsInf, onRS}, {s.deployInf, onDeploy}, {s.dsInf, onDS}, {s.nodeInf, onNode}} {
+	}{{s.podInf, onPod}, {s.rsInf, onRS}, {s.deployInf, onDeploy}, {s.dsInf, onDS}, {s.nodeInf, onNode}, {s.pdbInf, func(ev controller.Event) {
+		if ev.Type == api.Deleted {
+			s.sels.drop(ev.Object.GetObjectMeta().UID)
+		}
+		dis.onBudget(ev)
+	}}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf} {
 		select {
 		case <-ctx.Done():
 			return nil

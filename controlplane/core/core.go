@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
@@ -71,6 +72,8 @@ type Core struct {
 	// caughtUp is closed once the store has applied a read index obtained
 	// after New (catchup.go).
 	caughtUp chan struct{}
+	// evictMu takes evictions one at a time (evict.go).
+	evictMu sync.Mutex
 }
 
 // New returns the core of a server whose store and raft member are cfg's.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,4 +78,59 @@ func TestGracefulPodDelete(t *testing.T) {
 	// A force delete by a user removes it at once.
 	c.must(http.StatusOK, "DELETE", pods+"db?gracePeriodSeconds=0", nil)
 	c.must(http.StatusNotFound, "GET", pods+"db", nil)
+}
+
+// The eviction API (issue 10 item 7): an eviction that would break the
+// pod's disruption budget is refused with 429 naming the budget; one it
+// allows is a graceful delete; bad input is refused with nothing changed.
+func TestEvictionRespectsBudget(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := admin(t, s)
+	const pods = "/api/v1/namespaces/default/pods/"
+	for _, name := range []string{"web-1", "web-2"} {
+		p := boundPodJSON(name, "n1", nil)
+		p["metadata"].(map[string]any)["labels"] = map[string]any{"app": "web"}
+		c.must(http.StatusCreated, "POST", "/api/v1/namespaces/default/pods", p)
+		st := decode[api.Pod](t, c.must(http.StatusOK, "GET", pods+name, nil))
+		st.Status.Phase = api.PodRunning
+		st.Status.Conditions = []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}}
+		c.must(http.StatusOK, "PUT", pods+name+"/status", st)
+	}
+	const pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+	bad := map[string]any{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": map[string]any{"name": "both"},
+		"spec": map[string]any{"minAvailable": 1, "maxUnavailable": 1, "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}}
+	if r := c.do("POST", pdbs, bad); r.code != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "minAvailable and maxUnavailable cannot be both set") {
+		t.Fatalf("budget with both: %d %s", r.code, r.body)
+	}
+	c.must(http.StatusCreated, "POST", pdbs, map[string]any{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"minAvailable": 1, "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}})
+
+	evict := func(name string) reply {
+		return c.do("POST", pods+name+"/eviction", map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": name, "namespace": "default"}})
+	}
+	before := appliedIndex(s)
+	if r := c.do("POST", pods+"web-1/eviction", map[string]any{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": map[string]any{"name": "web-2"}}); r.code != http.StatusUnprocessableEntity ||
+		!strings.Contains(string(r.body), "metadata.name") {
+		t.Fatalf("eviction naming another pod: %d %s", r.code, r.body)
+	}
+	if r := evict("nosuch"); r.code != http.StatusNotFound {
+		t.Fatalf("eviction of a pod that does not exist: %d %s", r.code, r.body)
+	}
+	if after := appliedIndex(s); after != before {
+		t.Fatalf("refused evictions wrote: %d → %d", before, after)
+	}
+	if r := evict("web-1"); r.code != http.StatusCreated {
+		t.Fatalf("first eviction: %d %s", r.code, r.body)
+	}
+	p := decode[api.Pod](t, c.must(http.StatusOK, "GET", pods+"web-1", nil))
+	if p.DeletionTimestamp == nil || !strings.Contains(fmt.Sprint(p.Status.Conditions), "EvictionByEvictionAPI") {
+		t.Fatalf("evicted pod: deletionTimestamp %v, conditions %+v; want it terminating with a DisruptionTarget condition", p.DeletionTimestamp, p.Status.Conditions)
+	}
+	r := evict("web-2")
+	if r.code != http.StatusTooManyRequests || !strings.Contains(string(r.body), "The disruption budget web needs 1 healthy pods and has 1 currently") {
+		t.Fatalf("second eviction: %d %s; want 429 naming the budget", r.code, r.body)
+	}
+	if p := decode[api.Pod](t, c.must(http.StatusOK, "GET", pods+"web-2", nil)); p.DeletionTimestamp != nil {
+		t.Fatal("the refused eviction deleted the pod")
+	}
 }

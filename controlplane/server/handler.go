@@ -323,6 +323,8 @@ func (s *Server) serveResource(w *recorder, r *http.Request, id *auth.Identity, 
 		switch {
 		case verb == verbCreate && rt.sub == subBinding:
 			s.serveBind(w, r, id, &rt)
+		case verb == verbCreate && rt.sub == subEviction:
+			s.serveEvict(w, r, id, &rt)
 		case verb == verbCreate:
 			s.serveCreate(w, r, id, &rt)
 		case verb == verbUpdate:
@@ -335,10 +337,10 @@ func (s *Server) serveResource(w *recorder, r *http.Request, id *auth.Identity, 
 
 // metricNames holds the resource label of every route, built once so that
 // labelling a request does not concatenate strings.
-var metricNames = func() map[*api.Resource][3]string {
-	m := map[*api.Resource][3]string{}
+var metricNames = func() map[*api.Resource][4]string {
+	m := map[*api.Resource][4]string{}
 	for _, r := range api.Resources {
-		m[r] = [3]string{r.Plural, r.Plural + "/" + subStatus, r.Plural + "/" + subBinding}
+		m[r] = [4]string{r.Plural, r.Plural + "/" + subStatus, r.Plural + "/" + subBinding, r.Plural + "/" + subEviction}
 	}
 	return m
 }()
@@ -350,6 +352,8 @@ func metricName(rt *route) string {
 		return n[1]
 	case subBinding:
 		return n[2]
+	case subEviction:
+		return n[3]
 	}
 	return n[0]
 }

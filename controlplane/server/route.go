@@ -21,6 +21,8 @@ const (
 const (
 	subStatus  = "status"
 	subBinding = "binding"
+	// subEviction is pods/NAME/eviction (policy/v1 Eviction).
+	subEviction = "eviction"
 )
 
 // route is what a resource URL names.
@@ -120,6 +122,7 @@ func (rt route) withNameAndSub(segs []string) (route, error) {
 		switch {
 		case rt.sub == subStatus && rt.res.HasStatus:
 		case rt.sub == subBinding && rt.res.Plural == "pods":
+		case rt.sub == subEviction && rt.res.Plural == "pods":
 		default:
 			return rt, notFoundPath()
 		}
@@ -138,7 +141,7 @@ func (rt route) withNameAndSub(segs []string) (route, error) {
 func verbFor(method string, rt *route, watchQuery bool) (string, error) {
 	switch method {
 	case http.MethodGet, http.MethodHead:
-		if rt.sub == subBinding {
+		if rt.sub == subBinding || rt.sub == subEviction {
 			break
 		}
 		if rt.name != "" {
@@ -155,11 +158,11 @@ func verbFor(method string, rt *route, watchQuery bool) (string, error) {
 		if rt.name == "" {
 			return verbCreate, nil
 		}
-		if rt.sub == subBinding {
+		if rt.sub == subBinding || rt.sub == subEviction {
 			return verbCreate, nil
 		}
 	case http.MethodPut:
-		if rt.name != "" && rt.sub != subBinding && !rt.watch {
+		if rt.name != "" && rt.sub != subBinding && rt.sub != subEviction && !rt.watch {
 			return verbUpdate, nil
 		}
 	case http.MethodDelete:
