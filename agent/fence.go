@@ -107,10 +107,13 @@ func (f *fenceClock) ack(sentAt, grace, period time.Duration) (fenceRecord, bool
 	if !f.known || sentAt > f.lastAck {
 		f.lastAck, f.known = sentAt, true
 	}
+	changed := grace > 0 && grace != f.grace
 	if grace > 0 {
 		f.grace = grace
 	}
-	if f.saved != 0 && f.now()-f.saved < period {
+	// A new grace period is saved at once: a restart must not fence by
+	// an older one.
+	if !changed && f.saved != 0 && f.now()-f.saved < period {
 		return fenceRecord{}, false
 	}
 	f.saved = f.now()

@@ -56,6 +56,7 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 			}
 			now := a.now()
 			conds := host.Conditions(prev, obs, a.thresholds, rtErr, now)
+			a.relievePressure(ctx, conds)
 			changed := host.Changed(prev, conds) || resend
 			beat := now.Sub(lastBeat) >= a.cfg.Heartbeat
 			if changed || beat {
@@ -298,11 +299,11 @@ func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, st api.NodeS
 		switch {
 		case err == nil:
 			a.contact()
-			if a.legacyHeartbeat.Load() {
-				// No heartbeat call to count by: the status write is
-				// what the leader counts.
-				a.acked(ctx, sentAt, 0)
-			}
+			// The leader counts a status write as a sign of life when
+			// its lastHeartbeatTime, in whole seconds, moved: a second
+			// before this one was sent is never later than the sign it
+			// counted.
+			a.acked(ctx, sentAt-time.Second, 0)
 			n, _ := res.(*api.Node)
 			return n, false
 		case api.IsConflict(err):

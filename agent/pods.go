@@ -39,6 +39,10 @@ type pods struct {
 	// fenced holds the pods the agent stopped by its own rule while cut
 	// off (fence.go).
 	fenced map[string]fenced
+	// evicted holds the pods evicted for node pressure (pressure.go):
+	// never started again; victimDone closes when the last one stopped.
+	evicted    map[string]bool
+	victimDone <-chan struct{}
 }
 
 type pendingStatus struct {
@@ -57,13 +61,15 @@ func newPods() *pods {
 		byContainer: map[string]string{},
 		finishing:   map[string]*api.Pod{},
 		fenced:      map[string]fenced{},
+		evicted:     map[string]bool{},
 	}
 }
 
 // wants reports whether the agent should run pod: bound here, not being
 // deleted, and not finished.
 func (a *Agent) wants(p *api.Pod) bool {
-	return p.Spec.NodeName == a.cfg.NodeName && p.DeletionTimestamp == nil
+	evicted := p.Status.Phase == api.PodFailed && p.Status.Reason == "Evicted"
+	return p.Spec.NodeName == a.cfg.NodeName && p.DeletionTimestamp == nil && !evicted
 }
 
 // setPod makes p desired (or not) and tells its worker, starting or
@@ -71,6 +77,12 @@ func (a *Agent) wants(p *api.Pod) bool {
 // what was last asked.
 func (a *Agent) setPod(ctx context.Context, p *api.Pod, existing []runtime.ContainerStatus, saved bool) {
 	uid := string(p.UID)
+	a.pods.mu.Lock()
+	evicted := a.pods.evicted[uid]
+	a.pods.mu.Unlock()
+	if evicted {
+		return // evicted for node pressure: it stays stopped
+	}
 	if a.isFenced(uid) && a.wants(p) {
 		a.unfence(ctx, p)
 		return
@@ -336,6 +348,9 @@ func (a *Agent) watchPods(ctx context.Context) {
 				a.log.Info("pod deleted: stopping it", "pod", p.Namespace+"/"+p.Name)
 				a.dropPod(string(p.UID), -1)
 				a.forgetFenced(string(p.UID))
+				a.pods.mu.Lock()
+				delete(a.pods.evicted, string(p.UID))
+				a.pods.mu.Unlock()
 				return
 			}
 			a.setPod(ctx, p, nil, false)

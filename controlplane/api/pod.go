@@ -330,3 +330,36 @@ func PodSpecOf(obj Object) (spec *PodSpec, path string) {
 	}
 	return nil, ""
 }
+
+// QOSClassOf is a pod's quality-of-service class by Kubernetes' rule:
+// BestEffort without any request or limit, Guaranteed when every
+// container limits CPU and memory with requests equal to the limits (or
+// unset), else Burstable.
+func QOSClassOf(spec *PodSpec) string {
+	anySet, guaranteed := false, true
+	for _, cs := range [][]Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			req, lim := c.Resources.Requests, c.Resources.Limits
+			if len(req) > 0 || len(lim) > 0 {
+				anySet = true
+			}
+			for _, r := range []string{"cpu", "memory"} {
+				l, ok := lim[r]
+				if !ok {
+					guaranteed = false
+					continue
+				}
+				if q, ok := req[r]; ok && q.MilliValue() != l.MilliValue() {
+					guaranteed = false
+				}
+			}
+		}
+	}
+	switch {
+	case !anySet:
+		return "BestEffort"
+	case guaranteed:
+		return "Guaranteed"
+	}
+	return "Burstable"
+}

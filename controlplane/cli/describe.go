@@ -788,33 +788,6 @@ func (d *describer) events(r *api.Resource, m *api.ObjectMeta) {
 	d.table(1, rows)
 }
 
-// qosClass is the pod's quality-of-service class by Kubernetes' rule, for
-// pods whose status does not carry it: BestEffort without any request or
-// limit, Guaranteed when every container limits CPU and memory with
-// requests equal to the limits (or unset), else Burstable.
-func qosClass(spec *api.PodSpec) string {
-	any, guaranteed := false, true
-	for _, c := range append(append([]api.Container{}, spec.InitContainers...), spec.Containers...) {
-		req, lim := c.Resources.Requests, c.Resources.Limits
-		if len(req) > 0 || len(lim) > 0 {
-			any = true
-		}
-		for _, r := range []string{"cpu", "memory"} {
-			l, ok := lim[r]
-			if !ok {
-				guaranteed = false
-				continue
-			}
-			if q, ok := req[r]; ok && q.MilliValue() != l.MilliValue() {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return "BestEffort"
-	case guaranteed:
-		return "Guaranteed"
-	}
-	return "Burstable"
-}
+// qosClass is the pod's quality-of-service class, for pods whose status
+// does not carry it.
+func qosClass(spec *api.PodSpec) string { return api.QOSClassOf(spec) }
