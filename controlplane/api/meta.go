@@ -100,3 +100,13 @@ func (m *ObjectMeta) GetObjectMeta() *ObjectMeta { return m }
 
 // GetTypeMeta returns the object's type metadata for in-place changes.
 func (t *TypeMeta) GetTypeMeta() *TypeMeta { return t }
+
+// ControllerRef returns m's ownerReference with controller=true, or nil.
+func ControllerRef(m *ObjectMeta) *OwnerReference {
+	for i := range m.OwnerReferences {
+		if c := m.OwnerReferences[i].Controller; c != nil && *c {
+			return &m.OwnerReferences[i]
+		}
+	}
+	return nil
+}

@@ -33,11 +33,14 @@ type PodDisruptionBudgetStatus struct {
 type Eviction struct {
 	TypeMeta      `json:",inline"`
 	ObjectMeta    `json:"metadata"`
-	DeleteOptions *EvictionDeleteOptions `json:"deleteOptions,omitempty"`
+	DeleteOptions *DeleteOptionsBody `json:"deleteOptions,omitempty"`
 }
 
-// EvictionDeleteOptions are the delete options an eviction carries.
-type EvictionDeleteOptions struct {
+// DeleteOptionsBody is the DeleteOptions body a DELETE (or an
+// Eviction's deleteOptions) carries, as Kubernetes clients send it. The
+// preconditions and the grace period act; the other fields are accepted
+// so that such clients work.
+type DeleteOptionsBody struct {
 	Kind               string `json:"kind,omitempty"`
 	APIVersion         string `json:"apiVersion,omitempty"`
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
@@ -45,6 +48,7 @@ type EvictionDeleteOptions struct {
 		UID             *string `json:"uid,omitempty"`
 		ResourceVersion *string `json:"resourceVersion,omitempty"`
 	} `json:"preconditions,omitempty"`
+	OrphanDependents  *bool    `json:"orphanDependents,omitempty"`
 	PropagationPolicy *string  `json:"propagationPolicy,omitempty"`
 	DryRun            []string `json:"dryRun,omitempty"`
 }
@@ -102,7 +106,7 @@ func BudgetStatus(b *PodDisruptionBudget, pods []*Pod, scale Scale) PodDisruptio
 			st.ExpectedPods++
 			continue
 		}
-		ref := controllerRef(p)
+		ref := ControllerRef(&p.ObjectMeta)
 		if ref == nil {
 			st.ExpectedPods++
 			continue
@@ -119,22 +123,13 @@ func BudgetStatus(b *PodDisruptionBudget, pods []*Pod, scale Scale) PodDisruptio
 	}
 	switch {
 	case b.Spec.MinAvailable != nil:
-		st.DesiredHealthy = scaledUp(b.Spec.MinAvailable, st.ExpectedPods)
+		st.DesiredHealthy = ScaledValue(b.Spec.MinAvailable, st.ExpectedPods, true)
 	case b.Spec.MaxUnavailable != nil:
-		st.DesiredHealthy = max(0, st.ExpectedPods-scaledUp(b.Spec.MaxUnavailable, st.ExpectedPods))
+		st.DesiredHealthy = max(0, st.ExpectedPods-ScaledValue(b.Spec.MaxUnavailable, st.ExpectedPods, true))
 	}
 	st.DisruptionsAllowed = max(0, st.CurrentHealthy-st.DesiredHealthy)
 	st.ObservedGeneration = b.Generation
 	return st
-}
-
-func controllerRef(p *Pod) *OwnerReference {
-	for i := range p.OwnerReferences {
-		if r := &p.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
 }
 
 // PodHealthy reports whether a pod counts as healthy for its budgets:
@@ -151,12 +146,23 @@ func PodHealthy(p *Pod) bool {
 	return false
 }
 
-// scaledUp is v against total, a percentage rounded up. Validation
-// guarantees the form.
-func scaledUp(v *IntOrString, total int32) int32 {
+// ScaledValue resolves a count or a percentage (maxSurge,
+// maxUnavailable, minAvailable) against total, a percentage rounded up or
+// down; nil is 0. Validation guarantees the form.
+func ScaledValue(v *IntOrString, total int32, roundUp bool) int32 {
+	if v == nil {
+		return 0
+	}
 	if !v.IsString {
 		return v.IntVal
 	}
-	n, _ := validateIntOrPercent(v, Root(""))
-	return int32((n*int64(total) + 99) / 100)
+	n, errs := validateIntOrPercent(v, Root(""))
+	if len(errs) > 0 {
+		return 0
+	}
+	n *= int64(total)
+	if roundUp {
+		return int32((n + 99) / 100)
+	}
+	return int32(n / 100)
 }

@@ -169,7 +169,7 @@ func classify(pods []*api.Pod, force, ignoreDS, emptyDir bool, warn io.Writer) (
 	for _, p := range pods {
 		key := p.Namespace + "/" + p.Name
 		finished := p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
-		ref := controllerOf(p)
+		ref := api.ControllerRef(&p.ObjectMeta)
 		switch {
 		case finished:
 		case ref != nil && ref.Kind == "DaemonSet":
@@ -210,15 +210,6 @@ func classify(pods []*api.Pod, force, ignoreDS, emptyDir bool, warn io.Writer) (
 		}
 	}
 	return evict, problems
-}
-
-func controllerOf(p *api.Pod) *api.OwnerReference {
-	for i := range p.OwnerReferences {
-		if r := &p.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return nil
 }
 
 func hasEmptyDir(p *api.Pod) bool {

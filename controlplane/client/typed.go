@@ -244,7 +244,7 @@ func (c *Client) Evict(ctx context.Context, ns, name string, grace *int64) error
 	ns = c.nsFor(r, ns)
 	ev := &api.Eviction{TypeMeta: api.TypeMeta{Kind: "Eviction", APIVersion: "policy/v1"}, ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns}}
 	if grace != nil {
-		ev.DeleteOptions = &api.EvictionDeleteOptions{GracePeriodSeconds: grace}
+		ev.DeleteOptions = &api.DeleteOptionsBody{GracePeriodSeconds: grace}
 	}
 	body, err := json.Marshal(ev)
 	if err != nil {

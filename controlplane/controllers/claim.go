@@ -40,7 +40,7 @@ func (c *claimer) claim(ctx context.Context, candidates []api.Object) ([]api.Obj
 			continue
 		}
 		seen[m.UID] = true
-		if ref := controllerRef(m); ref != nil {
+		if ref := api.ControllerRef(m); ref != nil {
 			if ref.UID != om.UID {
 				continue
 			}

@@ -190,9 +190,9 @@ func nodeChangeMatters(old, n *api.Node) bool {
 // those whose selector matches it.
 func (c *daemonSetController) onPod(ev controller.Event) {
 	pod := ev.Object.(*api.Pod)
-	ref := controllerRef(&pod.ObjectMeta)
+	ref := api.ControllerRef(&pod.ObjectMeta)
 	if ev.Old != nil {
-		if old := controllerRef(ev.Old.GetObjectMeta()); old != nil && old.Kind == "DaemonSet" && (ref == nil || ref.UID != old.UID) {
+		if old := api.ControllerRef(ev.Old.GetObjectMeta()); old != nil && old.Kind == "DaemonSet" && (ref == nil || ref.UID != old.UID) {
 			c.loop.q.Add(controller.Key(pod.Namespace, old.Name))
 		}
 	}
@@ -205,7 +205,7 @@ func (c *daemonSetController) onPod(ev controller.Event) {
 	if ev.Type == api.Deleted || !podActive(pod) || pod.Spec.NodeName == "" {
 		return
 	}
-	if ev.Old != nil && maps.Equal(ev.Old.GetObjectMeta().Labels, pod.Labels) && controllerRef(ev.Old.GetObjectMeta()) == nil {
+	if ev.Old != nil && maps.Equal(ev.Old.GetObjectMeta().Labels, pod.Labels) && api.ControllerRef(ev.Old.GetObjectMeta()) == nil {
 		return
 	}
 	for _, obj := range c.s.dsInf.List() {
@@ -572,7 +572,7 @@ func (c *daemonSetController) rollingUpdate(ctx context.Context, key string, ds 
 	if ru == nil {
 		ru = &api.RollingUpdateDaemonSet{}
 	}
-	maxUnavailable, maxSurge := scaledValue(ru.MaxUnavailable, desired, true), scaledValue(ru.MaxSurge, desired, true)
+	maxUnavailable, maxSurge := api.ScaledValue(ru.MaxUnavailable, desired, true), api.ScaledValue(ru.MaxSurge, desired, true)
 	if ru.MaxUnavailable == nil {
 		maxUnavailable = 1
 	}

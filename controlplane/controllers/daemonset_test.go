@@ -93,7 +93,7 @@ func TestDaemonSetPlacement(t *testing.T) {
 				t.Errorf("pod %s lacks toleration %s:%s", p.Name, want.Key, want.Effect)
 			}
 		}
-		if ref := controllerRef(&p.ObjectMeta); ref == nil || ref.Kind != "DaemonSet" || ref.UID != ds.UID {
+		if ref := api.ControllerRef(&p.ObjectMeta); ref == nil || ref.Kind != "DaemonSet" || ref.UID != ds.UID {
 			t.Errorf("pod %s: controller reference %+v", p.Name, ref)
 		}
 	}

@@ -76,9 +76,9 @@ func (c *deploymentController) onDeployment(ev controller.Event) {
 // for an orphan, those whose selector matches its labels.
 func (c *deploymentController) onReplicaSet(ev controller.Event) {
 	m := ev.Object.GetObjectMeta()
-	ref := controllerRef(m)
+	ref := api.ControllerRef(m)
 	if ev.Old != nil {
-		if old := controllerRef(ev.Old.GetObjectMeta()); old != nil && old.Kind == "Deployment" && (ref == nil || ref.UID != old.UID) {
+		if old := api.ControllerRef(ev.Old.GetObjectMeta()); old != nil && old.Kind == "Deployment" && (ref == nil || ref.UID != old.UID) {
 			c.loop.q.Add(controller.Key(m.Namespace, old.Name))
 		}
 	}
@@ -109,7 +109,7 @@ func (c *deploymentController) onPod(ev controller.Event) {
 		return
 	}
 	pod := ev.Object.(*api.Pod)
-	ref := controllerRef(&pod.ObjectMeta)
+	ref := api.ControllerRef(&pod.ObjectMeta)
 	if ref == nil || ref.Kind != "ReplicaSet" {
 		return
 	}
@@ -117,7 +117,7 @@ func (c *deploymentController) onPod(ev controller.Event) {
 	if !ok {
 		return
 	}
-	dref := controllerRef(rs.GetObjectMeta())
+	dref := api.ControllerRef(rs.GetObjectMeta())
 	if dref == nil || dref.Kind != "Deployment" {
 		return
 	}

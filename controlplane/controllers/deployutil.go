@@ -40,7 +40,7 @@ func fenceposts(d *api.Deployment) (surge, unavailable int32) {
 		}
 	}
 	n := replicasOf(d.Spec.Replicas)
-	surge, unavailable = scaledValue(&ms, n, true), scaledValue(&mu, n, false)
+	surge, unavailable = api.ScaledValue(&ms, n, true), api.ScaledValue(&mu, n, false)
 	if surge == 0 && unavailable == 0 {
 		unavailable = 1
 	}

@@ -41,7 +41,7 @@ func (x *index) apply(ev controller.Event) {
 		return
 	}
 	put(x.byNS, m.Namespace, m.Name, ev.Object)
-	if controllerRef(m) == nil {
+	if api.ControllerRef(m) == nil {
 		put(x.orphans, m.Namespace, m.Name, ev.Object)
 	} else {
 		remove(x.orphans, m.Namespace, m.Name)

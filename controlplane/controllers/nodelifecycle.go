@@ -211,7 +211,7 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 	}
 	if changed {
 		var wasHeld bool
-		if slices.ContainsFunc(taints, func(t api.Taint) bool { return isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect) }) {
+		if addsEvictionTaint(n, taints) {
 			// About to taint a node for eviction: on the zones as they
 			// are now, not as at the last sweep.
 			c.observeZones()

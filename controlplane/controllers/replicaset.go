@@ -46,9 +46,9 @@ func (c *replicaSetController) onReplicaSet(ev controller.Event) {
 // those whose selector matches it (they may adopt it).
 func (c *replicaSetController) onPod(ev controller.Event) {
 	pod := ev.Object.(*api.Pod)
-	ref := controllerRef(&pod.ObjectMeta)
+	ref := api.ControllerRef(&pod.ObjectMeta)
 	if ev.Old != nil {
-		if old := controllerRef(ev.Old.GetObjectMeta()); old != nil && old.Kind == "ReplicaSet" && (ref == nil || ref.UID != old.UID) {
+		if old := api.ControllerRef(ev.Old.GetObjectMeta()); old != nil && old.Kind == "ReplicaSet" && (ref == nil || ref.UID != old.UID) {
 			c.loop.q.Add(controller.Key(pod.Namespace, old.Name))
 		}
 	}
@@ -61,7 +61,7 @@ func (c *replicaSetController) onPod(ev controller.Event) {
 	if ev.Type == api.Deleted || !podActive(pod) {
 		return
 	}
-	if ev.Old != nil && maps.Equal(ev.Old.GetObjectMeta().Labels, pod.Labels) && controllerRef(ev.Old.GetObjectMeta()) == nil {
+	if ev.Old != nil && maps.Equal(ev.Old.GetObjectMeta().Labels, pod.Labels) && api.ControllerRef(ev.Old.GetObjectMeta()) == nil {
 		return // an orphan whose labels did not change: nothing new to adopt
 	}
 	for _, obj := range c.s.rss.inNamespace(pod.Namespace) {

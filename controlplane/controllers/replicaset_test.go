@@ -33,7 +33,7 @@ func TestReplicaSetCreatesAndReplacesPods(t *testing.T) {
 	rs := e.create(newReplicaSet("web", 3, webLabels)).(*api.ReplicaSet)
 	pods := e.waitActive(rs.UID, 3)
 	for _, p := range pods {
-		ref := controllerRef(&p.ObjectMeta)
+		ref := api.ControllerRef(&p.ObjectMeta)
 		if ref.Kind != "ReplicaSet" || ref.Name != "web" || ref.APIVersion != "apps/v1" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 			t.Errorf("pod %s: controller reference %+v", p.Name, ref)
 		}

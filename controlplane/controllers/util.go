@@ -73,16 +73,6 @@ func podAvailable(p *api.Pod, minReady int32, now time.Time) (ok bool, wait time
 
 // Owner references.
 
-// controllerRef returns the ownerReference with controller=true, or nil.
-func controllerRef(m *api.ObjectMeta) *api.OwnerReference {
-	for i := range m.OwnerReferences {
-		if c := m.OwnerReferences[i].Controller; c != nil && *c {
-			return &m.OwnerReferences[i]
-		}
-	}
-	return nil
-}
-
 // newControllerRef is the ownerReference a controller puts on what it
 // creates or adopts.
 func newControllerRef(owner api.Object) api.OwnerReference {
@@ -94,7 +84,7 @@ func newControllerRef(owner api.Object) api.OwnerReference {
 
 // isControlledBy reports whether obj's controller is the object with uid.
 func isControlledBy(obj api.Object, uid string) bool {
-	ref := controllerRef(obj.GetObjectMeta())
+	ref := api.ControllerRef(obj.GetObjectMeta())
 	return ref != nil && ref.UID == uid
 }
 
@@ -121,27 +111,6 @@ func byCreation(a, b *api.ObjectMeta) int {
 		return c
 	}
 	return cmp.Compare(a.Name, b.Name)
-}
-
-// scaledValue resolves maxSurge/maxUnavailable against total: a count as
-// is, a percentage rounded up or down. Validation guarantees the form.
-func scaledValue(v *api.IntOrString, total int32, roundUp bool) int32 {
-	if v == nil {
-		return 0
-	}
-	if !v.IsString {
-		return v.IntVal
-	}
-	s, _ := strings.CutSuffix(v.StrVal, "%")
-	pct, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || pct < 0 {
-		return 0
-	}
-	n := pct * int64(total)
-	if roundUp {
-		return int32((n + 99) / 100)
-	}
-	return int32(n / 100)
 }
 
 // templateHash is the stable name suffix of a pod template: FNV-1a of its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/scheduler"
 )
 
 // Zone-aware, rate-limited eviction tainting (SPEC TNT-8), with
@@ -32,7 +33,7 @@ const (
 )
 
 // zoneLabels name a node's zone, today's label first.
-var zoneLabels = []string{"topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"}
+var zoneLabels = []string{scheduler.LabelZone, scheduler.LabelZoneBeta}
 
 func zoneOf(n *api.Node) string {
 	for _, l := range zoneLabels {
@@ -228,12 +229,7 @@ func (z *zones) rateLocked(zone string) float64 {
 // returns the taints to write and, when some were held back, when to
 // look again (0: at the next sweep).
 func (z *zones) gate(n *api.Node, want []api.Taint, now time.Time) ([]api.Taint, time.Duration, bool) {
-	adds := false
-	for _, t := range want {
-		if isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect) {
-			adds = true
-		}
-	}
+	adds := addsEvictionTaint(n, want)
 	// A node that holds one already (not-ready becoming unreachable)
 	// swaps it without a token: the limit is on nodes, as in Kubernetes.
 	swap := slices.ContainsFunc(n.Spec.Taints, isEvictionTaint)
@@ -254,9 +250,7 @@ func (z *zones) gate(n *api.Node, want []api.Taint, now time.Time) ([]api.Taint,
 	if ok {
 		return want, 0, false
 	}
-	held := slices.DeleteFunc(slices.Clone(want), func(t api.Taint) bool {
-		return isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect)
-	})
+	held := slices.DeleteFunc(slices.Clone(want), func(t api.Taint) bool { return newEvictionTaint(n, t) })
 	return held, wait, true
 }
 
@@ -273,6 +267,16 @@ func (z *zones) State(zone string) (ZoneState, bool) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	return z.state[zone], z.master
+}
+
+// newEvictionTaint reports whether t is an eviction taint n lacks.
+func newEvictionTaint(n *api.Node, t api.Taint) bool {
+	return isEvictionTaint(t) && !hasTaint(n.Spec.Taints, t.Key, t.Effect)
+}
+
+// addsEvictionTaint reports whether want adds an eviction taint to n.
+func addsEvictionTaint(n *api.Node, want []api.Taint) bool {
+	return slices.ContainsFunc(want, func(t api.Taint) bool { return newEvictionTaint(n, t) })
 }
 
 // isEvictionTaint reports whether t is a NoExecute taint of a condition:

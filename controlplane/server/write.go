@@ -209,22 +209,6 @@ func (s *Server) serveUpdate(w *recorder, r *http.Request, id *auth.Identity, rt
 	s.logWrite(r, id, rt, http.StatusOK, res)
 }
 
-// deleteOptions is the body a DELETE may carry, as Kubernetes clients send
-// it. The preconditions and the grace period act; the other fields are
-// accepted so that such clients work.
-type deleteOptions struct {
-	Kind               string `json:"kind,omitempty"`
-	APIVersion         string `json:"apiVersion,omitempty"`
-	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
-	Preconditions      *struct {
-		UID             *string `json:"uid,omitempty"`
-		ResourceVersion *string `json:"resourceVersion,omitempty"`
-	} `json:"preconditions,omitempty"`
-	OrphanDependents  *bool    `json:"orphanDependents,omitempty"`
-	PropagationPolicy *string  `json:"propagationPolicy,omitempty"`
-	DryRun            []string `json:"dryRun,omitempty"`
-}
-
 // deleteOptions reads the options of a DELETE from its body and its
 // ?resourceVersion= and ?gracePeriodSeconds= query; where both give one,
 // they must agree.
@@ -244,7 +228,7 @@ func (s *Server) deleteOptions(w *recorder, r *http.Request, q url.Values) (api.
 	if err != nil || len(strings.TrimSpace(string(body))) == 0 {
 		return opts, body, err
 	}
-	var do deleteOptions
+	var do api.DeleteOptionsBody
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&do); err != nil {
