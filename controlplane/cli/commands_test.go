@@ -419,6 +419,7 @@ func TestDescribe(t *testing.T) {
 		"Roles:              worker\n",
 		"Taints:             node.kubernetes.io/unreachable:NoExecute\n                    dedicated=db:NoSchedule\n",
 		"Unschedulable:      true\n",
+		"Zone:               <none> (state unknown: ",
 		"  Ready  Unknown",
 		"Addresses:\n  InternalIP:  10.0.0.5\n",
 		"Non-terminated Pods:          (1 in total)\n",
@@ -430,6 +431,20 @@ func TestDescribe(t *testing.T) {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("describe node lacks %q:\n%s", want, res.stdout)
 		}
+	}
+	// The zone's state as the leader counts it (TNT-8).
+	f.put(nodeR, `{"metadata":{"name":"n2","labels":{"topology.kubernetes.io/zone":"a"}},"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}}`)
+	f.mu.Lock()
+	f.zones = &api.ZoneList{Items: []api.ZoneStatus{{Name: "", State: api.ZoneNormal, Nodes: 1, Ready: 1, EvictionRate: 0.1}, {Name: "a", State: api.ZonePartialDisruption, Nodes: 60, Ready: 20, EvictionRate: 0.01, Evictions: 2}}}
+	f.mu.Unlock()
+	if res := f.run("describe", "node", "n2"); !strings.Contains(res.stdout, "Zone:               a (PartialDisruption: 20 of 60 nodes ready; nodes tainted for eviction at most 0.01/s)\n") {
+		t.Errorf("describe node lacks the zone's state:\n%s", res.stdout)
+	}
+	f.mu.Lock()
+	f.zones.MasterDisruption = true
+	f.mu.Unlock()
+	if res := f.run("describe", "node", "n2"); !strings.Contains(res.stdout, "Zone:               a (PartialDisruption: 20 of 60 nodes ready; every zone is in FullDisruption") {
+		t.Errorf("describe node in master disruption:\n%s", res.stdout)
 	}
 	expect(t, "describe missing", f.run("describe", "pod", "nope"), 1, "", "Error from server (NotFound): pods \"nope\" not found\n")
 	// Without a name, describe shows every pod of the namespace.

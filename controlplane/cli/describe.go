@@ -15,6 +15,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/scheduler"
 )
 
 func newDescribeCommand(o *options) *cobra.Command {
@@ -611,6 +612,7 @@ func (d *describer) node(n *api.Node) {
 		}
 	}
 	d.line(0, "Unschedulable", strconv.FormatBool(n.Spec.Unschedulable))
+	d.line(0, "Zone", d.zoneState(n))
 	d.section(0, "Conditions")
 	rows := [][]string{
 		{"Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"},
@@ -641,6 +643,37 @@ func (d *describer) node(n *api.Node) {
 		d.line(0, "PodCIDR", n.Spec.PodCIDR)
 	}
 	d.nodePods(n)
+}
+
+// zoneState is n's zone and its state as the leader counts it (TNT-8):
+// how many of its nodes are ready and how fast its nodes may be tainted
+// for eviction.
+func (d *describer) zoneState(n *api.Node) string {
+	zone := scheduler.ZoneOf(n.Labels)
+	name := zone
+	if name == "" {
+		name = none
+	}
+	l, err := d.cl.Zones(d.ctx)
+	if err != nil {
+		return name + " (state unknown: " + err.Error() + ")"
+	}
+	for _, z := range l.Items {
+		if z.Name != zone {
+			continue
+		}
+		s := fmt.Sprintf("%s (%s: %d of %d nodes ready", name, z.State, z.Ready, z.Nodes)
+		switch {
+		case l.MasterDisruption:
+			s += "; every zone is in FullDisruption: the control plane takes itself for cut off and evicts nothing"
+		case z.EvictionRate == 0:
+			s += "; no node is tainted for eviction in this state"
+		default:
+			s += fmt.Sprintf("; nodes tainted for eviction at most %s/s", strconv.FormatFloat(z.EvictionRate, 'g', -1, 64))
+		}
+		return s + ")"
+	}
+	return name + " (not counted: no node of it reports a Ready condition)"
 }
 
 // nodePods lists the pods bound to n that have not finished, with their

@@ -37,6 +37,7 @@ type fakeAPI struct {
 	warnings  []string // sent on every write
 	conflicts int      // PUTs to refuse with a Conflict before accepting
 	peers     []client.RaftPeer
+	zones     *api.ZoneList // nil: GET .../zones is a 503
 	watchHold chan struct{} // closed by the test to end a watch
 	// beforeWatch, when set, runs as a watch starts, before the current
 	// objects are sent: a test changes objects there to stand for a
@@ -199,6 +200,16 @@ func (f *fakeAPI) serve(w http.ResponseWriter, req *http.Request) {
 		peers := f.peers
 		f.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"kind": "RaftPeerList", "items": peers})
+		return
+	case req.URL.Path == "/apis/outpost.io/v1/zones":
+		f.mu.Lock()
+		zones := f.zones
+		f.mu.Unlock()
+		if zones == nil {
+			writeStatus(w, &api.StatusError{Status: api.Status{Code: 503, Reason: api.ReasonServiceUnavailable, Message: "the zones are not counted yet"}})
+			return
+		}
+		writeJSON(w, 200, zones)
 		return
 	case strings.HasPrefix(req.URL.Path, "/apis/outpost.io/v1/raft/peers/"):
 		id := strings.Split(strings.TrimPrefix(req.URL.Path, "/apis/outpost.io/v1/raft/peers/"), "/")[0]

@@ -124,3 +124,14 @@ func (c *Client) NodeHeartbeat(ctx context.Context, node string) (*api.NodeHeart
 	}
 	return &hb, nil
 }
+
+const zonesPath = "/apis/outpost.io/v1/zones"
+
+// Zones is the zones' states as the leader counts them (SPEC TNT-8).
+func (c *Client) Zones(ctx context.Context) (*api.ZoneList, error) {
+	var l api.ZoneList
+	if err := c.doJSON(ctx, http.MethodGet, zonesPath, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}

@@ -59,6 +59,8 @@ type NodeLifecycle struct {
 	// Eviction rate-limits the NoExecute taints of not-ready and
 	// unreachable nodes, zone by zone (TNT-8).
 	Eviction Eviction
+	// Zones, when set, receives the zones' states as they are counted.
+	Zones *ZoneReport
 }
 
 // DefaultNodeMonitorGracePeriod is the heartbeat backstop: four of the
@@ -114,7 +116,7 @@ type heartbeat struct {
 }
 
 func newNodeLifecycle(s *shared, cfg NodeLifecycle) *nodeLifecycle {
-	c := &nodeLifecycle{s: s, m: cfg.Membership, live: cfg.Liveness, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}, zones: newZones(cfg.Eviction)}
+	c := &nodeLifecycle{s: s, m: cfg.Membership, live: cfg.Liveness, grace: cfg.MonitorGracePeriod, seen: map[string]heartbeat{}, zones: newZones(cfg.Eviction, cfg.Zones)}
 	if c.grace <= 0 {
 		c.grace = DefaultNodeMonitorGracePeriod
 	}
@@ -168,6 +170,9 @@ func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
 		names, cancel = c.m.Subscribe()
 		defer cancel()
 	}
+	// The informers have listed (Run starts this after they synced): the
+	// zones can be counted now rather than at the first sweep.
+	c.observeZones()
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {

@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,22 +29,12 @@ type ZoneState string
 
 // Zone states.
 const (
-	ZoneNormal            ZoneState = "Normal"
-	ZonePartialDisruption ZoneState = "PartialDisruption"
-	ZoneFullDisruption    ZoneState = "FullDisruption"
+	ZoneNormal            ZoneState = api.ZoneNormal
+	ZonePartialDisruption ZoneState = api.ZonePartialDisruption
+	ZoneFullDisruption    ZoneState = api.ZoneFullDisruption
 )
 
-// zoneLabels name a node's zone, today's label first.
-var zoneLabels = []string{scheduler.LabelZone, scheduler.LabelZoneBeta}
-
-func zoneOf(n *api.Node) string {
-	for _, l := range zoneLabels {
-		if z, ok := n.Labels[l]; ok {
-			return z
-		}
-	}
-	return ""
-}
+func zoneOf(n *api.Node) string { return scheduler.ZoneOf(n.Labels) }
 
 // Eviction configures the zone-aware rate limit on the NoExecute taints of
 // not-ready and unreachable nodes. Zero values are the defaults; a rate
@@ -122,7 +114,8 @@ func (b *bucket) take(now time.Time) (ok bool, wait time.Duration) {
 
 // zones keeps each zone's state and limiter.
 type zones struct {
-	cfg Eviction
+	cfg    Eviction
+	report *ZoneReport // nil: nobody asks
 
 	mu      sync.Mutex
 	state   map[string]ZoneState
@@ -133,8 +126,8 @@ type zones struct {
 	master bool
 }
 
-func newZones(cfg Eviction) *zones {
-	return &zones{cfg: cfg.withDefaults(), state: map[string]ZoneState{}, size: map[string]int{}, buckets: map[string]*bucket{}}
+func newZones(cfg Eviction, report *ZoneReport) *zones {
+	return &zones{cfg: cfg.withDefaults(), report: report, state: map[string]ZoneState{}, size: map[string]int{}, buckets: map[string]*bucket{}}
 }
 
 // zoneChange is a zone whose state changed, for the log and events.
@@ -202,9 +195,17 @@ func (z *zones) observe(nodes []*api.Node, now time.Time) []zoneChange {
 		changes = append(changes, zoneChange{masterChange: true, master: master})
 		z.master = master
 	}
+	items := make([]api.ZoneStatus, 0, len(seen))
 	for zone, b := range z.buckets {
 		b.rate = z.rateLocked(zone)
+		items = append(items, api.ZoneStatus{Name: zone, State: string(z.state[zone]), Nodes: z.size[zone], Ready: ready[zone], EvictionRate: b.rate})
 	}
+	if master {
+		for i := range items {
+			items[i].EvictionRate = 0
+		}
+	}
+	z.report.publish(master, items)
 	return changes
 }
 
@@ -248,6 +249,7 @@ func (z *zones) gate(n *api.Node, want []api.Taint, now time.Time) ([]api.Taint,
 	}
 	ok, wait := b.take(now)
 	if ok {
+		z.report.evicted(zoneOf(n))
 		return want, 0, false
 	}
 	held := slices.DeleteFunc(slices.Clone(want), func(t api.Taint) bool { return newEvictionTaint(n, t) })
@@ -311,4 +313,78 @@ func (c zoneChange) String() string {
 		name = "(nodes without a zone)"
 	}
 	return fmt.Sprintf("zone %s is now %s (was %s): %d of %d nodes ready", name, c.to, c.from, c.ready, c.total)
+}
+
+// ZoneReport holds the zones as the leader's node lifecycle controller
+// last counted them, for the API (describe node) and the metrics. A
+// server keeps one for its life, so that the eviction counts only grow
+// across its terms as leader. Its methods are safe for concurrent use,
+// and on a nil *ZoneReport do nothing.
+type ZoneReport struct {
+	mu        sync.Mutex
+	live      bool
+	master    bool
+	items     []api.ZoneStatus
+	evictions map[string]int64
+}
+
+// NewZoneReport returns an empty report.
+func NewZoneReport() *ZoneReport { return &ZoneReport{evictions: map[string]int64{}} }
+
+// Zones is the last count, sorted by zone name; ok is false when no
+// controller has counted since this server last became leader.
+func (r *ZoneReport) Zones() (l api.ZoneList, ok bool) {
+	l = api.ZoneList{TypeMeta: api.TypeMeta{APIVersion: "outpost.io/v1", Kind: "ZoneList"}, Items: []api.ZoneStatus{}}
+	if r == nil {
+		return l, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.MasterDisruption = r.master
+	for _, z := range r.items {
+		z.Evictions = r.evictions[z.Name]
+		l.Items = append(l.Items, z)
+	}
+	slices.SortFunc(l.Items, func(a, b api.ZoneStatus) int { return strings.Compare(a.Name, b.Name) })
+	return l, r.live
+}
+
+// Evictions is the count of nodes tainted for eviction, by zone, since
+// the report was made.
+func (r *ZoneReport) Evictions() map[string]int64 {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.evictions)
+}
+
+// Reset forgets the count when leadership ends: another server counts
+// now. The eviction counts stay.
+func (r *ZoneReport) Reset() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live, r.master, r.items = false, false, nil
+}
+
+func (r *ZoneReport) publish(master bool, items []api.ZoneStatus) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live, r.master, r.items = true, master, items
+}
+
+func (r *ZoneReport) evicted(zone string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evictions[zone]++
 }

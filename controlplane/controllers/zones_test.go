@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func TestZonesRateLimitTainting(t *testing.T) {
 	}
 
 	// Normal: 0.1 node/s, so 1 at once and one more every 10 s.
-	z := newZones(Eviction{})
+	z := newZones(Eviction{}, nil)
 	a := zoneNodes("a", 20, 2)
 	b := zoneNodes("b", 20, 0)
 	z.observe(append(a, b...), t0)
@@ -91,7 +92,7 @@ func TestZonesRateLimitTainting(t *testing.T) {
 	}
 
 	// PartialDisruption in a small zone (≤ 50 nodes): nothing.
-	z = newZones(Eviction{})
+	z = newZones(Eviction{}, nil)
 	a = zoneNodes("a", 20, 12)
 	z.observe(append(a, b...), t0)
 	if st, _ := z.State("a"); st != ZonePartialDisruption {
@@ -102,7 +103,7 @@ func TestZonesRateLimitTainting(t *testing.T) {
 		t.Fatalf("small zone in PartialDisruption: %d nodes tainted, want none", n)
 	}
 	// Large (> 50): 0.01 node/s.
-	z = newZones(Eviction{})
+	z = newZones(Eviction{}, nil)
 	a = zoneNodes("a", 100, 60)
 	z.observe(append(a, b...), t0)
 	z.buckets["a"].tokens = 0
@@ -115,7 +116,11 @@ func TestZonesRateLimitTainting(t *testing.T) {
 	}
 
 	// FullDisruption of one zone while another is fine: the normal rate.
-	z = newZones(Eviction{})
+	rep := NewZoneReport()
+	if _, ok := rep.Zones(); ok {
+		t.Fatal("an empty report claims a count")
+	}
+	z = newZones(Eviction{}, rep)
 	a = zoneNodes("a", 5, 5)
 	changes := z.observe(append(a, b...), t0)
 	if st, master := z.State("a"); st != ZoneFullDisruption || master {
@@ -127,6 +132,15 @@ func TestZonesRateLimitTainting(t *testing.T) {
 	if n := tainted(z, a, t0, 21*time.Second); n != 3 {
 		t.Fatalf("FullDisruption zone beside a healthy one: %d nodes tainted in 21 s, want 3 (0.1/s)", n)
 	}
+	// The report, as describe node and the metrics read it.
+	l, ok := rep.Zones()
+	want := []api.ZoneStatus{
+		{Name: "a", State: api.ZoneFullDisruption, Nodes: 5, Ready: 0, EvictionRate: 0.1, Evictions: 3},
+		{Name: "b", State: api.ZoneNormal, Nodes: 20, Ready: 20, EvictionRate: 0.1},
+	}
+	if !ok || l.MasterDisruption || !slices.Equal(l.Items, want) {
+		t.Fatalf("report %+v (counted %v), want %+v", l, ok, want)
+	}
 
 	// Every zone down: master disruption; nothing is tainted and the
 	// eviction taints a node holds go.
@@ -137,6 +151,13 @@ func TestZonesRateLimitTainting(t *testing.T) {
 	}
 	if last := changes[len(changes)-1]; !last.masterChange || !last.master {
 		t.Fatalf("changes %v, want the master disruption change", changes)
+	}
+	if l, _ := rep.Zones(); !l.MasterDisruption || l.Items[0].EvictionRate != 0 || l.Items[1].EvictionRate != 0 || l.Items[0].Evictions != 3 {
+		t.Fatalf("report in master disruption %+v, want it said, rates 0, the count kept", l)
+	}
+	rep.Reset()
+	if l, ok := rep.Zones(); ok || len(l.Items) != 0 {
+		t.Fatalf("report after Reset %+v (counted %v), want empty", l, ok)
 	}
 	held := a[0]
 	held.Spec.Taints = unreach

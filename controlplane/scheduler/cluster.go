@@ -386,6 +386,17 @@ func parsePreferAvoid(raw string) []avoidEntry {
 	return out
 }
 
+// ZoneOf is the zone a node's labels name for zone-aware eviction (SPEC
+// TNT-8): today's label if set, else the beta one, else "".
+func ZoneOf(labels map[string]string) string {
+	for _, l := range []string{LabelZone, LabelZoneBeta} {
+		if z, ok := labels[l]; ok {
+			return z
+		}
+	}
+	return ""
+}
+
 // zoneKey is the region and zone of a node, "" when it has neither, for
 // SelectorSpreadPriority and the scan order.
 func zoneKey(labels map[string]string) string {

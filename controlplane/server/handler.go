@@ -184,6 +184,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveAdminToken(w, r, id, segs[4:n])
 			return
 		}
+		if group == raftGroup && segs[3] == "zones" {
+			s.serveZones(w, r, id, segs[4:n])
+			return
+		}
 		if group == raftGroup && segs[3] == "schedulers" {
 			s.serveSchedulers(w, r, id, segs[4:n])
 			return

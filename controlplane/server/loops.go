@@ -19,6 +19,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 	lv := newLiveness()
 	s.liveness.Store(lv)
 	defer s.liveness.CompareAndSwap(lv, nil)
+	defer s.zones.Reset()
 	wg.Go(func() { s.runSchedulers(ctx, c) })
 	if !s.cfg.DisableControllers {
 		wg.Go(func() {
@@ -30,6 +31,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 					Liveness:           lv,
 					MonitorGracePeriod: s.cfg.NodeMonitorGracePeriod,
 					Eviction:           s.cfg.Eviction,
+					Zones:              s.zones,
 				},
 				FenceMargin: s.cfg.FenceMargin,
 			})

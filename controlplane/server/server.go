@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 	"github.com/outpost-edge/outpost/controlplane/store"
@@ -74,6 +75,9 @@ type Server struct {
 	// stateCheck compares this server's state hash with its peers'
 	// (statehash.go).
 	stateCheck *stateCheck
+	// zones is the leader's count of the zones (TNT-8), for the API and
+	// the metrics; empty while this server does not lead.
+	zones *controllers.ZoneReport
 
 	metrics        *metrics
 	metricsHandler http.Handler
@@ -259,6 +263,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.metrics, err = newMetrics(cfg.Registry); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
+	}
+	s.zones = controllers.NewZoneReport()
+	if err := cfg.Registry.Register(newZoneCollector(s.zones)); err != nil {
+		return fail(fmt.Errorf("zone metrics: %w", err))
 	}
 	if s.stateCheck, err = newStateCheck(cfg.Registry); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
