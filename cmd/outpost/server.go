@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -56,9 +58,7 @@ func newServerCommand() *cobra.Command {
 		gf    gossipFlags
 		tol   tolerationFlags
 		evict evictionFlags
-		// configFile is the master-config-shaped file of the admission
-		// plugins (ADM-1, ADM-2).
-		configFile string
+		conf  configFile
 		// secretFile holds the cluster secret, out of ps's sight.
 		secretFile string
 	)
@@ -111,10 +111,8 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if err := gf.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			if configFile != "" {
-				if cfg.AdmissionConfig, err = admission.LoadConfig(configFile); err != nil {
-					return fmt.Errorf("--config: %w", err)
-				}
+			if err := conf.apply(cmd, &cfg); err != nil {
+				return err
 			}
 			if err := evict.apply(&cfg); err != nil {
 				return err
@@ -148,7 +146,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync the raft log (loses acknowledged writes on power loss; tests only)")
 	_ = f.MarkHidden("unsafe-no-fsync")
 	gf.add(cmd, "")
-	f.StringVar(&configFile, "config", "", "server config file: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist), PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists) and DefaultTolerationSeconds (disable), as OpenShift's master config writes them")
+	conf.add(cmd)
 	tol.add(cmd)
 	evict.add(cmd)
 	sched.add(cmd)
@@ -166,6 +164,7 @@ func newDevCommand() *cobra.Command {
 		tol              tolerationFlags
 		evict            evictionFlags
 		devGossip        gossipFlags
+		conf             configFile
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -195,6 +194,9 @@ every object is still there. The admin config is written to
 				return err
 			}
 			if err := devGossip.apply(cmd, &cfg); err != nil {
+				return err
+			}
+			if err := conf.apply(cmd, &cfg); err != nil {
 				return err
 			}
 			if err := evict.apply(&cfg); err != nil {
@@ -227,9 +229,49 @@ every object is still there. The admin config is written to
 	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
 	tol.add(cmd)
 	evict.add(cmd)
+	conf.add(cmd)
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
+}
+
+// configFile is --config: the server's config file in the shape of
+// OpenShift's master config (admission.Config): the admission plugins
+// (ADM-1..3) and kubernetesMasterConfig.controllerArguments with the
+// eviction settings by their flag names (TNT-7..9).
+type configFile struct{ path string }
+
+func (c *configFile) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.path, "config", "",
+		"server config file, as OpenShift's master config writes it: admissionConfig.pluginConfig with PodNodeConstraints (nodeSelectorLabelBlacklist), "+
+			"PodNodeSelector (clusterDefaultNodeSelector, per-namespace whitelists) and DefaultTolerationSeconds (disable); "+
+			"kubernetesMasterConfig.controllerArguments with "+strings.Join(admission.ControllerArgumentNames, ", ")+
+			" (a flag given on the command line wins) and feature-gates TaintBasedEvictions=true")
+}
+
+// apply reads the file, if one is named, into cfg's admission config and
+// sets the eviction flags it names that the command line left alone, so
+// that they are checked and applied as flags are.
+func (c *configFile) apply(cmd *cobra.Command, cfg *server.Config) error {
+	if c.path == "" {
+		return nil
+	}
+	ac, err := admission.LoadConfig(c.path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	cfg.AdmissionConfig = ac
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(ac.ControllerArguments)) {
+		fl := cmd.Flags().Lookup(name)
+		if fl == nil || fl.Changed {
+			continue // the command line wins
+		}
+		if err := fl.Value.Set(ac.ControllerArguments[name]); err != nil {
+			errs = append(errs, fmt.Errorf("--config %s: kubernetesMasterConfig.controllerArguments.%s: %q: %w", c.path, name, ac.ControllerArguments[name], err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func splitList(s string) []string {

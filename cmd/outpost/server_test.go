@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/controllers"
+	"github.com/outpost-edge/outpost/controlplane/server"
 	"github.com/spf13/cobra"
 )
 
@@ -60,6 +63,61 @@ func TestServerEvictionFlags(t *testing.T) {
 			err := cmd.Execute()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("%s %v: error %v, want one saying %q", cmd.Name(), tt.args, err, tt.want)
+			}
+		}
+	}
+}
+
+// The eviction settings are config keys too (issue 10 item 3), with the
+// flags' names under kubernetesMasterConfig.controllerArguments; a flag
+// on the command line wins, and a bad value names the file and the key.
+func TestServerConfigFileEvictionSettings(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "master-config.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`kubernetesMasterConfig:
+  controllerArguments:
+    feature-gates: [TaintBasedEvictions=true]
+    node-monitor-grace-period: ["20s"]
+    node-eviction-rate: ["0.5"]
+    secondary-node-eviction-rate: ["0"]
+    unhealthy-zone-threshold: ["0.7"]
+    large-cluster-size-threshold: ["10"]
+    fence-margin: ["3s"]
+`)
+	cmd := &cobra.Command{}
+	var e evictionFlags
+	e.add(cmd)
+	if err := cmd.Flags().Set("fence-margin", "4s"); err != nil {
+		t.Fatal(err)
+	}
+	var cfg server.Config
+	c := configFile{path: file}
+	if err := c.apply(cmd, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := controllers.Eviction{NodeEvictionRate: 0.5, SecondaryNodeEvictionRate: -1, UnhealthyZoneThreshold: 0.7, LargeClusterSizeThreshold: 10}
+	if cfg.Eviction != want || cfg.NodeMonitorGracePeriod != 20*time.Second || cfg.FenceMargin != 4*time.Second {
+		t.Errorf("eviction %+v, grace %v, margin %v; want %+v, 20s and the command line's 4s", cfg.Eviction, cfg.NodeMonitorGracePeriod, cfg.FenceMargin, want)
+	}
+
+	write("kubernetesMasterConfig: {controllerArguments: {node-eviction-rate: [fast], node-monitor-grace-period: [soon]}}\n")
+	for _, mk := range []func() *cobra.Command{newServerCommand, newDevCommand} {
+		cmd := mk()
+		cmd.SetArgs([]string{"--data-dir", filepath.Join(dir, "data"), "--config", file})
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		err := cmd.Execute()
+		for _, w := range []string{file + ": kubernetesMasterConfig.controllerArguments.node-eviction-rate: \"fast\"", "controllerArguments.node-monitor-grace-period: \"soon\""} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %v, want it to say %q", cmd.Name(), err, w)
 			}
 		}
 	}

@@ -54,6 +54,12 @@ import (
 //	  controllerArguments:        # seed 000 §14.9.5; taint-based
 //	    feature-gates:            # eviction is always on, so only
 //	    - TaintBasedEvictions=true  # this gate is accepted
+//	    node-monitor-grace-period: ["40s"]  # the eviction settings, as
+//	    node-eviction-rate: ["0.1"]         # kube-controller-manager's
+//	    secondary-node-eviction-rate: ["0.01"]  # flags and the server's
+//	    unhealthy-zone-threshold: ["0.55"]
+//	    large-cluster-size-threshold: ["50"]
+//	    fence-margin: ["5s"]                # outpost's own
 //
 // Instead of configuration, a plugin may name a file holding it, as the
 // seed does for PodNodeSelector (LoadConfig resolves it, relative to the
@@ -73,6 +79,11 @@ type Config struct {
 	// Warnings are what the file says that outpost accepts but does not
 	// need (a feature gate of something always on); the server logs them.
 	Warnings []string
+	// ControllerArguments are the node lifecycle and eviction settings of
+	// kubernetesMasterConfig.controllerArguments, by flag name (one of
+	// ControllerArgumentNames), unparsed: the server reads them as it
+	// reads its flags, and a flag on the command line wins.
+	ControllerArguments map[string]string
 }
 
 // PodNodeConstraintsConfig configures the nodeSelector half of SPEC ADM-1.
@@ -253,11 +264,12 @@ func (ps *parser) file(v any) Config {
 	var second plugins
 	p2 := api.Root("kubernetesMasterConfig").Child("admissionConfig")
 	var warnings []string
+	var args map[string]string
 	if km, ok := ps.object(m["kubernetesMasterConfig"], api.Root("kubernetesMasterConfig"), "admissionConfig", "controllerArguments"); ok {
 		second = ps.admissionConfig(km["admissionConfig"], p2)
-		warnings = ps.controllerArguments(km["controllerArguments"], api.Root("kubernetesMasterConfig").Child("controllerArguments"))
+		warnings, args = ps.controllerArguments(km["controllerArguments"], api.Root("kubernetesMasterConfig").Child("controllerArguments"))
 	}
-	cfg := Config{PodNodeConstraints: first.constraints, PodNodeSelector: first.selector, Warnings: warnings}
+	cfg := Config{PodNodeConstraints: first.constraints, PodNodeSelector: first.selector, Warnings: warnings, ControllerArguments: args}
 	switch d1, d2 := first.disable, second.disable; {
 	case d1 != nil && d2 != nil && *d1 != *d2:
 		ps.fail(differs(p2, p1, PluginDefaultTolerationSeconds))
@@ -446,20 +458,32 @@ var alwaysOnGates = []string{"TaintBasedEvictions"}
 // only feature-gates, and of those only gates that are always on here.
 // Setting one to true is accepted without a word; false cannot be had,
 // and says so.
-func (ps *parser) controllerArguments(v any, p *api.Path) []string {
-	m, ok := ps.object(v, p, "feature-gates")
+func (ps *parser) controllerArguments(v any, p *api.Path) ([]string, map[string]string) {
+	keys := append([]string{"feature-gates"}, ControllerArgumentNames...)
+	m, ok := ps.object(v, p, keys...)
 	if !ok || m == nil {
-		return nil
+		return nil, nil
+	}
+	var args map[string]string
+	for _, k := range ControllerArgumentNames {
+		val, ok := ps.argument(m[k], p.Child(k))
+		if !ok {
+			continue
+		}
+		if args == nil {
+			args = map[string]string{}
+		}
+		args[k] = val
 	}
 	gp := p.Child("feature-gates")
 	gv := m["feature-gates"]
 	if gv == nil {
-		return nil
+		return nil, args
 	}
 	l, ok := gv.([]any)
 	if !ok {
 		ps.fail(api.Invalid(gp, describe(gv), "must be a list of Name=true|false"))
-		return nil
+		return nil, args
 	}
 	var warnings []string
 	for i, e := range l {
@@ -487,7 +511,39 @@ func (ps *parser) controllerArguments(v any, p *api.Path) []string {
 			}
 		}
 	}
-	return warnings
+	return warnings, args
+}
+
+// ControllerArgumentNames are the kube-controller-manager arguments the
+// config file's kubernetesMasterConfig.controllerArguments may set, with
+// the server flags of the same names (SPEC TNT-7, TNT-8, TNT-9);
+// fence-margin is outpost's own.
+var ControllerArgumentNames = []string{
+	"node-monitor-grace-period", "node-eviction-rate", "secondary-node-eviction-rate",
+	"unhealthy-zone-threshold", "large-cluster-size-threshold", "fence-margin",
+}
+
+// argument reads one controller argument: a list of one string, as
+// OpenShift's master config writes them (node-eviction-rate: ["0.1"]),
+// or a plain string or number. ok is false when it is absent or wrong.
+func (ps *parser) argument(v any, p *api.Path) (string, bool) {
+	if l, isList := v.([]any); isList {
+		if len(l) != 1 {
+			ps.fail(api.Invalid(p, describe(v), "must hold one value"))
+			return "", false
+		}
+		p, v = p.Index(0), l[0]
+	}
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	}
+	ps.fail(api.Invalid(p, describe(v), "must be a string or a number"))
+	return "", false
 }
 
 // clusterDefaultKey is the one key of podNodeSelectorPluginConfig that is

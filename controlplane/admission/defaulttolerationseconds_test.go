@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,10 +124,39 @@ func TestFeatureGates(t *testing.T) {
 	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "always on") {
 		t.Errorf("TaintBasedEvictions=false: %v %v", cfg.Warnings, err)
 	}
-	_, err = ParseConfig([]byte("kubernetesMasterConfig: {controllerArguments: {feature-gates: [PodPriority=true], node-monitor-grace-period: [40s]}}"))
+	_, err = ParseConfig([]byte("kubernetesMasterConfig: {controllerArguments: {feature-gates: [PodPriority=true], pod-eviction-timeout: [5m]}}"))
 	if err == nil || !strings.Contains(err.Error(), "feature-gates[0]") || !strings.Contains(err.Error(), "PodPriority") ||
-		!strings.Contains(err.Error(), "controllerArguments.node-monitor-grace-period") {
+		!strings.Contains(err.Error(), "controllerArguments.pod-eviction-timeout: unknown field") {
 		t.Errorf("unknown gate and argument: %v", err)
+	}
+}
+
+// The eviction settings are config keys with kube-controller-manager's
+// names (TNT-8), in OpenShift's list form or plain; values stay strings
+// for the server to read as it reads its flags.
+func TestControllerArguments(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`kubernetesMasterConfig:
+  controllerArguments:
+    node-monitor-grace-period: ["20s"]
+    node-eviction-rate: ["0.5"]
+    secondary-node-eviction-rate: 0.05
+    unhealthy-zone-threshold: "0.6"
+    large-cluster-size-threshold: [100]
+    fence-margin: [3s]
+`))
+	want := map[string]string{"node-monitor-grace-period": "20s", "node-eviction-rate": "0.5", "secondary-node-eviction-rate": "0.05",
+		"unhealthy-zone-threshold": "0.6", "large-cluster-size-threshold": "100", "fence-margin": "3s"}
+	if err != nil || !maps.Equal(cfg.ControllerArguments, want) {
+		t.Fatalf("arguments %v (%v), want %v", cfg.ControllerArguments, err, want)
+	}
+	_, err = ParseConfig([]byte("kubernetesMasterConfig: {controllerArguments: {node-eviction-rate: ['0.1', '0.2'], fence-margin: {a: 1}, unhealthy-zone-threshold: [[1]]}}"))
+	for _, w := range []string{
+		"controllerArguments.node-eviction-rate: Invalid value", "must hold one value",
+		"controllerArguments.fence-margin: Invalid value", "controllerArguments.unhealthy-zone-threshold[0]: Invalid value",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("bad arguments: %v, want it to say %q", err, w)
+		}
 	}
 }
 

@@ -156,3 +156,44 @@ func TestNodeLifecycleMarksDespiteTaintFailure(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	e.waitUnknown("n1", msgHeartbeatsStopped)
 }
+
+// Zone state changes are Events (TNT-8): a zone going down, every zone
+// going down (master disruption) and coming back; the report follows.
+func TestZoneStateEvents(t *testing.T) {
+	e := newEnv(t)
+	zone := func(z string) map[string]string { return map[string]string{"topology.kubernetes.io/zone": z} }
+	e.create(newNode("z1", zone("z")))
+	e.create(newNode("z2", zone("z")))
+	e.create(newNode("y1", zone("y")))
+	rep := NewZoneReport()
+	e.startLifecycle(NodeLifecycle{Zones: rep})
+	setReady := func(name, status string) {
+		e.update(nodesRes, "", name, true, func(o api.Object) {
+			o.(*api.Node).Status.Conditions = []api.NodeCondition{{Type: api.NodeReady, Status: status}}
+		})
+	}
+	waitEvent := func(obj, reason, typ, msg string) {
+		t.Helper()
+		e.waitFor(reason+" event of "+obj, func() (bool, string) {
+			evs := e.events(obj, reason)
+			for _, ev := range evs {
+				if ev.InvolvedObject.Kind == "Zone" && ev.Type == typ && strings.Contains(ev.Message, msg) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprint(len(evs), " events")
+		})
+	}
+	setReady("z1", api.ConditionFalse)
+	setReady("z2", api.ConditionFalse)
+	waitEvent("z", reasonZoneStateChanged, api.EventTypeWarning, "zone z is now FullDisruption (was Normal): 0 of 2 nodes ready")
+	if l, ok := rep.Zones(); !ok || l.MasterDisruption || len(l.Items) != 2 || l.Items[1].State != api.ZoneFullDisruption {
+		t.Fatalf("report %+v, want zone z FullDisruption beside y", l)
+	}
+	setReady("y1", api.ConditionFalse)
+	waitEvent("(none)", reasonMasterDisruption, api.EventTypeWarning, "every zone is in FullDisruption")
+	setReady("y1", api.ConditionTrue)
+	waitEvent("(none)", reasonMasterDisruptionEnded, api.EventTypeNormal, "eviction resumes")
+	setReady("z1", api.ConditionTrue)
+	waitEvent("z", reasonZoneStateChanged, api.EventTypeNormal, "zone z is now Normal (was FullDisruption)")
+}

@@ -132,11 +132,13 @@ func (c *nodeLifecycle) onNode(ev controller.Event) {
 		c.mu.Lock()
 		delete(c.seen, name)
 		c.mu.Unlock()
+		c.zones.forget(name)
 		c.q.Add(name)
 		return
 	}
 	if n, ok := ev.Object.(*api.Node); ok {
 		c.observe(n)
+		c.zones.track(n)
 	}
 	c.q.Add(name)
 }
@@ -172,7 +174,7 @@ func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
 	}
 	// The informers have listed (Run starts this after they synced): the
 	// zones can be counted now rather than at the first sweep.
-	c.observeZones()
+	c.observeZones(ctx)
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -186,7 +188,7 @@ func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
 			}
 			c.q.Add(name)
 		case <-tick.C:
-			c.observeZones()
+			c.observeZones(ctx)
 			for _, obj := range c.s.nodeInf.List() {
 				c.q.Add(obj.GetObjectMeta().Name)
 			}
@@ -219,7 +221,7 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 		if addsEvictionTaint(n, taints) {
 			// About to taint a node for eviction: on the zones as they
 			// are now, not as at the last sweep.
-			c.observeZones()
+			c.observeZones(ctx)
 		}
 		taints, held, wasHeld = c.zones.gate(n, taints, now)
 		if wasHeld && held == 0 {
@@ -249,21 +251,26 @@ func (c *nodeLifecycle) sync(ctx context.Context, name string) (time.Duration, e
 
 // observeZones recomputes the zones' states, says what changed, and
 // looks at every node again when master disruption begins or ends.
-func (c *nodeLifecycle) observeZones() {
-	objs := c.s.nodeInf.List()
-	nodes := make([]*api.Node, 0, len(objs))
-	for _, o := range objs {
-		nodes = append(nodes, o.(*api.Node))
-	}
-	for _, ch := range c.zones.observe(nodes, c.s.now()) {
+func (c *nodeLifecycle) observeZones(ctx context.Context) {
+	for _, ch := range c.zones.observe(c.s.now()) {
 		if ch.masterChange {
 			c.log.Warn(ch.String())
-			for _, n := range nodes {
-				c.q.Add(n.Name)
+			typ, reason := api.EventTypeWarning, reasonMasterDisruption
+			if !ch.master {
+				typ, reason = api.EventTypeNormal, reasonMasterDisruptionEnded
+			}
+			c.s.rec.zoneEvent(ctx, "", componentNodeController, typ, reason, ch.String())
+			for _, n := range c.s.nodeInf.List() {
+				c.q.Add(n.GetObjectMeta().Name)
 			}
 			continue
 		}
 		c.log.Info(ch.String(), "zone", ch.zone, "state", string(ch.to))
+		typ := api.EventTypeNormal
+		if ch.to != ZoneNormal {
+			typ = api.EventTypeWarning
+		}
+		c.s.rec.zoneEvent(ctx, ch.zone, componentNodeController, typ, reasonZoneStateChanged, ch.String())
 	}
 }
 

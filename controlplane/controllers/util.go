@@ -280,10 +280,28 @@ func newRecorder(c controller.Client, log *slog.Logger, now func() time.Time) *r
 // event records an event about obj from component.
 func (r *recorder) event(ctx context.Context, obj api.Object, component, typ, reason, msg string) {
 	m := obj.GetObjectMeta()
+	res := api.ResourceOf(obj)
+	r.record(ctx, api.ObjectReference{Kind: res.Kind, APIVersion: res.APIVersion(), Namespace: m.Namespace, Name: m.Name,
+		UID: m.UID, ResourceVersion: m.ResourceVersion}, m.Name, component, typ, reason, msg)
+}
+
+// zoneEvent records an event about zone (TNT-8): zones are no stored
+// objects, so the event names a Zone of outpost.io/v1 ("" for the nodes
+// without a zone label, and for the cluster's master disruption).
+func (r *recorder) zoneEvent(ctx context.Context, zone, component, typ, reason, msg string) {
+	name := zone
+	if name == "" {
+		name = "(none)"
+	}
+	r.record(ctx, api.ObjectReference{Kind: "Zone", APIVersion: "outpost.io/v1", Name: name}, "zone", component, typ, reason, msg)
+}
+
+// record writes one event about ref; prefix starts the event's name.
+func (r *recorder) record(ctx context.Context, ref api.ObjectReference, prefix, component, typ, reason, msg string) {
 	now := r.now()
 	r.mu.Lock()
 	if typ == api.EventTypeWarning {
-		k := m.UID + "\x00" + reason + "\x00" + msg
+		k := ref.Kind + "\x00" + ref.Namespace + "\x00" + ref.Name + "\x00" + ref.UID + "\x00" + reason + "\x00" + msg
 		if last, ok := r.recent[k]; ok && now.Sub(last) < warningRepeat {
 			r.mu.Unlock()
 			return
@@ -300,22 +318,17 @@ func (r *recorder) event(ctx context.Context, obj api.Object, component, typ, re
 	r.seq++
 	seq := r.seq
 	r.mu.Unlock()
-	res := api.ResourceOf(obj)
-	name := m.Name
-	if len(name) > 200 {
-		name = name[:200]
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
 	}
 	ts := api.NewTime(now)
-	ns := m.Namespace
+	ns := ref.Namespace
 	if ns == "" {
 		ns = "default" // events of cluster objects (nodes), as Kubernetes keeps them
 	}
 	ev := &api.Event{
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x", name, uint64(now.UnixNano())+seq)},
-		InvolvedObject: api.ObjectReference{
-			Kind: res.Kind, APIVersion: res.APIVersion(), Namespace: m.Namespace, Name: m.Name,
-			UID: m.UID, ResourceVersion: m.ResourceVersion,
-		},
+		ObjectMeta:     api.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x", prefix, uint64(now.UnixNano())+seq)},
+		InvolvedObject: ref,
 		Reason:         reason,
 		Message:        msg,
 		Source:         api.EventSource{Component: component},
@@ -325,6 +338,6 @@ func (r *recorder) event(ctx context.Context, obj api.Object, component, typ, re
 		Type:           typ,
 	}
 	if _, err := r.client.Create(ctx, ev); err != nil && ctx.Err() == nil {
-		r.log.Warn("recording event failed", "object", controller.KeyOf(obj), "reason", reason, "err", err)
+		r.log.Warn("recording event failed", "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name, "reason", reason, "err", err)
 	}
 }

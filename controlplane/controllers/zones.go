@@ -24,6 +24,15 @@ const (
 	DefaultLargeClusterSizeThreshold = 50
 )
 
+// Events of zone state changes (TNT-8), from the node controller as
+// Kubernetes names it.
+const (
+	componentNodeController     = "node-controller"
+	reasonZoneStateChanged      = "ZoneStateChanged"
+	reasonMasterDisruption      = "MasterDisruption"
+	reasonMasterDisruptionEnded = "MasterDisruptionEnded"
+)
+
 // ZoneState is a zone's health, as Kubernetes names it.
 type ZoneState string
 
@@ -98,10 +107,15 @@ type bucket struct {
 // take reports whether a node may be tainted at now; if not, wait is when
 // to ask again (0 when the rate is 0: never, until it changes).
 func (b *bucket) take(now time.Time) (ok bool, wait time.Duration) {
-	if !b.last.IsZero() && now.After(b.last) {
+	// Callers' clocks were read before they queued for the lock, so now
+	// may be a little behind last: the bucket's time only moves forward,
+	// or the same interval would be credited twice.
+	if b.last.IsZero() {
+		b.last = now
+	} else if now.After(b.last) {
 		b.tokens = min(1, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+		b.last = now
 	}
-	b.last = now
 	if b.tokens >= 1 {
 		b.tokens--
 		return true, 0
@@ -121,13 +135,67 @@ type zones struct {
 	state   map[string]ZoneState
 	size    map[string]int
 	buckets map[string]*bucket
+	// members are the nodes counted (those with a Ready condition), and
+	// ready and notReady their counts by zone, kept from the informer's
+	// events so that a count is O(zones), not O(nodes): the controller
+	// counts before every node it taints.
+	members         map[string]zoneMember
+	ready, notReady map[string]int
 	// master is "every zone is in FullDisruption": the control plane
 	// takes itself for the one cut off and evicts nothing.
 	master bool
 }
 
 func newZones(cfg Eviction, report *ZoneReport) *zones {
-	return &zones{cfg: cfg.withDefaults(), report: report, state: map[string]ZoneState{}, size: map[string]int{}, buckets: map[string]*bucket{}}
+	return &zones{cfg: cfg.withDefaults(), report: report, state: map[string]ZoneState{}, size: map[string]int{}, buckets: map[string]*bucket{},
+		members: map[string]zoneMember{}, ready: map[string]int{}, notReady: map[string]int{}}
+}
+
+// zoneMember is how a node counts: its zone, ready or not.
+type zoneMember struct {
+	zone  string
+	ready bool
+}
+
+// track counts n as it is now (a node without a Ready condition, which
+// no agent reports, does not count).
+func (z *zones) track(n *api.Node) {
+	r := nodeReadyCondition(n)
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.untrackLocked(n.Name)
+	if r == nil {
+		return
+	}
+	m := zoneMember{zone: zoneOf(n), ready: r.Status == api.ConditionTrue}
+	z.members[n.Name] = m
+	if m.ready {
+		z.ready[m.zone]++
+	} else {
+		z.notReady[m.zone]++
+	}
+}
+
+// forget stops counting the node name (deleted).
+func (z *zones) forget(name string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.untrackLocked(name)
+}
+
+func (z *zones) untrackLocked(name string) {
+	m, ok := z.members[name]
+	if !ok {
+		return
+	}
+	delete(z.members, name)
+	counts := z.notReady
+	if m.ready {
+		counts = z.ready
+	}
+	if counts[m.zone]--; counts[m.zone] <= 0 {
+		delete(counts, m.zone)
+	}
 }
 
 // zoneChange is a zone whose state changed, for the log and events.
@@ -139,24 +207,12 @@ type zoneChange struct {
 	masterChange, master bool
 }
 
-// observe recomputes every zone's state from nodes (those an agent
-// reports, with a Ready condition) and returns what changed.
-func (z *zones) observe(nodes []*api.Node, now time.Time) []zoneChange {
-	ready, notReady := map[string]int{}, map[string]int{}
-	for _, n := range nodes {
-		r := nodeReadyCondition(n)
-		if r == nil {
-			continue
-		}
-		zone := zoneOf(n)
-		if r.Status == api.ConditionTrue {
-			ready[zone]++
-		} else {
-			notReady[zone]++
-		}
-	}
+// observe recomputes every zone's state from the nodes tracked and
+// returns what changed.
+func (z *zones) observe(now time.Time) []zoneChange {
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	ready, notReady := z.ready, z.notReady
 	var changes []zoneChange
 	seen := map[string]bool{}
 	allFull := true

@@ -73,22 +73,14 @@ func runHeartbeatBench(ctx context.Context, bin string, nodes int) []hbResult {
 }
 
 func hbOne(ctx context.Context, bin string, nodes int, m hbMode, r *hbResult) error {
-	root, err := os.MkdirTemp("", "outpost-hb-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(root)
 	// No scheduler: nothing is scheduled; the node lifecycle controller
 	// runs, as it reads the heartbeats.
-	c, err := proc.StartCluster(ctx, bin, root, 3, "--no-default-scheduler")
+	bc, err := startBenchCluster(ctx, bin, "outpost-hb-bench-", "--no-default-scheduler")
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
-	leader, cl, err := leaderClient(ctx, c)
-	if err != nil {
-		return err
-	}
+	defer bc.close()
+	root, c, leader, cl := bc.root, bc.c, bc.leader, bc.cl
 	nodesFile := filepath.Join(root, "nodes.yaml")
 	if err := os.WriteFile(nodesFile, []byte("apiVersion: v1\nkind: Node\nmetadata:\n  name: hb\n"), 0o600); err != nil {
 		return err

@@ -41,12 +41,14 @@ func main() {
 		hbB      = flag.Bool("heartbeats", true, "run the node heartbeat measurement (issue 9 item 8)")
 		hbN      = flag.Int("heartbeat-nodes", 5000, "simulated nodes in the heartbeat measurement")
 		hbO      = flag.Bool("heartbeats-only", false, "run only the node heartbeat measurement")
+		evB      = flag.Bool("eviction", true, "run the eviction measurements (issue 10; the cut-off one needs root, containerd, runc)")
+		evO      = flag.String("eviction-only", "", "run only these eviction measurements: comma-separated of cutoff, zones, mass")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	others := !*hbO
+	others := !*hbO && *evO == ""
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -64,8 +66,28 @@ func main() {
 		}
 		r.sched = schedMarkdown(res, algo)
 	}
-	if (*hbB && !*only && !*agentO) || *hbO {
+	if (*hbB && !*only && !*agentO && *evO == "") || *hbO {
 		r.heartbeats = hbMarkdown(runHeartbeatBench(ctx, *bin, *hbN), fmt.Sprintf("go run ./testing/bench -bin %s -heartbeats-only -heartbeat-nodes %d", *bin, *hbN))
+	}
+	if (*evB && others && !*only && !*agentO) || *evO != "" {
+		want := func(part string) bool { return *evO == "" || slices.Contains(strings.Split(*evO, ","), part) }
+		var cut string
+		var z *zoneResult
+		var m *massResult
+		if want("cutoff") {
+			cut = cutOffBench(ctx, *bin)
+			log.Printf("eviction, cut off → replacement:\n%s", cut)
+		}
+		if want("zones") {
+			zr := runZoneBench(ctx, *bin)
+			z = &zr
+		}
+		if want("mass") {
+			mr := runMassEvictionBench(ctx, *bin)
+			m = &mr
+		}
+		cmd := "go run ./testing/bench -bin " + *bin + " -eviction-only cutoff,zones,mass"
+		r.eviction = evictionMarkdown(cut, z, m, cmd)
 	}
 	if (*agentB && others) || *agentO {
 		r.agent = agentMarkdown(runAgentBench(ctx, *bin), "go run ./testing/bench -bin "+*bin+" -agent-only")
@@ -102,6 +124,7 @@ type report struct {
 	sched      string
 	agent      string
 	heartbeats string
+	eviction   string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -479,6 +502,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.sched)
 	b.WriteString(r.heartbeats)
 	b.WriteString(r.agent)
+	b.WriteString(r.eviction)
 	return b.String()
 }
 

@@ -33,7 +33,7 @@ const demoImage = "outpost.local/demo:1"
 // requireReal fails (OUTPOST_TEST_REAL=1, as `make test` sets) or skips
 // the test when this machine cannot run agents with their own containerd
 // in network namespaces: root, ip, containerd, runc.
-func requireReal(t *testing.T) {
+func requireReal(t testing.TB) {
 	t.Helper()
 	var missing []string
 	if err := netns.Available(); err != nil {
@@ -63,7 +63,7 @@ var (
 // buildDemo builds packaging/demo as a static binary and packs it into an
 // OCI archive, as packaging/demoimage does for `make demo-image`; it
 // returns the binary and the archive. Built once per test binary.
-func buildDemo(t *testing.T) (bin, archive string) {
+func buildDemo(t testing.TB) (bin, archive string) {
 	t.Helper()
 	demoOnce.Do(func() {
 		demoDir, demoErr = os.MkdirTemp("", "outpost-e2e-demo-")
@@ -104,7 +104,7 @@ func buildDemo(t *testing.T) (bin, archive string) {
 
 // waitFor polls cond until it reports true or timeout passes; then the
 // test fails with what and cond's last description of the state.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -122,7 +122,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 // testCluster is one `outpost server` process in the test's own network
 // namespace and agents in test hosts.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	apiPort int
 	server  *exec.Cmd
@@ -132,7 +132,7 @@ type testCluster struct {
 }
 
 // freePort is a TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	a, err := proc.FreePort()
 	if err != nil {
@@ -149,7 +149,7 @@ func freePort(t *testing.T) int {
 // reach as long as that host's link is up) for its API and gossip. The
 // test hosts must exist before: the server's certificate names the
 // addresses the machine has when it starts.
-func startServer(t *testing.T, dir, gw string, extra ...string) *testCluster {
+func startServer(t testing.TB, dir, gw string, extra ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, dir: dir, apiPort: freePort(t)}
 	gossipPort := freePort(t)
@@ -319,7 +319,7 @@ func (c *testCluster) pod(ctx context.Context, name string) (*api.Pod, error) {
 // agentNode is one `outpost agent` process in a test host, with its own
 // data dir and so its own supervised containerd.
 type agentNode struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	host *netns.Host
 	dir  string
@@ -333,7 +333,7 @@ type agentNode struct {
 
 // newAgent prepares an agent for host h; start runs it. Cleanup stops it
 // and removes every container it left, with the processes that ran them.
-func newAgent(t *testing.T, name string, h *netns.Host, dir, serverURL, join string, extra ...string) *agentNode {
+func newAgent(t testing.TB, name string, h *netns.Host, dir, serverURL, join string, extra ...string) *agentNode {
 	t.Helper()
 	a := &agentNode{t: t, name: name, host: h, dir: dir}
 	a.args = []string{"agent",
@@ -477,7 +477,7 @@ func (a *agentNode) cleanup() {
 
 // killUnder SIGKILLs every process whose command line names path, and
 // waits until they are gone.
-func killUnder(t *testing.T, path string) {
+func killUnder(t testing.TB, path string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		pids := pidsNaming(path)
@@ -532,7 +532,7 @@ func stopProcess(cmd *exec.Cmd, grace time.Duration) {
 }
 
 // dumpTail logs the last n lines of a log file.
-func dumpTail(t *testing.T, what, path string, n int) {
+func dumpTail(t testing.TB, what, path string, n int) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return

@@ -67,6 +67,25 @@ spec:
           args: ["tick", "-every", "1s"]
 `
 
+// twoEdges starts a server (node monitor grace 4 s, fence margin
+// margin) and agents edge-1 and edge-2 (heartbeat 1 s) in test hosts
+// host and host+1, both Ready with the demo image.
+func twoEdges(t testing.TB, ctx context.Context, archive string, host int, margin string) (c *testCluster, n1, n2 *agentNode, h1, h2 *netns.Host) {
+	t.Helper()
+	root := t.TempDir()
+	h1, h2 = netns.New(t, host), netns.New(t, host+1)
+	c = startServer(t, root, h1.Gateway, "--node-monitor-grace-period", "4s", "--fence-margin", margin)
+	n1 = newAgent(t, "edge-1", h1, filepath.Join(root, "n1"), fmt.Sprintf("https://%s:%d", h1.Gateway, c.apiPort), c.joinString(ctx), "--heartbeat", "1s")
+	n2 = newAgent(t, "edge-2", h2, filepath.Join(root, "n2"), fmt.Sprintf("https://%s:%d", h2.Gateway, c.apiPort), c.joinString(ctx), "--heartbeat", "1s")
+	n1.start()
+	n2.start()
+	c.waitReady("edge-1", "True", time.Minute)
+	c.waitReady("edge-2", "True", time.Minute)
+	c.importImage(ctx, archive, "edge-1")
+	c.importImage(ctx, archive, "edge-2")
+	return c, n1, n2, h1, h2
+}
+
 // sampled is what the sampler saw of one container: running from first
 // to last (the last sample that found it running).
 type sampled struct {
@@ -157,17 +176,7 @@ func TestEvictionNeverRunsTwo(t *testing.T) {
 	_, archive := buildDemo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	root := t.TempDir()
-	h1, h2 := netns.New(t, 43), netns.New(t, 44)
-	c := startServer(t, root, h1.Gateway, "--node-monitor-grace-period", "4s", "--fence-margin", "2s")
-	n1 := newAgent(t, "edge-1", h1, filepath.Join(root, "n1"), fmt.Sprintf("https://%s:%d", h1.Gateway, c.apiPort), c.joinString(ctx), "--heartbeat", "1s")
-	n2 := newAgent(t, "edge-2", h2, filepath.Join(root, "n2"), fmt.Sprintf("https://%s:%d", h2.Gateway, c.apiPort), c.joinString(ctx), "--heartbeat", "1s")
-	n1.start()
-	n2.start()
-	c.waitReady("edge-1", "True", time.Minute)
-	c.waitReady("edge-2", "True", time.Minute)
-	c.importImage(ctx, archive, "edge-1")
-	c.importImage(ctx, archive, "edge-2")
+	c, n1, n2, h1, h2 := twoEdges(t, ctx, archive, 43, "2s")
 	c.apply(ctx, "evict", evictManifest)
 	var before []*api.Pod
 	waitFor(t, 90*time.Second, "4 tickers on both nodes and a keeper on each", func() (bool, string) {
