@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/runtime"
 )
 
 // Node-pressure eviction (issue 10 item 8), as the kubelet's hard
@@ -18,9 +19,12 @@ import (
 // message naming the signal; its controller replaces it elsewhere (the
 // scheduler keeps new pods off through the pressure taints).
 //
-// The order is the kubelet's as far as the agent can tell without
-// per-pod usage figures: BestEffort first, then Burstable, Guaranteed
-// last; within a class the lower priority first, then the newest.
+// The order is the kubelet's: BestEffort first; then Burstable pods
+// whose memory working set exceeds their requests (under memory
+// pressure; the containers' working sets come from the runtime); then
+// the other Burstable; Guaranteed last. Within each, the lower priority
+// first, then the larger use over requests, then the newest. Under disk
+// pressure the agent has no per-pod disk figures, so use does not rank.
 
 // pressureSignal is the resource the node is short of, "" when none.
 func pressureSignal(conds []api.NodeCondition) string {
@@ -38,8 +42,9 @@ func pressureSignal(conds []api.NodeCondition) string {
 	return ""
 }
 
-// qosRank orders the classes for eviction.
-func qosRank(p *api.Pod) int {
+// evictionTier is p's place in the order: BestEffort 0, Burstable over
+// its requests 1, other Burstable 2, Guaranteed 3.
+func evictionTier(p *api.Pod, over int64) int {
 	class := p.Status.QOSClass
 	if class == "" {
 		class = api.QOSClassOf(&p.Spec)
@@ -48,29 +53,75 @@ func qosRank(p *api.Pod) int {
 	case "BestEffort":
 		return 0
 	case "Burstable":
-		return 1
+		if over > 0 {
+			return 1
+		}
+		return 2
 	}
-	return 2
+	return 3
 }
 
-// evictionOrder sorts pods, the first to evict first.
-func evictionOrder(pods []*api.Pod) {
+// memoryRequest is the sum of p's containers' memory requests, bytes.
+func memoryRequest(p *api.Pod) int64 {
+	var n int64
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Requests["memory"]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// evictionOrder sorts pods, the first to evict first; usage is each
+// pod's working set by UID (nil: unknown, as under disk pressure).
+func evictionOrder(pods []*api.Pod, usage map[string]uint64) {
 	prio := func(p *api.Pod) int32 {
 		if p.Spec.Priority != nil {
 			return *p.Spec.Priority
 		}
 		return 0
 	}
+	over := make(map[*api.Pod]int64, len(pods))
+	if usage != nil {
+		for _, p := range pods {
+			over[p] = int64(usage[string(p.UID)]) - memoryRequest(p)
+		}
+	}
 	slices.SortStableFunc(pods, func(a, b *api.Pod) int {
-		if c := cmp.Compare(qosRank(a), qosRank(b)); c != 0 {
+		if c := cmp.Compare(evictionTier(a, over[a]), evictionTier(b, over[b])); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(prio(a), prio(b)); c != 0 {
 			return c
 		}
+		if c := cmp.Compare(over[b], over[a]); c != 0 {
+			return c
+		}
 		// Newest first: it has done the least work.
 		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
 	})
+}
+
+// podMemory sums the working sets of the running containers by pod UID;
+// a container whose figure cannot be read counts 0.
+func (a *Agent) podMemory(ctx context.Context) map[string]uint64 {
+	out := map[string]uint64{}
+	cs, err := a.rt.ListContainers(ctx)
+	if err != nil {
+		a.log.Warn("node under memory pressure: containers not listed; pods are ranked without their use", "err", err)
+		return out
+	}
+	for _, c := range cs {
+		if c.State != runtime.StateRunning {
+			continue
+		}
+		n, err := a.rt.ContainerMemory(ctx, c.ID)
+		if err != nil {
+			continue
+		}
+		out[c.Labels[runtime.LabelPodUID]] += n
+	}
+	return out
 }
 
 // systemCritical is the priority from which pods are never evicted for
@@ -103,7 +154,11 @@ func (a *Agent) relievePressure(ctx context.Context, conds []api.NodeCondition) 
 	if len(pods) == 0 {
 		return
 	}
-	evictionOrder(pods)
+	var usage map[string]uint64
+	if signal == "memory" {
+		usage = a.podMemory(ctx)
+	}
+	evictionOrder(pods, usage)
 	a.evictForPressure(ctx, pods[0], signal)
 }
 

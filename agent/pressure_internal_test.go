@@ -1,15 +1,16 @@
 package agent
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
-// The order of node-pressure eviction (issue 10 item 8): BestEffort, then
-// Burstable, then Guaranteed; within a class the lower priority, then the
-// newest first.
+// The order of node-pressure eviction (issue 10 item 8) without use
+// figures (disk pressure): BestEffort, then Burstable, then Guaranteed;
+// within a class the lower priority, then the newest first.
 func TestEvictionOrder(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	res := func(req, lim string) api.ResourceRequirements {
@@ -33,7 +34,7 @@ func TestEvictionOrder(t *testing.T) {
 		pod("burstable-new", res("100m", ""), 0, time.Minute),
 		pod("besteffort-low", res("", ""), 0, time.Hour),
 	}
-	evictionOrder(pods)
+	evictionOrder(pods, nil)
 	var got []string
 	for _, p := range pods {
 		got = append(got, p.Name)
@@ -46,5 +47,39 @@ func TestEvictionOrder(t *testing.T) {
 	}
 	if s := pressureSignal([]api.NodeCondition{{Type: api.NodeDiskPressure, Status: api.ConditionTrue}}); s != "ephemeral-storage" {
 		t.Fatalf("disk pressure signal %q", s)
+	}
+}
+
+// Under memory pressure use ranks, as the kubelet ranks it: Burstable
+// pods over their memory requests come before those within them, and
+// within a tier (after priority) the larger use over requests first.
+func TestEvictionOrderByMemoryUse(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	burstable := func(name, mem string, prio int32, age time.Duration) *api.Pod {
+		return &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, UID: "uid-" + name, CreationTimestamp: api.NewTime(t0.Add(-age))},
+			Spec: api.PodSpec{Priority: &prio, Containers: []api.Container{{Name: "c",
+				Resources: api.ResourceRequirements{Requests: api.ResourceList{"memory": api.MustParseQuantity(mem)}}}}}}
+	}
+	pods := []*api.Pod{
+		burstable("within-new", "256Mi", 0, time.Minute),   // uses 100Mi of 256Mi
+		burstable("over-little", "64Mi", 0, time.Hour),     // 80Mi: 16Mi over
+		burstable("over-much", "64Mi", 0, time.Hour),       // 400Mi: 336Mi over
+		burstable("over-much-high", "64Mi", 10, time.Hour), // 400Mi, but priority 10
+		burstable("within-old", "256Mi", 0, time.Hour),     // uses 200Mi: nearer its request
+		{ObjectMeta: api.ObjectMeta{Name: "besteffort", UID: "uid-besteffort"}, Spec: api.PodSpec{Containers: []api.Container{{Name: "c"}}}},
+	}
+	mib := uint64(1 << 20)
+	usage := map[string]uint64{
+		"uid-within-new": 100 * mib, "uid-over-little": 80 * mib, "uid-over-much": 400 * mib,
+		"uid-over-much-high": 400 * mib, "uid-within-old": 200 * mib, "uid-besteffort": mib,
+	}
+	evictionOrder(pods, usage)
+	var got []string
+	for _, p := range pods {
+		got = append(got, p.Name)
+	}
+	want := []string{"besteffort", "over-much", "over-little", "over-much-high", "within-old", "within-new"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

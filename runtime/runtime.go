@@ -189,6 +189,11 @@ type Runtime interface {
 	RemoveContainer(ctx context.Context, id string) error
 	// ContainerStatus reports one container (ErrNotFound if absent).
 	ContainerStatus(ctx context.Context, id string) (ContainerStatus, error)
+	// ContainerMemory is a running container's memory working set in
+	// bytes: its cgroup's memory in use less the inactive file cache, as
+	// the kubelet counts it for memory pressure. It is 0 for a container
+	// that is not running (ErrNotFound if absent).
+	ContainerMemory(ctx context.Context, id string) (uint64, error)
 	// ListContainers reports the containers outpost created (those with
 	// LabelPodUID); others are not listed and never touched.
 	ListContainers(ctx context.Context) ([]ContainerStatus, error)

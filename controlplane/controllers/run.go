@@ -59,6 +59,10 @@ const (
 	cacheLagRetry = time.Second
 )
 
+// taintEvictionWorkers is how many pods the taint eviction controller
+// evicts at once at least.
+const taintEvictionWorkers = 16
+
 // hooks let tests watch the controllers work.
 type hooks struct {
 	// synced is called after every reconcile of a key.
@@ -211,7 +215,15 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	wg.Go(func() { nlc.run(ctx, period) })
 	log.Info("workload controllers started", "workers", cfg.Workers)
 	for _, l := range loops {
-		for range cfg.Workers {
+		n := cfg.Workers
+		if l == te.loop {
+			// A node tainted NoExecute evicts every pod on it at once, each
+			// three writes in a row (condition, event, delete); raft
+			// commits concurrent writes together, so more workers evict
+			// faster (make bench: 100 tainted nodes of 10 pods each).
+			n = max(n, taintEvictionWorkers)
+		}
+		for range n {
 			wg.Go(func() { l.work(ctx) })
 		}
 	}

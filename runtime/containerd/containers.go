@@ -327,6 +327,24 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	return nil
 }
 
+// ContainerMemory reads the working set from the container's cgroup,
+// as oomKilled reads its OOM counter: a stopped container has no cgroup
+// left, so 0.
+func (r *Runtime) ContainerMemory(ctx context.Context, id string) (uint64, error) {
+	_, ctr, err := r.load(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	spec, err := ctr.Spec(r.ns(ctx))
+	if err != nil {
+		return 0, wrap(err, "container %s spec", id)
+	}
+	if spec.Linux == nil {
+		return 0, nil
+	}
+	return workingSet(spec.Linux.CgroupsPath), nil
+}
+
 // StopContainer sends SIGTERM, waits up to grace, sends SIGKILL to every
 // process of the container, and returns once the task has exited.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {

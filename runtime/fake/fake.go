@@ -152,6 +152,22 @@ func (r *Runtime) OOMKill(id string) bool {
 	return r.force(id, 137, "OOMKilled")
 }
 
+// SetMemory makes container id's working set bytes, as ContainerMemory
+// reports it while the container runs. It reports whether the container
+// exists.
+func (r *Runtime) SetMemory(id string, bytes uint64) bool {
+	r.w.mu.Lock()
+	c := r.w.containers[id]
+	r.w.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	c.memory = bytes
+	c.mu.Unlock()
+	return true
+}
+
 func (r *Runtime) force(id string, code int32, reason string) bool {
 	r.w.mu.Lock()
 	c := r.w.containers[id]
@@ -472,6 +488,20 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (runtime.Conta
 		return runtime.ContainerStatus{}, err
 	}
 	return c.snapshot(), nil
+}
+
+// ContainerMemory reports the working set a running container holds.
+func (r *Runtime) ContainerMemory(ctx context.Context, id string) (uint64, error) {
+	c, err := r.get(id)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status.State != runtime.StateRunning {
+		return 0, nil
+	}
+	return c.memory, nil
 }
 
 // ListContainers reports outpost's containers, sorted by ID.

@@ -51,6 +51,9 @@ type container struct {
 	exited chan struct{}
 	// forced carries a code (and reason) a knob imposes.
 	forced chan forcedExit
+	// memory is the working set the process holds (testbin hold, or the
+	// SetMemory knob).
+	memory uint64
 }
 
 type forcedExit struct {
@@ -445,6 +448,13 @@ func (p *proc) run(args []string) (int32, string) {
 		return p.listen(rest)
 	case "mount-check":
 		return p.mountCheck(rest)
+	case "hold":
+		p.c.mu.Lock()
+		p.c.memory = uint64(atoi(0, 0)) << 20
+		p.c.mu.Unlock()
+		p.stdout.line("holding")
+		code, reason, _ := p.wait(-1, func() int32 { return 0 }, false)
+		return code, reason
 	case "oom":
 		if p.c.spec.Resources.MemoryBytes > 0 {
 			return codeKilled, "OOMKilled"

@@ -65,6 +65,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) (runtime.Runtime, Env)) {
 	t.Run("Limits", s.limits)
 	t.Run("LimitTheHostCannotHonour", s.badLimits)
 	t.Run("OOMKilled", s.oom)
+	t.Run("MemoryWorkingSet", s.memory)
 	t.Run("HostPort", s.hostPort)
 	t.Run("EnvArgsWorkingDir", s.envArgs)
 	t.Run("HostPathMount", s.mount)
@@ -505,6 +506,33 @@ func (s *suite) oom(t *testing.T) {
 	st := s.waitExited(t, spec.ID)
 	if st.Reason != "OOMKilled" || st.ExitCode != 137 {
 		t.Errorf("over its memory limit: %+v, want OOMKilled 137", st)
+	}
+}
+
+// memory: a container holding 64 MiB reports a working set of at least
+// that (and not much more: the test binary's own heap and stack), and a
+// stopped one 0; an unknown ID is ErrNotFound. The agent ranks pods by
+// it under memory pressure (issue 10 item 8).
+func (s *suite) memory(t *testing.T) {
+	spec := s.spec(t, "hold", "64")
+	s.start(t, spec)
+	s.waitLog(t, spec.ID, "holding")
+	ctx := s.ctx(t)
+	got, err := s.rt.ContainerMemory(ctx, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got < 64<<20 || got > 96<<20 {
+		t.Errorf("working set of a container holding 64 MiB: %d MiB, want 64 to 96", got>>20)
+	}
+	if err := s.rt.StopContainer(ctx, spec.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.rt.ContainerMemory(ctx, spec.ID); err != nil || got != 0 {
+		t.Errorf("working set of a stopped container: %d, %v; want 0", got, err)
+	}
+	if _, err := s.rt.ContainerMemory(ctx, "no-such-container"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("unknown container: %v, want ErrNotFound", err)
 	}
 }
 

@@ -176,6 +176,11 @@ func (r *Runtime) ContainerStatus(_ context.Context, id string) (runtime.Contain
 	return c.status, nil
 }
 
+// ContainerMemory is unsupported: the endpoint serves no memory figures.
+func (r *Runtime) ContainerMemory(context.Context, string) (uint64, error) {
+	return 0, errors.ErrUnsupported
+}
+
 // ListContainers implements runtime.Runtime.
 func (r *Runtime) ListContainers(context.Context) ([]runtime.ContainerStatus, error) {
 	r.mu.Lock()

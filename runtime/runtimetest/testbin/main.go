@@ -47,6 +47,21 @@ func main() {
 		}
 		fmt.Printf("exiting %d\n", code)
 		os.Exit(code)
+	case "hold":
+		// Holds N MiB, every page touched, until SIGTERM.
+		n := 0
+		if len(args) > 0 {
+			n, _ = strconv.Atoi(args[0])
+		}
+		held := make([]byte, n<<20)
+		for i := 0; i < len(held); i += 4096 {
+			held[i] = 1
+		}
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		fmt.Println("holding")
+		<-term
+		fmt.Println(len(held) >> 20)
 	case "echo":
 		fmt.Println(strings.Join(args, " "))
 	case "stderr":
