@@ -78,9 +78,53 @@ func validatePodDisruptionBudget(b *PodDisruptionBudget) ErrorList {
 	return errs
 }
 
-// Scale says how many pods the controller ref (of a pod in ns) wants;
-// false when it cannot tell (then the pod counts for itself).
-type Scale func(ns string, ref *OwnerReference) (int32, bool)
+// Scale resolves the controller ref of a pod in ns to the object that
+// sets the pod's scale and says how many pods it wants: its UID (pods of
+// one scale count it once) and the number; false when it cannot tell
+// (then the pod counts for itself). ResolveScale is the rule.
+type Scale func(ns string, ref *OwnerReference) (uid string, pods int32, ok bool)
+
+// ResolveScale is Kubernetes' disruption controller's rule over get
+// (which fetches an object by kind, namespace and name): a ReplicaSet
+// controlled by a Deployment counts the Deployment's replicas (during a
+// rollout the pods of its old and new replica sets are one scale); any
+// other ReplicaSet its own replicas; a DaemonSet the nodes it should run
+// on.
+func ResolveScale(get func(kind, ns, name string) (Object, bool), ns string, ref *OwnerReference) (string, int32, bool) {
+	look := func(ref *OwnerReference) (Object, bool) {
+		if ref.Kind != "ReplicaSet" && ref.Kind != "DaemonSet" && ref.Kind != "Deployment" {
+			return nil, false
+		}
+		o, ok := get(ref.Kind, ns, ref.Name)
+		if !ok || o.GetObjectMeta().UID != ref.UID {
+			return nil, false
+		}
+		return o, true
+	}
+	o, ok := look(ref)
+	if !ok {
+		return "", 0, false
+	}
+	switch o := o.(type) {
+	case *ReplicaSet:
+		if up := ControllerRef(&o.ObjectMeta); up != nil && up.Kind == "Deployment" {
+			if d, ok := look(up); ok {
+				return up.UID, replicasOrOne(d.(*Deployment).Spec.Replicas), true
+			}
+		}
+		return ref.UID, replicasOrOne(o.Spec.Replicas), true
+	case *DaemonSet:
+		return ref.UID, o.Status.DesiredNumberScheduled, true
+	}
+	return "", 0, false
+}
+
+func replicasOrOne(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
 
 // BudgetStatus is the disruption budget arithmetic, as Kubernetes does
 // it, over the pods b selects. currentHealthy counts those Ready and not
@@ -111,14 +155,14 @@ func BudgetStatus(b *PodDisruptionBudget, pods []*Pod, scale Scale) PodDisruptio
 			st.ExpectedPods++
 			continue
 		}
-		if seen[ref.UID] {
+		uid, n, ok := scale(p.Namespace, ref)
+		if !ok {
+			st.ExpectedPods++
 			continue
 		}
-		seen[ref.UID] = true
-		if n, ok := scale(p.Namespace, ref); ok {
+		if !seen[uid] {
+			seen[uid] = true
 			st.ExpectedPods += n
-		} else {
-			st.ExpectedPods++
 		}
 	}
 	switch {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -71,13 +72,58 @@ func TestBudgetStatusByScale(t *testing.T) {
 		pods = append(pods, &Pod{ObjectMeta: ObjectMeta{Namespace: "default", OwnerReferences: []OwnerReference{rs}},
 			Status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{{Type: PodReady, Status: ConditionTrue}}}})
 	}
-	scale := func(ns string, ref *OwnerReference) (int32, bool) { return 3, ref.UID == "rs-1" }
+	scale := func(ns string, ref *OwnerReference) (string, int32, bool) { return ref.UID, 3, ref.UID == "rs-1" }
 	st := BudgetStatus(budget(nil, ptrIOS(FromInt(1))), pods, scale)
 	if st.ExpectedPods != 3 || st.DesiredHealthy != 2 || st.DisruptionsAllowed != 0 {
 		t.Fatalf("one of 3 replicas gone: %+v, want expected 3, desired 2, none allowed", st)
 	}
 	if st := BudgetStatus(budget(ptrIOS(FromInt(1)), nil), pods, scale); st.ExpectedPods != 2 {
 		t.Fatalf("minAvailable as a count: expected %d, want the 2 pods", st.ExpectedPods)
+	}
+}
+
+// A Deployment's replicas are the scale of its pods, whichever replica
+// set they belong to (mid-rollout, old and new), as in Kubernetes; a
+// replica set of its own counts its replicas; a stale ref counts the pod.
+func TestResolveScale(t *testing.T) {
+	yes := true
+	three, five := int32(3), int32(5)
+	objs := map[string]Object{
+		"Deployment/web": &Deployment{ObjectMeta: ObjectMeta{Name: "web", UID: "d-1"}, Spec: DeploymentSpec{Replicas: &three}},
+		"ReplicaSet/web-a": &ReplicaSet{ObjectMeta: ObjectMeta{Name: "web-a", UID: "rs-a",
+			OwnerReferences: []OwnerReference{{Kind: "Deployment", Name: "web", UID: "d-1", Controller: &yes}}}, Spec: ReplicaSetSpec{Replicas: &five}},
+		"ReplicaSet/web-b": &ReplicaSet{ObjectMeta: ObjectMeta{Name: "web-b", UID: "rs-b",
+			OwnerReferences: []OwnerReference{{Kind: "Deployment", Name: "web", UID: "d-1", Controller: &yes}}}},
+		"ReplicaSet/solo": &ReplicaSet{ObjectMeta: ObjectMeta{Name: "solo", UID: "rs-s"}, Spec: ReplicaSetSpec{Replicas: &five}},
+	}
+	get := func(kind, ns, name string) (Object, bool) { o, ok := objs[kind+"/"+name]; return o, ok }
+	scale := func(ns string, ref *OwnerReference) (string, int32, bool) { return ResolveScale(get, ns, ref) }
+	for _, tt := range []struct {
+		ref     OwnerReference
+		uid     string
+		n       int32
+		resolve bool
+	}{
+		{OwnerReference{Kind: "ReplicaSet", Name: "web-a", UID: "rs-a"}, "d-1", 3, true},
+		{OwnerReference{Kind: "ReplicaSet", Name: "web-b", UID: "rs-b"}, "d-1", 3, true},
+		{OwnerReference{Kind: "ReplicaSet", Name: "solo", UID: "rs-s"}, "rs-s", 5, true},
+		{OwnerReference{Kind: "ReplicaSet", Name: "solo", UID: "stale"}, "", 0, false},
+		{OwnerReference{Kind: "StatefulSet", Name: "db", UID: "x"}, "", 0, false},
+	} {
+		if uid, n, ok := scale("default", &tt.ref); uid != tt.uid || n != tt.n || ok != tt.resolve {
+			t.Errorf("%s/%s: %q %d %v, want %q %d %v", tt.ref.Kind, tt.ref.Name, uid, n, ok, tt.uid, tt.n, tt.resolve)
+		}
+	}
+	// Mid-rollout: 2 pods of the old replica set, 2 of the new, one scale
+	// of 3: expected 3, not 5 + 1.
+	var pods []*Pod
+	for i, rs := range []string{"web-a", "web-a", "web-b", "web-b"} {
+		uid := map[string]string{"web-a": "rs-a", "web-b": "rs-b"}[rs]
+		pods = append(pods, &Pod{ObjectMeta: ObjectMeta{Name: fmt.Sprint(i), Namespace: "default", OwnerReferences: []OwnerReference{{Kind: "ReplicaSet", Name: rs, UID: uid, Controller: &yes}}},
+			Status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{{Type: PodReady, Status: ConditionTrue}}}})
+	}
+	if st := BudgetStatus(budget(nil, ptrIOS(FromInt(1))), pods, scale); st.ExpectedPods != 3 || st.DesiredHealthy != 2 || st.DisruptionsAllowed != 2 {
+		t.Fatalf("mid-rollout: %+v, want expected 3 (the deployment's), desired 2, 2 allowed", st)
 	}
 }
 

@@ -89,22 +89,12 @@ func (c *disruption) sync(ctx context.Context, key string) (time.Duration, error
 }
 
 // scale is api.Scale on the caches.
-func (c *disruption) scale(ns string, ref *api.OwnerReference) (int32, bool) {
-	var inf = c.s.rsInf
-	if ref.Kind == "DaemonSet" {
-		inf = c.s.dsInf
-	} else if ref.Kind != "ReplicaSet" {
-		return 0, false
-	}
-	obj, ok := inf.Get(ns, ref.Name)
-	if !ok || obj.GetObjectMeta().UID != ref.UID {
-		return 0, false
-	}
-	switch o := obj.(type) {
-	case *api.ReplicaSet:
-		return replicasOf(o.Spec.Replicas), true
-	case *api.DaemonSet:
-		return o.Status.DesiredNumberScheduled, true
-	}
-	return 0, false
+func (c *disruption) scale(ns string, ref *api.OwnerReference) (string, int32, bool) {
+	return api.ResolveScale(func(kind, ns, name string) (api.Object, bool) {
+		inf := map[string]*controller.Informer{"ReplicaSet": c.s.rsInf, "Deployment": c.s.deployInf, "DaemonSet": c.s.dsInf}[kind]
+		if inf == nil {
+			return nil, false
+		}
+		return inf.Get(ns, name)
+	}, ns, ref)
 }

@@ -147,23 +147,9 @@ func (c *Core) podsOf(b *api.PodDisruptionBudget) ([]*api.Pod, error) {
 
 // scale is api.Scale on the store: a replica set's replicas, a daemon
 // set's desired pods.
-func (c *Core) scale(ns string, ref *api.OwnerReference) (int32, bool) {
-	r := api.ResourceForKind(ref.Kind)
-	if r == nil || r.Group != "apps" {
-		return 0, false
-	}
-	obj, _, err := c.st.Get(r, ns, ref.Name)
-	if err != nil || obj.GetObjectMeta().UID != ref.UID {
-		return 0, false
-	}
-	switch o := obj.(type) {
-	case *api.ReplicaSet:
-		if o.Spec.Replicas == nil {
-			return 1, true
-		}
-		return *o.Spec.Replicas, true
-	case *api.DaemonSet:
-		return o.Status.DesiredNumberScheduled, true
-	}
-	return 0, false
+func (c *Core) scale(ns string, ref *api.OwnerReference) (string, int32, bool) {
+	return api.ResolveScale(func(kind, ns, name string) (api.Object, bool) {
+		obj, _, err := c.st.Get(api.ResourceForKind(kind), ns, name)
+		return obj, err == nil
+	}, ns, ref)
 }
