@@ -26,6 +26,7 @@ func newDrainCommand(o *options) *cobra.Command {
 		force, ignoreDS, deleteEmptyDir, deleteLocal bool
 		grace                                        int64
 		timeout, retry                               time.Duration
+		podSelector                                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "drain NODE",
@@ -69,7 +70,7 @@ controller would not come back: --force. A pod with emptyDir data loses it:
 			if err := d.cordon(ctx, name); err != nil {
 				return err
 			}
-			pods, err := d.podsOf(ctx, name)
+			pods, err := d.podsOf(ctx, name, podSelector)
 			if err != nil {
 				return err
 			}
@@ -99,6 +100,7 @@ controller would not come back: --force. A pod with emptyDir data loses it:
 	f.BoolVar(&deleteLocal, "delete-local-data", false, "the older name of --delete-emptydir-data")
 	_ = f.MarkDeprecated("delete-local-data", "use --delete-emptydir-data")
 	f.Int64Var(&grace, "grace-period", -1, "seconds each pod gets to stop; negative: the pod's own terminationGracePeriodSeconds")
+	f.StringVar(&podSelector, "pod-selector", "", "only evict the pods that match this label selector (app=web,tier!=db)")
 	f.DurationVar(&timeout, "timeout", 0, "how long to try before giving up (0: no limit)")
 	f.DurationVar(&retry, "eviction-retry-interval", 5*time.Second, "how long to wait before asking again for an eviction a disruption budget refused")
 	_ = f.MarkHidden("eviction-retry-interval")
@@ -145,10 +147,10 @@ func (d *drainer) cordon(ctx context.Context, node string) error {
 	return nil
 }
 
-// podsOf lists the pods bound to node, in every namespace, but those
-// already being deleted.
-func (d *drainer) podsOf(ctx context.Context, node string) ([]*api.Pod, error) {
-	objs, _, err := d.cl.List(ctx, podResource, "", client.ListOptions{FieldSelector: "spec.nodeName=" + node})
+// podsOf lists the pods bound to node that match selector, in every
+// namespace, but those already being deleted.
+func (d *drainer) podsOf(ctx context.Context, node, selector string) ([]*api.Pod, error) {
+	objs, _, err := d.cl.List(ctx, podResource, "", client.ListOptions{FieldSelector: "spec.nodeName=" + node, LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,15 @@ func TestDrain(t *testing.T) {
 		t.Fatalf("a refused drain evicted pods: web on n1 %v", got)
 	}
 
+	// --pod-selector: only matching pods count, so neither the lone pod
+	// nor the daemon set's stops a drain that selects none of them.
+	if out, stderr, code := e.outpost("drain", "n1", "--pod-selector", "app=nothing-here"); code != 0 || !strings.Contains(out, "node/n1 drained") {
+		t.Fatalf("drain --pod-selector matching nothing: exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	if got := e.running("n1", "app=web"); len(got) != 3 {
+		t.Fatalf("drain --pod-selector app=nothing-here evicted pods: web on n1 %v", got)
+	}
+
 	// The drain: one web pod at a time (maxUnavailable 1).
 	done := make(chan struct{})
 	most := 0
