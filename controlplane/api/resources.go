@@ -43,6 +43,7 @@ var Resources = []*Resource{
 	{Group: "outpost.io", Version: "v1", Kind: "Token", Plural: "tokens", Singular: "token", New: func() Object { return &Token{} }},
 	{Group: "outpost.io", Version: "v1", Kind: "SchedulerPolicy", Plural: "schedulerpolicies", Singular: "schedulerpolicy", New: func() Object { return &SchedulerPolicy{} }},
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }},
+	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "Machine", Plural: "machines", Singular: "machine", ShortNames: []string{"ma"}, HasStatus: true, New: func() Object { return &Machine{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -110,6 +111,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[9]
 	case *PodDisruptionBudget:
 		return Resources[10]
+	case *Machine:
+		return Resources[11]
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ func Validate(obj Object) ErrorList {
 	case *PodDisruptionBudget:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validatePodDisruptionBudget(o)...)
+	case *Machine:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateMachine(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

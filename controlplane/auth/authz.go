@@ -177,6 +177,7 @@ var resourceGroup = map[string]string{
 	"deployments":           "apps",
 	"daemonsets":            "apps",
 	"poddisruptionbudgets":  "policy",
+	"machines":              "machine.openshift.io",
 	"tokens":                "outpost.io",
 	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",

@@ -262,6 +262,28 @@ func TestGet(t *testing.T) {
 	res = f.run("get", "pod/web-1", "pod/missing", "-o", "name")
 	expect(t, "get with a missing name", res, 1, "pod/web-1\n", "Error from server (NotFound): pods \"missing\" not found\n")
 
+	// Machines (MCH-1), cluster objects with OpenShift's labels.
+	f.put(api.ResourceForKind("Machine"), `{"metadata":{"name":"edge-1","labels":{"machine.openshift.io/cluster-api-machine-role":"master","machine.openshift.io/zone":"zone-a"}},
+		"spec":{"providerID":"outpost://edge-1"},"status":{"phase":"Running","nodeRef":{"kind":"Node","name":"edge-1"}}}`)
+	f.put(api.ResourceForKind("Machine"), `{"metadata":{"name":"spare"},"status":{"phase":"Provisioned"}}`)
+	expect(t, "get machines", f.run("get", "machines"), 0,
+		"NAME     PHASE         NODE     ROLE     DOMAIN   AGE\nedge-1   Running       edge-1   master   zone-a   120m\nspare    Provisioned   <none>   <none>   <none>   120m\n", "")
+
+	f.put(api.ResourceForKind("Machine"), `{"metadata":{"name":"edge-2"},"spec":{"providerID":"outpost://edge-2",
+		"lifecycleHooks":{"preDrain":[{"name":"MigrateImportantApp","owner":"my-app-migration-controller"}],"preTerminate":[{"name":"BackupFileSystem","owner":"my-backup-controller"},{"name":"WaitForStorageDetach","owner":"my-custom-storage-detach-controller"}]}},
+		"status":{"phase":"Deleting","nodeRef":{"kind":"Node","name":"edge-2"},"conditions":[{"type":"Drainable","status":"False","reason":"HookPresent","message":"waiting for preDrain hooks"}]}}`)
+	res = f.run("describe", "machine", "edge-2")
+	for _, want := range []string{
+		"Phase:              Deleting\n", "Node:               edge-2\n", "Provider ID:        outpost://edge-2\n",
+		"Lifecycle Hooks:\n  Pre Drain:      MigrateImportantApp (owner my-app-migration-controller)\n",
+		"  Pre Terminate:  BackupFileSystem (owner my-backup-controller)\n                  WaitForStorageDetach (owner my-custom-storage-detach-controller)\n",
+		"Drainable  False", "HookPresent",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("describe machine lacks %q:\n%s", want, res.stdout)
+		}
+	}
+
 	expect(t, "bad type", f.run("get", "gadgets"), 1, "", "error: the server doesn't have a resource type \"gadgets\"\n")
 	expect(t, "bad output", f.run("get", "pods", "-o", "toml"), 1, "",
 		"error: unable to match a printer suitable for the output format \"toml\", allowed formats are: json,name,wide,yaml\nSee 'outpost get --help' for usage.\n")

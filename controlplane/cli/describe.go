@@ -280,6 +280,8 @@ func (d *describer) describe(w io.Writer, r *api.Resource, obj api.Object) error
 		}
 		d.line(0, "Expires", exp)
 		d.line(0, "Description", orNone(o.Spec.Description))
+	case *api.Machine:
+		d.machine(o)
 	case *api.Event:
 		d.meta(m)
 		ref := o.InvolvedObject
@@ -643,6 +645,49 @@ func (d *describer) node(n *api.Node) {
 		d.line(0, "PodCIDR", n.Spec.PodCIDR)
 	}
 	d.nodePods(n)
+}
+
+// machine shows a machine as `oc describe machine` does the parts outpost
+// has: phase, node, provider, hooks and conditions (MCH-1..4).
+func (d *describer) machine(m *api.Machine) {
+	d.meta(&m.ObjectMeta)
+	d.line(0, "Phase", orNone(m.Status.Phase))
+	node := ""
+	if m.Status.NodeRef != nil {
+		node = m.Status.NodeRef.Name
+	}
+	d.line(0, "Node", orNone(node))
+	d.line(0, "Provider ID", orNone(m.Spec.ProviderID))
+	if dt := m.DeletionTimestamp; dt != nil {
+		d.line(0, "Deleting Since", timestamp(dt))
+	}
+	d.section(0, "Lifecycle Hooks")
+	for _, point := range []struct {
+		name  string
+		hooks []api.LifecycleHook
+	}{{"Pre Drain", m.Spec.LifecycleHooks.PreDrain}, {"Pre Terminate", m.Spec.LifecycleHooks.PreTerminate}} {
+		if len(point.hooks) == 0 {
+			d.line(1, point.name, none)
+			continue
+		}
+		for i, h := range point.hooks {
+			if i == 0 {
+				d.line(1, point.name, h.Name+" (owner "+h.Owner+")")
+			} else {
+				d.row(1, "", h.Name+" (owner "+h.Owner+")")
+			}
+		}
+	}
+	if len(m.Status.Conditions) == 0 {
+		d.line(0, "Conditions", none)
+		return
+	}
+	d.section(0, "Conditions")
+	rows := [][]string{{"Type", "Status", "LastTransitionTime", "Reason", "Message"}, {"----", "------", "------------------", "------", "-------"}}
+	for _, c := range m.Status.Conditions {
+		rows = append(rows, []string{c.Type, c.Status, timestamp(c.LastTransitionTime), c.Reason, c.Message})
+	}
+	d.table(1, rows)
 }
 
 // zoneState is n's zone and its state as the leader counts it (TNT-8):

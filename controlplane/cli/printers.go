@@ -198,6 +198,16 @@ func tableColumns(r *api.Resource) columns {
 			}
 			return []string{b.Name, minA, maxU, strconv.Itoa(int(b.Status.DisruptionsAllowed)), age(now, b.CreationTimestamp)}
 		}}
+	case "Machine":
+		return columns{header: []string{"NAME", "PHASE", "NODE", "ROLE", "DOMAIN", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			m := obj.(*api.Machine)
+			node := ""
+			if m.Status.NodeRef != nil {
+				node = m.Status.NodeRef.Name
+			}
+			return []string{m.Name, orNone(m.Status.Phase), orNone(node), orNone(m.Labels["machine.openshift.io/cluster-api-machine-role"]),
+				orNone(m.Labels["machine.openshift.io/zone"]), age(now, m.CreationTimestamp)}
+		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

@@ -36,6 +36,10 @@ type Client interface {
 	// Delete deletes an object; non-empty preconditions must hold. A pod
 	// bound to a node is marked terminating unless the grace period is 0.
 	Delete(ctx context.Context, r *api.Resource, namespace, name string, opts api.DeleteOptions) error
+	// Evict asks for a pod's graceful deletion through the eviction API,
+	// which refuses (429 TooManyRequests) when a disruption budget would
+	// break; non-empty preconditions must hold.
+	Evict(ctx context.Context, namespace, name string, opts api.DeleteOptions) error
 	// Bind binds pods to nodes, as POST pods/NAME/binding would, in as
 	// few raft entries as it can. errs[i] is the outcome of bindings[i].
 	Bind(ctx context.Context, bindings []Binding) (errs []error)

@@ -46,6 +46,9 @@ type Config struct {
 	// deadline before it takes a pod of that node for stopped; default
 	// DefaultFenceMargin.
 	FenceMargin time.Duration
+	// MachineProvider releases the hosts of deleted machines; default
+	// ManualProvider.
+	MachineProvider MachineProvider
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -81,7 +84,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -124,6 +127,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.dsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("DaemonSet"), log)
 	s.nodeInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Node"), log)
 	s.pdbInf = controller.NewInformer(cfg.Client, api.ResourceForKind("PodDisruptionBudget"), log)
+	s.machineInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Machine"), log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -139,6 +143,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	nlc := newNodeLifecycle(s, cfg.NodeLifecycle)
 	te := newTaintEviction(s, nlc, cfg.FenceMargin)
 	dis := newDisruption(s)
+	mc := newMachineController(s, cfg.MachineProvider)
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -149,6 +154,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		gc.onObject(ev, "pods")
 		te.onPod(ev)
 		dis.onPod(ev)
+		mc.onPod(ev)
 	}
 	onRS := func(ev controller.Event) {
 		s.rss.apply(ev)
@@ -179,6 +185,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		gc.onObject(ev, "")
 		nlc.onNode(ev)
 		te.onNode(ev)
+		mc.onNode(ev)
 	}
 
 	var wg sync.WaitGroup
@@ -190,17 +197,17 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 			s.sels.drop(ev.Object.GetObjectMeta().UID)
 		}
 		dis.onBudget(ev)
-	}}} {
+	}}, {s.machineInf, mc.onMachine}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf} {
 		select {
 		case <-ctx.Done():
 			return nil

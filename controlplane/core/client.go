@@ -51,6 +51,11 @@ func (cl Client) Update(ctx context.Context, obj api.Object) (api.Object, error)
 	return cl.update(ctx, obj, false)
 }
 
+func (cl Client) Evict(ctx context.Context, namespace, name string, opts api.DeleteOptions) error {
+	_, err := cl.c.Evict(ctx, ControlPlane, namespace, name, opts)
+	return err
+}
+
 func (cl Client) UpdateStatus(ctx context.Context, obj api.Object) (api.Object, error) {
 	return cl.update(ctx, obj, true)
 }

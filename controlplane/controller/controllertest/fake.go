@@ -28,6 +28,10 @@ type Fake struct {
 	// writes no more than it must.
 	writes map[string]int
 	idx    uint64
+	// EvictHook, when set, may refuse an eviction (as a disruption
+	// budget would, with a 429) before Evict deletes the pod. Budgets
+	// themselves are the core's (controlplane/core).
+	EvictHook func(namespace, name string) error
 }
 
 var _ controller.Client = (*Fake)(nil)
@@ -159,6 +163,20 @@ func (f *Fake) Delete(_ context.Context, r *api.Resource, namespace, name string
 	}
 	_, err := f.applyOne("delete "+r.Plural, cmd)
 	return err
+}
+
+// Evict implements controller.Client: EvictHook's answer, then a
+// graceful delete.
+func (f *Fake) Evict(ctx context.Context, namespace, name string, opts api.DeleteOptions) error {
+	f.mu.Lock()
+	hook := f.EvictHook
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(namespace, name); err != nil {
+			return err
+		}
+	}
+	return f.Delete(ctx, api.ResourceForKind("Pod"), namespace, name, opts)
 }
 
 // Bind implements controller.Client: all bindings in one entry, as the

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"strings"
+	"testing"
+)
+
+// Seed 002 §6.2.3's lifecycle hook example applies as it is (with a name
+// where the seed writes "..."), and §6.2.5's quorum guard hook.
+func TestMachineSeedSnippets(t *testing.T) {
+	for _, doc := range []string{`apiVersion: machine.openshift.io/v1beta1
+kind: Machine
+metadata:
+  name: edge-1
+spec:
+  lifecycleHooks:
+    preDrain:
+    - name: MigrateImportantApp
+      owner: my-app-migration-controller
+    preTerminate:
+    - name: BackupFileSystem
+      owner: my-backup-controller
+    - name: CloudProviderSpecialCase
+      owner: my-custom-storage-detach-controller
+    - name: WaitForStorageDetach
+      owner: my-custom-storage-detach-controller
+`, `apiVersion: machine.openshift.io/v1beta1
+kind: Machine
+metadata:
+  name: master-0
+spec:
+  lifecycleHooks:
+    preDrain:
+    - name: EtcdQuorumOperator
+      owner: clusteroperator/etcd
+`} {
+		objs, warns, err := DecodeYAMLOrJSON([]byte(doc))
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("decode: %v (%d objects)", err, len(objs))
+		}
+		if len(warns) > 0 && len(warns[0]) > 0 {
+			t.Errorf("warnings %v", warns[0])
+		}
+		m, ok := objs[0].(*Machine)
+		if !ok {
+			t.Fatalf("decoded %T", objs[0])
+		}
+		if errs := Validate(m); len(errs) > 0 {
+			t.Errorf("%s: %v", m.Name, errs)
+		}
+		if len(m.Spec.LifecycleHooks.PreDrain) != 1 {
+			t.Errorf("%s: preDrain %v", m.Name, m.Spec.LifecycleHooks.PreDrain)
+		}
+	}
+}
+
+// Bad hooks are refused with every problem by field path (issue 11,
+// "Bad input": hooks without owner, duplicate hook names).
+func TestValidateMachine(t *testing.T) {
+	m := &Machine{ObjectMeta: ObjectMeta{Name: "edge-1"}, Spec: MachineSpec{LifecycleHooks: LifecycleHooks{
+		PreDrain:     []LifecycleHook{{Name: "a", Owner: "x"}, {Name: "a", Owner: "y"}, {Owner: "z"}},
+		PreTerminate: []LifecycleHook{{Name: "b"}},
+	}}, Status: MachineStatus{Phase: "Exploded", Conditions: []MachineCondition{{Type: "Drained", Status: "Maybe"}}}}
+	var msgs []string
+	for _, e := range Validate(m) {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "; ")
+	for _, want := range []string{
+		`spec.lifecycleHooks.preDrain[1].name: Duplicate value: "a"`,
+		"spec.lifecycleHooks.preDrain[2].name: Required value",
+		"spec.lifecycleHooks.preTerminate[0].owner: Required value",
+		`status.phase: Unsupported value: "Exploded"`,
+		`status.conditions[0].status: Unsupported value: "Maybe"`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors %q lack %q", all, want)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+var machinesRes = api.ResourceForKind("Machine")
+
+func (e *env) machine(name string) (*api.Machine, bool) {
+	obj, err := e.f.Get(machinesRes, "", name)
+	if err != nil {
+		return nil, false
+	}
+	return obj.(*api.Machine), true
+}
+
+func machineCondition(m *api.Machine, typ string) string {
+	for _, c := range m.Status.Conditions {
+		if c.Type == typ {
+			return c.Status + " " + c.Reason + ": " + c.Message
+		}
+	}
+	return "(none)"
+}
+
+// waitMachine waits until machine name satisfies cond.
+func (e *env) waitMachine(name, what string, cond func(*api.Machine) bool) *api.Machine {
+	e.t.Helper()
+	var m *api.Machine
+	e.waitFor("machine "+name+": "+what, func() (bool, string) {
+		var ok bool
+		if m, ok = e.machine(name); !ok {
+			return false, "no machine"
+		}
+		return cond(m), fmt.Sprintf("phase %s, conditions %+v, finalizers %v", m.Status.Phase, m.Status.Conditions, m.Finalizers)
+	})
+	return m
+}
+
+func boundPod(name, node string, owner *api.OwnerReference) *api.Pod {
+	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: api.PodSpec{NodeName: node, Containers: []api.Container{{Name: "c", Image: "img"}}}}
+	if owner != nil {
+		p.OwnerReferences = []api.OwnerReference{*owner}
+	}
+	return p
+}
+
+// A node an agent registered gets its Machine (MCH-1): the finalizer,
+// the provider ID, nodeRef and phase Running; a node made by hand (no
+// agent reports it) gets none; a machine made by hand for a host that has
+// not joined is Provisioned until its node appears.
+func TestMachinePerAgentNode(t *testing.T) {
+	e := newEnv(t)
+	e.agentNode("edge-1")
+	e.create(&api.Node{ObjectMeta: api.ObjectMeta{Name: "by-hand"}})
+	e.create(&api.Machine{ObjectMeta: api.ObjectMeta{Name: "edge-2"}, Spec: api.MachineSpec{ProviderID: "outpost://edge-2"}})
+	e.startLifecycle(NodeLifecycle{})
+	m := e.waitMachine("edge-1", "Running with its node", func(m *api.Machine) bool {
+		return m.Status.Phase == api.MachineRunning && m.Status.NodeRef != nil && m.Status.NodeRef.Name == "edge-1"
+	})
+	if m.Spec.ProviderID != "outpost://edge-1" || len(m.Finalizers) != 1 || m.Finalizers[0] != api.MachineFinalizer || m.Labels[LabelMachineRole] != "worker" {
+		t.Errorf("machine %+v", m)
+	}
+	e.waitMachine("edge-2", "Provisioned with the finalizer", func(m *api.Machine) bool {
+		return m.Status.Phase == api.MachineProvisioned && m.Status.NodeRef == nil && len(m.Finalizers) == 1
+	})
+	e.agentNode("edge-2")
+	e.waitMachine("edge-2", "Running once its node joined", func(m *api.Machine) bool {
+		return m.Status.Phase == api.MachineRunning && m.Status.NodeRef != nil && m.Status.NodeRef.Name == "edge-2"
+	})
+	e.waitSynced("machine", "by-hand", 0)
+	if _, ok := e.machine("by-hand"); ok {
+		t.Error("a node no agent reports got a machine")
+	}
+}
+
+// The deletion phase in the seed's order (MCH-2..4): a preDrain hook
+// holds the drain (Drainable=False); without it the node is cordoned and
+// drained through the eviction API, a refusal is Drained=False and is
+// retried; daemon set pods stay; a preTerminate hook holds the release
+// (Terminable=False); a failing provider is Released=False and retried;
+// then the Node object goes, and the machine with its finalizer.
+func TestMachineDeletionPhase(t *testing.T) {
+	e := newEnv(t)
+	for _, name := range []string{"edge-1", "edge-2"} {
+		e.agentNode(name)
+		// Room for the daemon set's pod.
+		e.update(nodesRes, "", name, true, func(o api.Object) {
+			n := o.(*api.Node)
+			n.Status.Capacity = newNode(name, nil).Status.Capacity
+			n.Status.Allocatable = n.Status.Capacity
+		})
+	}
+	yes := true
+	rs := e.create(newReplicaSet("web", 1, map[string]string{"app": "web"})).(*api.ReplicaSet)
+	web := boundPod("web-1", "edge-1", &api.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: rs.UID, Controller: &yes})
+	web.Labels = map[string]string{"app": "web"}
+	e.create(web)
+	e.create(boundPod("lone", "edge-1", nil))
+	e.create(boundPod("elsewhere", "edge-2", nil))
+	e.create(newDaemonSet("agent", nil))
+	e.create(&api.Token{ObjectMeta: api.ObjectMeta{Name: "edge1tok"}, Spec: api.TokenSpec{Role: api.RoleNode, NodeName: "edge-1", SecretHash: strings.Repeat("a", 64)}})
+	e.create(&api.Token{ObjectMeta: api.ObjectMeta{Name: "edge2tok"}, Spec: api.TokenSpec{Role: api.RoleNode, NodeName: "edge-2", SecretHash: strings.Repeat("b", 64)}})
+	var refusals atomic.Int32
+	refusals.Store(2)
+	e.f.EvictHook = func(ns, name string) error {
+		if name == "web-1" && refusals.Add(-1) >= 0 {
+			return api.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", nil)
+		}
+		return nil
+	}
+	var releaseFails atomic.Int32
+	releaseFails.Store(1)
+	e.startConfig(Config{Client: e.f, MachineProvider: ProviderFunc(func(_ context.Context, m *api.Machine) (string, error) {
+		if releaseFails.Add(-1) >= 0 {
+			return "", errors.New("ipmitool: connection refused")
+		}
+		return "powered off " + m.Name, nil
+	})})
+	e.waitMachine("edge-1", "Running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+	e.waitFor("the daemon set's pod on edge-1", func() (bool, string) {
+		n := len(e.podsOnNode("edge-1"))
+		return n == 3, fmt.Sprint(n, " pods on edge-1")
+	})
+	e.update(machinesRes, "", "edge-1", false, func(o api.Object) {
+		o.(*api.Machine).Spec.LifecycleHooks = api.LifecycleHooks{
+			PreDrain:     []api.LifecycleHook{{Name: "MigrateImportantApp", Owner: "my-app-migration-controller"}},
+			PreTerminate: []api.LifecycleHook{{Name: "BackupFileSystem", Owner: "my-backup-controller"}},
+		}
+	})
+	e.delete(machinesRes, "", "edge-1")
+
+	e.waitMachine("edge-1", "Deleting, held by its preDrain hook", func(m *api.Machine) bool {
+		return m.Status.Phase == api.MachineDeleting && strings.HasPrefix(machineCondition(m, api.MachineDrainable), "False HookPresent: waiting for preDrain hooks: MigrateImportantApp (owner my-app-migration-controller)")
+	})
+	if n := e.get(nodesRes, "", "edge-1").(*api.Node); n.Spec.Unschedulable {
+		t.Fatal("the node was cordoned while a preDrain hook held the drain")
+	}
+	if len(e.podsOnNode("edge-1")) != 3 {
+		t.Fatal("pods were evicted while a preDrain hook held the drain")
+	}
+	e.update(machinesRes, "", "edge-1", false, func(o api.Object) { o.(*api.Machine).Spec.LifecycleHooks.PreDrain = nil })
+	e.waitMachine("edge-1", "the drain refused by a budget", func(m *api.Machine) bool {
+		return strings.Contains(machineCondition(m, api.MachineDrained), "False DrainError: 1 of 2 pods not evicted yet: default/web-1: Cannot evict pod")
+	})
+	m := e.waitMachine("edge-1", "drained, held by its preTerminate hook", func(m *api.Machine) bool {
+		return strings.HasPrefix(machineCondition(m, api.MachineTerminable), "False HookPresent")
+	})
+	if machineCondition(m, api.MachineDrainable)[:4] != "True" || machineCondition(m, api.MachineDrained)[:4] != "True" {
+		t.Errorf("conditions %+v, want Drainable and Drained True", m.Status.Conditions)
+	}
+	if n := e.get(nodesRes, "", "edge-1").(*api.Node); !n.Spec.Unschedulable {
+		t.Error("the drained node is not cordoned")
+	}
+	if got := e.podsOnNode("edge-1"); len(got) != 1 || !isDaemonPod(got[0]) {
+		t.Errorf("pods left on the drained node %v, want the daemon set's only", names(got))
+	}
+	if _, err := e.f.Get(podsRes, "default", "elsewhere"); err != nil {
+		t.Errorf("a pod of another node: %v", err)
+	}
+	if _, err := e.f.Get(nodesRes, "", "edge-1"); err != nil {
+		t.Fatal("the node went while a preTerminate hook held the release")
+	}
+	e.update(machinesRes, "", "edge-1", false, func(o api.Object) { o.(*api.Machine).Spec.LifecycleHooks.PreTerminate = nil })
+	e.waitFor("the machine gone", func() (bool, string) {
+		m, ok := e.machine("edge-1")
+		if !ok {
+			return true, ""
+		}
+		return false, fmt.Sprintf("conditions %+v", m.Status.Conditions)
+	})
+	if _, err := e.f.Get(nodesRes, "", "edge-1"); !api.IsNotFound(err) {
+		t.Errorf("the node of the deleted machine: %v, want it gone", err)
+	}
+	// Its credential went first, so that its agent cannot register it
+	// again; the other node's stays.
+	if _, err := e.f.Get(api.ResourceForKind("Token"), "", "edge1tok"); !api.IsNotFound(err) {
+		t.Errorf("the deleted machine's node token: %v, want it gone", err)
+	}
+	if _, err := e.f.Get(api.ResourceForKind("Token"), "", "edge2tok"); err != nil {
+		t.Errorf("another node's token: %v", err)
+	}
+	if evs := e.events("edge-1", "Released"); len(evs) != 1 || evs[0].Message != "powered off edge-1" {
+		t.Errorf("Released events %v", evs)
+	}
+	if releaseFails.Load() >= 0 {
+		t.Error("the failing provider was never called")
+	}
+	if _, ok := e.machine("edge-2"); !ok {
+		t.Error("the other machine went too")
+	}
+}
+
+func (e *env) podsOnNode(node string) []*api.Pod {
+	var out []*api.Pod
+	for _, o := range e.list(podsRes) {
+		if p := o.(*api.Pod); p.Spec.NodeName == node {
+			out = append(out, p)
+		}
+	}
+	return out
+}
