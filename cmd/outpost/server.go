@@ -291,6 +291,9 @@ type evictionFlags struct {
 	rate, secondaryRate       float64
 	unhealthy                 float64
 	largeCluster              int
+	// provider and releaseCommand choose the machine provider (MCH-1).
+	provider, releaseCommand string
+	releaseTimeout           time.Duration
 }
 
 func (e *evictionFlags) add(cmd *cobra.Command) {
@@ -309,6 +312,12 @@ func (e *evictionFlags) add(cmd *cobra.Command) {
 		"share of a zone's nodes not ready (with more than 2 of them) that makes it PartialDisruption")
 	f.IntVar(&e.largeCluster, "large-cluster-size-threshold", controllers.DefaultLargeClusterSizeThreshold,
 		"zones of more nodes than this are tainted at --secondary-node-eviction-rate in PartialDisruption; smaller ones not at all")
+	f.StringVar(&e.provider, "machine-provider", "manual",
+		"what releases a deleted machine's host: manual (a person powers it off) or exec (--machine-release-command)")
+	f.StringVar(&e.releaseCommand, "machine-release-command", "",
+		"with --machine-provider exec: a shell command that powers off or re-images the host (ipmitool, redfishtool, a script); "+
+			"it gets OUTPOST_MACHINE_NAME, OUTPOST_MACHINE_PROVIDER_ID, OUTPOST_NODE_NAME, OUTPOST_MACHINE_ROLE and OUTPOST_MACHINE_ZONE; exit 0 is released, anything else is retried")
+	f.DurationVar(&e.releaseTimeout, "machine-release-timeout", 5*time.Minute, "how long one run of --machine-release-command may take")
 }
 
 func (e *evictionFlags) apply(cfg *server.Config) error {
@@ -330,6 +339,20 @@ func (e *evictionFlags) apply(cfg *server.Config) error {
 	}
 	if e.largeCluster < 0 {
 		errs = append(errs, fmt.Errorf("--large-cluster-size-threshold %d: must be 0 or more", e.largeCluster))
+	}
+	switch {
+	case e.provider == "manual" && e.releaseCommand != "":
+		errs = append(errs, errors.New("--machine-release-command is for --machine-provider exec"))
+	case e.provider == "manual":
+	case e.provider == "exec" && strings.TrimSpace(e.releaseCommand) == "":
+		errs = append(errs, errors.New("--machine-provider exec needs --machine-release-command"))
+	case e.provider == "exec":
+		cfg.MachineProvider = controllers.ExecProvider{Command: e.releaseCommand, Timeout: e.releaseTimeout}
+	default:
+		errs = append(errs, fmt.Errorf("--machine-provider %q: must be manual or exec", e.provider))
+	}
+	if e.releaseTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--machine-release-timeout %s: must be more than 0", e.releaseTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -54,6 +54,9 @@ func TestServerEvictionFlags(t *testing.T) {
 		{[]string{"--secondary-node-eviction-rate", "-0.5"}, "--secondary-node-eviction-rate -0.5: must be 0 or more"},
 		{[]string{"--unhealthy-zone-threshold", "1.5"}, "--unhealthy-zone-threshold 1.5: must be more than 0 and at most 1"},
 		{[]string{"--large-cluster-size-threshold", "-1"}, "--large-cluster-size-threshold -1: must be 0 or more"},
+		{[]string{"--machine-provider", "ipmi"}, `--machine-provider "ipmi": must be manual or exec`},
+		{[]string{"--machine-provider", "exec"}, "--machine-provider exec needs --machine-release-command"},
+		{[]string{"--machine-release-command", "true"}, "--machine-release-command is for --machine-provider exec"},
 	} {
 		for _, mk := range []func() *cobra.Command{newServerCommand, newDevCommand} {
 			cmd := mk()

@@ -81,6 +81,9 @@ type Config struct {
 	FenceMargin time.Duration
 	// Eviction rate-limits eviction tainting zone by zone (TNT-8).
 	Eviction controllers.Eviction
+	// MachineProvider releases the hosts of deleted machines (MCH-1);
+	// default controllers.ManualProvider.
+	MachineProvider controllers.MachineProvider
 	// BootstrapExpect forms a new cluster once this many servers know each
 	// other; 0 joins an existing cluster or restarts from DataDir.
 	BootstrapExpect int

@@ -33,7 +33,8 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 					Eviction:           s.cfg.Eviction,
 					Zones:              s.zones,
 				},
-				FenceMargin: s.cfg.FenceMargin,
+				FenceMargin:     s.cfg.FenceMargin,
+				MachineProvider: s.cfg.MachineProvider,
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)
