@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Machine (machine.openshift.io/v1beta1) stands for a host known to the
@@ -129,6 +130,106 @@ func validateHooks(hooks []LifecycleHook, p *Path) ErrorList {
 			if len(s.v) > 256 {
 				errs = append(errs, Invalid(ip.Child(s.field), fmt.Sprintf("%.20s...", s.v), "must be no more than 256 characters"))
 			}
+		}
+	}
+	return errs
+}
+
+// MachineHealthCheck (machine.openshift.io/v1beta1) says when a machine
+// is unhealthy and how many may be at once before nothing is done (SPEC
+// CPL-4): a machine whose node has matched one of unhealthyConditions for
+// its timeout, or that has had no node for nodeStartupTimeout, is
+// deleted, unless more than maxUnhealthy of the selected machines are
+// unhealthy: then none is.
+type MachineHealthCheck struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       MachineHealthCheckSpec   `json:"spec,omitzero"`
+	Status     MachineHealthCheckStatus `json:"status,omitzero"`
+}
+
+// MachineHealthCheckSpec is OpenShift's.
+type MachineHealthCheckSpec struct {
+	Selector            LabelSelector        `json:"selector"`
+	UnhealthyConditions []UnhealthyCondition `json:"unhealthyConditions,omitempty"`
+	// MaxUnhealthy is a count or a percentage of the selected machines
+	// (rounded down); default 100%.
+	MaxUnhealthy *IntOrString `json:"maxUnhealthy,omitempty"`
+	// NodeStartupTimeout is how long a machine may go without a node, a
+	// duration ("10m"); "0" never times out; default 10m.
+	NodeStartupTimeout string `json:"nodeStartupTimeout,omitempty"`
+}
+
+// UnhealthyCondition is a node condition that makes a machine unhealthy
+// once it has held for Timeout (a duration, "300s").
+type UnhealthyCondition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Timeout string `json:"timeout"`
+}
+
+// MachineHealthCheckStatus says what the check saw last.
+type MachineHealthCheckStatus struct {
+	ExpectedMachines    *int32             `json:"expectedMachines,omitempty"`
+	CurrentHealthy      *int32             `json:"currentHealthy,omitempty"`
+	RemediationsAllowed int32              `json:"remediationsAllowed"`
+	Conditions          []MachineCondition `json:"conditions,omitempty"`
+}
+
+// DefaultNodeStartupTimeout is OpenShift's.
+const DefaultNodeStartupTimeout = 10 * time.Minute
+
+// MachineHealthCheck condition: whether it may remediate now.
+const RemediationAllowed = "RemediationAllowed"
+
+// StartupTimeout is spec.nodeStartupTimeout as a duration (0: never).
+func (s *MachineHealthCheckSpec) StartupTimeout() time.Duration {
+	if s.NodeStartupTimeout == "" {
+		return DefaultNodeStartupTimeout
+	}
+	d, err := time.ParseDuration(s.NodeStartupTimeout)
+	if err != nil && s.NodeStartupTimeout == "0" {
+		return 0
+	}
+	if err != nil {
+		return DefaultNodeStartupTimeout // refused by validation
+	}
+	return d
+}
+
+func validateMachineHealthCheck(h *MachineHealthCheck) ErrorList {
+	var errs ErrorList
+	sp := Root("spec")
+	if len(h.Spec.Selector.MatchLabels) == 0 && len(h.Spec.Selector.MatchExpressions) == 0 {
+		errs = append(errs, Required(sp.Child("selector"), "an empty selector would select every machine"))
+	}
+	errs = append(errs, ValidateLabelSelector(&h.Spec.Selector, sp.Child("selector"))...)
+	for i, c := range h.Spec.UnhealthyConditions {
+		cp := sp.Child("unhealthyConditions").Index(i)
+		if c.Type == "" {
+			errs = append(errs, Required(cp.Child("type"), "a node condition type, such as Ready"))
+		}
+		if c.Status != ConditionTrue && c.Status != ConditionFalse && c.Status != ConditionUnknown {
+			errs = append(errs, NotSupported(cp.Child("status"), c.Status, []string{ConditionTrue, ConditionFalse, ConditionUnknown}))
+		}
+		if d, err := time.ParseDuration(c.Timeout); err != nil || d < 0 {
+			errs = append(errs, Invalid(cp.Child("timeout"), c.Timeout, "must be a duration of 0 or more, such as 300s"))
+		}
+	}
+	if v := h.Spec.MaxUnhealthy; v != nil {
+		n, e := validateIntOrPercent(v, sp.Child("maxUnhealthy"))
+		switch {
+		case len(e) > 0:
+			errs = append(errs, e...)
+		case n < 0:
+			errs = append(errs, Invalid(sp.Child("maxUnhealthy"), v.String(), "must be greater than or equal to 0"))
+		case v.IsString && n > 100:
+			errs = append(errs, Invalid(sp.Child("maxUnhealthy"), v.String(), "must not be greater than 100%"))
+		}
+	}
+	if t := h.Spec.NodeStartupTimeout; t != "" && t != "0" {
+		if d, err := time.ParseDuration(t); err != nil || d < 0 {
+			errs = append(errs, Invalid(sp.Child("nodeStartupTimeout"), t, "must be a duration of 0 or more, such as 10m"))
 		}
 	}
 	return errs

@@ -78,3 +78,39 @@ func TestValidateMachine(t *testing.T) {
 		}
 	}
 }
+
+// A health check with an empty selector (it would select every machine),
+// a bad condition or a bad timeout is refused by field path.
+func TestValidateMachineHealthCheck(t *testing.T) {
+	bad := FromString("150%")
+	h := &MachineHealthCheck{ObjectMeta: ObjectMeta{Name: "all"}, Spec: MachineHealthCheckSpec{
+		UnhealthyConditions: []UnhealthyCondition{{Type: "", Status: "Sometimes", Timeout: "soon"}},
+		MaxUnhealthy:        &bad, NodeStartupTimeout: "-5m"}}
+	var msgs []string
+	for _, e := range Validate(h) {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "; ")
+	for _, want := range []string{
+		"spec.selector: Required value: an empty selector would select every machine",
+		"spec.unhealthyConditions[0].type: Required value",
+		`spec.unhealthyConditions[0].status: Unsupported value: "Sometimes"`,
+		`spec.unhealthyConditions[0].timeout: Invalid value: "soon"`,
+		`spec.maxUnhealthy: Invalid value: "150%"`,
+		`spec.nodeStartupTimeout: Invalid value: "-5m"`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors %q lack %q", all, want)
+		}
+	}
+	ok := &MachineHealthCheck{ObjectMeta: ObjectMeta{Name: "cp"}, Spec: MachineHealthCheckSpec{
+		Selector:            LabelSelector{MatchLabels: map[string]string{"machine.openshift.io/cluster-api-machine-role": "master"}},
+		UnhealthyConditions: []UnhealthyCondition{{Type: "Ready", Status: "Unknown", Timeout: "300s"}, {Type: "Ready", Status: "False", Timeout: "300s"}},
+		NodeStartupTimeout:  "0"}}
+	if errs := Validate(ok); len(errs) > 0 {
+		t.Errorf("a good check refused: %v", errs)
+	}
+	if ok.Spec.StartupTimeout() != 0 || (&MachineHealthCheckSpec{}).StartupTimeout() != DefaultNodeStartupTimeout {
+		t.Error("nodeStartupTimeout 0 or unset")
+	}
+}

@@ -59,6 +59,9 @@ func Validate(obj Object) ErrorList {
 	case *Machine:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachine(o)...)
+	case *MachineHealthCheck:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateMachineHealthCheck(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

@@ -178,6 +178,7 @@ var resourceGroup = map[string]string{
 	"daemonsets":            "apps",
 	"poddisruptionbudgets":  "policy",
 	"machines":              "machine.openshift.io",
+	"machinehealthchecks":   "machine.openshift.io",
 	"tokens":                "outpost.io",
 	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",

@@ -269,6 +269,9 @@ func TestGet(t *testing.T) {
 	expect(t, "get machines", f.run("get", "machines"), 0,
 		"NAME     PHASE         NODE     ROLE     DOMAIN   AGE\nedge-1   Running       edge-1   master   zone-a   120m\nspare    Provisioned   <none>   <none>   <none>   120m\n", "")
 
+	f.put(api.ResourceForKind("MachineHealthCheck"), `{"metadata":{"name":"workers"},"spec":{"selector":{"matchLabels":{"a":"b"}},"maxUnhealthy":1},"status":{"expectedMachines":3,"currentHealthy":2,"remediationsAllowed":0}}`)
+	expect(t, "get mhc", f.run("get", "mhc"), 0,
+		"NAME      MAXUNHEALTHY   EXPECTEDMACHINES   CURRENTHEALTHY   AGE\nworkers   1              3                  2                120m\n", "")
 	f.put(api.ResourceForKind("Machine"), `{"metadata":{"name":"edge-2"},"spec":{"providerID":"outpost://edge-2",
 		"lifecycleHooks":{"preDrain":[{"name":"MigrateImportantApp","owner":"my-app-migration-controller"}],"preTerminate":[{"name":"BackupFileSystem","owner":"my-backup-controller"},{"name":"WaitForStorageDetach","owner":"my-custom-storage-detach-controller"}]}},
 		"status":{"phase":"Deleting","nodeRef":{"kind":"Node","name":"edge-2"},"conditions":[{"type":"Drainable","status":"False","reason":"HookPresent","message":"waiting for preDrain hooks"}]}}`)

@@ -208,6 +208,21 @@ func tableColumns(r *api.Resource) columns {
 			return []string{m.Name, orNone(m.Status.Phase), orNone(node), orNone(m.Labels["machine.openshift.io/cluster-api-machine-role"]),
 				orNone(m.Labels["machine.openshift.io/zone"]), age(now, m.CreationTimestamp)}
 		}}
+	case "MachineHealthCheck":
+		return columns{header: []string{"NAME", "MAXUNHEALTHY", "EXPECTEDMACHINES", "CURRENTHEALTHY", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			h := obj.(*api.MachineHealthCheck)
+			maxU := "100%"
+			if h.Spec.MaxUnhealthy != nil {
+				maxU = h.Spec.MaxUnhealthy.String()
+			}
+			count := func(p *int32) string {
+				if p == nil {
+					return ""
+				}
+				return strconv.Itoa(int(*p))
+			}
+			return []string{h.Name, maxU, count(h.Status.ExpectedMachines), count(h.Status.CurrentHealthy), age(now, h.CreationTimestamp)}
+		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

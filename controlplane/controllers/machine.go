@@ -22,7 +22,10 @@ import (
 // is deleted → the finalizer goes, and with it the machine. Each step is
 // a status write, so a new leader picks the phase up where it stood.
 
-var tokensResource = api.ResourceForKind("Token")
+var (
+	machinesResource = api.ResourceForKind("Machine")
+	tokensResource   = api.ResourceForKind("Token")
+)
 
 // machineCredentialsRevoked is outpost's condition of a deleted machine
 // whose node's credentials are gone.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -207,4 +208,95 @@ func (e *env) podsOnNode(node string) []*api.Pod {
 		}
 	}
 	return out
+}
+
+// MachineHealthCheck (CPL-4): machines whose node has been Ready=Unknown
+// for the timeout are deleted, unless more of them than maxUnhealthy are
+// unhealthy at once; then none is, and the check says why; a machine
+// without a node past nodeStartupTimeout is deleted.
+func TestMachineHealthCheck(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"w1", "w2", "w3"} {
+		e.agentNode(n)
+	}
+	e.create(&api.Machine{ObjectMeta: api.ObjectMeta{Name: "spare", Labels: map[string]string{"pool": "spare"}}})
+	e.startLifecycle(NodeLifecycle{})
+	for _, n := range []string{"w1", "w2", "w3"} {
+		e.waitMachine(n, "Running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+		// A hook holds each deletion where the test can see it.
+		e.update(machinesRes, "", n, false, func(o api.Object) {
+			o.(*api.Machine).Spec.LifecycleHooks.PreDrain = []api.LifecycleHook{{Name: "hold", Owner: "test"}}
+		})
+	}
+	one := api.FromInt(1)
+	e.create(&api.MachineHealthCheck{ObjectMeta: api.ObjectMeta{Name: "workers"}, Spec: api.MachineHealthCheckSpec{
+		Selector:            api.LabelSelector{MatchLabels: map[string]string{LabelMachineRole: "worker"}},
+		UnhealthyConditions: []api.UnhealthyCondition{{Type: "Ready", Status: "Unknown", Timeout: "30s"}},
+		MaxUnhealthy:        &one, NodeStartupTimeout: "0"}})
+	e.create(&api.MachineHealthCheck{ObjectMeta: api.ObjectMeta{Name: "spares"}, Spec: api.MachineHealthCheckSpec{
+		Selector: api.LabelSelector{MatchLabels: map[string]string{"pool": "spare"}}, NodeStartupTimeout: "1m"}})
+	setReady := func(name, status string) {
+		e.update(nodesRes, "", name, true, func(o api.Object) {
+			n := o.(*api.Node)
+			for i := range n.Status.Conditions {
+				if c := &n.Status.Conditions[i]; c.Type == api.NodeReady {
+					c.Status, c.LastTransitionTime = status, api.NewTime(e.clock.Now())
+				}
+			}
+		})
+	}
+	check := func(name string) *api.MachineHealthCheck {
+		return e.get(api.ResourceForKind("MachineHealthCheck"), "", name).(*api.MachineHealthCheck)
+	}
+	deleting := func(name string) bool { m, ok := e.machine(name); return ok && m.DeletionTimestamp != nil }
+	// poke makes the checks look again after the clock moved.
+	poke := func() {
+		for _, n := range []string{"workers", "spares"} {
+			e.update(api.ResourceForKind("MachineHealthCheck"), "", n, false, func(o api.Object) {
+				o.(*api.MachineHealthCheck).Annotations = map[string]string{"poke": e.clock.Now().String()}
+			})
+		}
+	}
+
+	setReady("w1", api.ConditionUnknown)
+	setReady("w2", api.ConditionUnknown)
+	e.clock.Advance(20 * time.Second)
+	poke()
+	e.waitFor("the checks counting 3 machines, none yet unhealthy", func() (bool, string) {
+		h := check("workers")
+		return h.Status.ExpectedMachines != nil && *h.Status.ExpectedMachines == 3 && *h.Status.CurrentHealthy == 3, fmt.Sprintf("%+v", h.Status)
+	})
+	e.clock.Advance(15 * time.Second)
+	poke()
+	e.waitFor("no remediation with 2 unhealthy of maxUnhealthy 1", func() (bool, string) {
+		h := check("workers")
+		for _, c := range h.Status.Conditions {
+			if c.Type == api.RemediationAllowed && c.Status == api.ConditionFalse && c.Reason == "TooManyUnhealthy" &&
+				strings.HasPrefix(c.Message, "2 of 3 machines are unhealthy, more than maxUnhealthy 1: none is remediated") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", h.Status)
+	})
+	e.waitFor("a RemediationRestricted event", func() (bool, string) { return len(e.events("workers", "RemediationRestricted")) > 0, "" })
+	if deleting("w1") || deleting("w2") {
+		t.Fatal("a machine was deleted with more unhealthy than maxUnhealthy")
+	}
+	// One comes back: the other is deleted.
+	setReady("w2", api.ConditionTrue)
+	e.waitFor("w1 deleted", func() (bool, string) { return deleting("w1"), "" })
+	if deleting("w2") || deleting("w3") {
+		t.Error("a healthy machine was deleted")
+	}
+	e.waitFor("w1's MachineDeleted event", func() (bool, string) {
+		evs := e.events("w1", "MachineDeleted")
+		return len(evs) == 1 && strings.Contains(evs[0].Message, "node condition Ready=Unknown for more than 30s"), fmt.Sprint(evs)
+	})
+	// The spare without a node: deleted after nodeStartupTimeout.
+	if deleting("spare") {
+		t.Fatal("the spare was deleted before its startup timeout")
+	}
+	e.clock.Advance(time.Minute)
+	poke()
+	e.waitFor("the spare deleted", func() (bool, string) { return deleting("spare"), "" })
 }

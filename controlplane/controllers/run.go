@@ -84,7 +84,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -128,6 +128,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.nodeInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Node"), log)
 	s.pdbInf = controller.NewInformer(cfg.Client, api.ResourceForKind("PodDisruptionBudget"), log)
 	s.machineInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Machine"), log)
+	s.mhcInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineHealthCheck"), log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -144,6 +145,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	te := newTaintEviction(s, nlc, cfg.FenceMargin)
 	dis := newDisruption(s)
 	mc := newMachineController(s, cfg.MachineProvider)
+	hc := newHealthCheck(s)
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -186,6 +188,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		nlc.onNode(ev)
 		te.onNode(ev)
 		mc.onNode(ev)
+		hc.onChange(ev)
 	}
 
 	var wg sync.WaitGroup
@@ -197,17 +200,20 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 			s.sels.drop(ev.Object.GetObjectMeta().UID)
 		}
 		dis.onBudget(ev)
-	}}, {s.machineInf, mc.onMachine}} {
+	}}, {s.machineInf, func(ev controller.Event) {
+		mc.onMachine(ev)
+		hc.onChange(ev)
+	}}, {s.mhcInf, hc.onCheck}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf} {
 		select {
 		case <-ctx.Done():
 			return nil
