@@ -234,3 +234,74 @@ func validateMachineHealthCheck(h *MachineHealthCheck) ErrorList {
 	}
 	return errs
 }
+
+// MachineSet (machine.openshift.io/v1beta1) keeps replicas machines
+// (MCH-2). On bare metal no set can make a host: it claims free machines
+// that match its selector (machines no set owns) and, scaling down,
+// deletes members, those with the delete-machine annotation first, then
+// by deletePolicy.
+type MachineSet struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       MachineSetSpec   `json:"spec,omitzero"`
+	Status     MachineSetStatus `json:"status,omitzero"`
+}
+
+// MachineSetSpec is OpenShift's, less what only a cloud can act on.
+type MachineSetSpec struct {
+	Replicas     *int32        `json:"replicas,omitempty"`
+	DeletePolicy string        `json:"deletePolicy,omitempty"`
+	Selector     LabelSelector `json:"selector"`
+	// Template is accepted as OpenShift writes it; a set here claims
+	// existing machines rather than making them, so only its labels
+	// matter (they must match the selector).
+	Template MachineTemplateSpec `json:"template,omitzero"`
+}
+
+// MachineTemplateSpec is a machine's labels and spec.
+type MachineTemplateSpec struct {
+	ObjectMeta ObjectMeta  `json:"metadata,omitzero"`
+	Spec       MachineSpec `json:"spec,omitzero"`
+}
+
+// MachineSetStatus counts the set's machines.
+type MachineSetStatus struct {
+	Replicas           int32  `json:"replicas"`
+	ReadyReplicas      int32  `json:"readyReplicas,omitempty"`
+	AvailableReplicas  int32  `json:"availableReplicas,omitempty"`
+	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	ErrorMessage       string `json:"errorMessage,omitempty"`
+}
+
+// MachineSet delete policies.
+const (
+	DeletePolicyRandom = "Random"
+	DeletePolicyOldest = "Oldest"
+	DeletePolicyNewest = "Newest"
+)
+
+var deletePolicies = []string{DeletePolicyRandom, DeletePolicyOldest, DeletePolicyNewest}
+
+func validateMachineSet(ms *MachineSet) ErrorList {
+	var errs ErrorList
+	sp := Root("spec")
+	if len(ms.Spec.Selector.MatchLabels) == 0 && len(ms.Spec.Selector.MatchExpressions) == 0 {
+		errs = append(errs, Required(sp.Child("selector"), "an empty selector would claim every machine"))
+	}
+	errs = append(errs, ValidateLabelSelector(&ms.Spec.Selector, sp.Child("selector"))...)
+	if r := ms.Spec.Replicas; r != nil && *r < 0 {
+		errs = append(errs, Invalid(sp.Child("replicas"), *r, "must be greater than or equal to 0"))
+	}
+	if p := ms.Spec.DeletePolicy; p != "" && !slices.Contains(deletePolicies, p) {
+		errs = append(errs, NotSupported(sp.Child("deletePolicy"), p, deletePolicies))
+	}
+	if l := ms.Spec.Template.ObjectMeta.Labels; len(l) > 0 {
+		if sel, err := SelectorFromLabelSelector(&ms.Spec.Selector); err == nil && !sel.Matches(l) {
+			errs = append(errs, Invalid(sp.Child("template", "metadata", "labels"), l, "`selector` does not match template `labels`"))
+		}
+	}
+	tp := sp.Child("template", "spec", "lifecycleHooks")
+	errs = append(errs, validateHooks(ms.Spec.Template.Spec.LifecycleHooks.PreDrain, tp.Child("preDrain"))...)
+	errs = append(errs, validateHooks(ms.Spec.Template.Spec.LifecycleHooks.PreTerminate, tp.Child("preTerminate"))...)
+	return errs
+}

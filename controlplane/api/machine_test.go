@@ -114,3 +114,26 @@ func TestValidateMachineHealthCheck(t *testing.T) {
 		t.Error("nodeStartupTimeout 0 or unset")
 	}
 }
+
+// A machine set with an empty selector, negative replicas, an unknown
+// delete policy or a template its selector does not match is refused.
+func TestValidateMachineSet(t *testing.T) {
+	neg := int32(-1)
+	ms := &MachineSet{ObjectMeta: ObjectMeta{Name: "edge"}, Spec: MachineSetSpec{Replicas: &neg, DeletePolicy: "Youngest",
+		Template: MachineTemplateSpec{ObjectMeta: ObjectMeta{Labels: map[string]string{"pool": "edge"}}}}}
+	var msgs []string
+	for _, e := range Validate(ms) {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "; ")
+	for _, want := range []string{"spec.selector: Required value", "spec.replicas: Invalid value: -1", `spec.deletePolicy: Unsupported value: "Youngest"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors %q lack %q", all, want)
+		}
+	}
+	ms = &MachineSet{ObjectMeta: ObjectMeta{Name: "edge"}, Spec: MachineSetSpec{Selector: LabelSelector{MatchLabels: map[string]string{"pool": "edge"}},
+		Template: MachineTemplateSpec{ObjectMeta: ObjectMeta{Labels: map[string]string{"pool": "core"}}}}}
+	if errs := Validate(ms); len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.template.metadata.labels") {
+		t.Errorf("a template the selector does not match: %v", errs)
+	}
+}

@@ -44,6 +44,7 @@ var Resources = []*Resource{
 	{Group: "outpost.io", Version: "v1", Kind: "SchedulerPolicy", Plural: "schedulerpolicies", Singular: "schedulerpolicy", New: func() Object { return &SchedulerPolicy{} }},
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "Machine", Plural: "machines", Singular: "machine", ShortNames: []string{"ma"}, HasStatus: true, New: func() Object { return &Machine{} }},
+	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineSet", Plural: "machinesets", Singular: "machineset", ShortNames: []string{"ms"}, HasStatus: true, New: func() Object { return &MachineSet{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineHealthCheck", Plural: "machinehealthchecks", Singular: "machinehealthcheck", ShortNames: []string{"mhc"}, HasStatus: true, New: func() Object { return &MachineHealthCheck{} }},
 }
 
@@ -114,8 +115,10 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[10]
 	case *Machine:
 		return Resources[11]
-	case *MachineHealthCheck:
+	case *MachineSet:
 		return Resources[12]
+	case *MachineHealthCheck:
+		return Resources[13]
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ func Validate(obj Object) ErrorList {
 	case *Machine:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachine(o)...)
+	case *MachineSet:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateMachineSet(o)...)
 	case *MachineHealthCheck:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachineHealthCheck(o)...)

@@ -179,6 +179,7 @@ var resourceGroup = map[string]string{
 	"poddisruptionbudgets":  "policy",
 	"machines":              "machine.openshift.io",
 	"machinehealthchecks":   "machine.openshift.io",
+	"machinesets":           "machine.openshift.io",
 	"tokens":                "outpost.io",
 	"schedulerpolicies":     "outpost.io",
 	ResourceNodeCredentials: "outpost.io",

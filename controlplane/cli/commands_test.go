@@ -269,6 +269,9 @@ func TestGet(t *testing.T) {
 	expect(t, "get machines", f.run("get", "machines"), 0,
 		"NAME     PHASE         NODE     ROLE     DOMAIN   AGE\nedge-1   Running       edge-1   master   zone-a   120m\nspare    Provisioned   <none>   <none>   <none>   120m\n", "")
 
+	f.put(api.ResourceForKind("MachineSet"), `{"metadata":{"name":"edge"},"spec":{"replicas":3,"selector":{"matchLabels":{"pool":"edge"}}},"status":{"replicas":2,"readyReplicas":2,"availableReplicas":2}}`)
+	expect(t, "get machinesets", f.run("get", "machinesets"), 0,
+		"NAME   DESIRED   CURRENT   READY   AVAILABLE   AGE\nedge   3         2         2       2           120m\n", "")
 	f.put(api.ResourceForKind("MachineHealthCheck"), `{"metadata":{"name":"workers"},"spec":{"selector":{"matchLabels":{"a":"b"}},"maxUnhealthy":1},"status":{"expectedMachines":3,"currentHealthy":2,"remediationsAllowed":0}}`)
 	expect(t, "get mhc", f.run("get", "mhc"), 0,
 		"NAME      MAXUNHEALTHY   EXPECTEDMACHINES   CURRENTHEALTHY   AGE\nworkers   1              3                  2                120m\n", "")

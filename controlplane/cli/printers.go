@@ -208,6 +208,16 @@ func tableColumns(r *api.Resource) columns {
 			return []string{m.Name, orNone(m.Status.Phase), orNone(node), orNone(m.Labels["machine.openshift.io/cluster-api-machine-role"]),
 				orNone(m.Labels["machine.openshift.io/zone"]), age(now, m.CreationTimestamp)}
 		}}
+	case "MachineSet":
+		return columns{header: []string{"NAME", "DESIRED", "CURRENT", "READY", "AVAILABLE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			ms := obj.(*api.MachineSet)
+			want := int32(1)
+			if ms.Spec.Replicas != nil {
+				want = *ms.Spec.Replicas
+			}
+			return []string{ms.Name, strconv.Itoa(int(want)), strconv.Itoa(int(ms.Status.Replicas)), strconv.Itoa(int(ms.Status.ReadyReplicas)),
+				strconv.Itoa(int(ms.Status.AvailableReplicas)), age(now, ms.CreationTimestamp)}
+		}}
 	case "MachineHealthCheck":
 		return columns{header: []string{"NAME", "MAXUNHEALTHY", "EXPECTEDMACHINES", "CURRENTHEALTHY", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			h := obj.(*api.MachineHealthCheck)

@@ -97,6 +97,11 @@ func (c *healthCheck) sync(ctx context.Context, name string) (time.Duration, err
 		sick = nil
 	}
 	for _, u := range sick {
+		// The store, not the cache: a machine deleted by an earlier look
+		// may not show so in the cache yet, and is deleted once.
+		if cur, err := c.s.client.Get(machinesResource, "", u.m.Name); err != nil || cur.GetObjectMeta().DeletionTimestamp != nil || cur.GetObjectMeta().UID != u.m.UID {
+			continue
+		}
 		err := c.s.client.Delete(ctx, machinesResource, "", u.m.Name, preconditionUID(u.m.UID))
 		if err := ignoreGone(err); err != nil {
 			return 0, fmt.Errorf("health check %s: delete machine %s: %w", h.Name, u.m.Name, err)

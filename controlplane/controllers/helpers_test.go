@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,9 @@ type env struct {
 	mu     sync.Mutex
 	syncs  map[string]int // "controller/key" → reconciles done
 	notify chan struct{}  // poked on every store change and reconcile
+	// delivered is the last resourceVersion of each "Kind/name" the
+	// controllers' informers delivered.
+	delivered map[string]uint64
 
 	stop func()
 }
@@ -60,7 +64,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, f: controllertest.New(), clock: &fakeClock{}, syncs: map[string]int{}, notify: make(chan struct{}, 1)}
+	e := &env{t: t, f: controllertest.New(), clock: &fakeClock{}, syncs: map[string]int{}, notify: make(chan struct{}, 1), delivered: map[string]uint64{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, r := range []*api.Resource{podsRes, rsRes, deploymentsRes, daemonSetsRes, nodesRes} {
@@ -127,7 +131,7 @@ func (e *env) start(client controller.Client) {
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	go func() {
-		done <- run(ctx, Config{Client: client, Logger: log, Now: e.clock.Now}, hooks{synced: func(ctrl, key string) {
+		done <- run(ctx, Config{Client: client, Logger: log, Now: e.clock.Now}, hooks{delivered: e.noteDelivered, synced: func(ctrl, key string) {
 			e.mu.Lock()
 			e.syncs[ctrl+"/"+key]++
 			e.mu.Unlock()
@@ -177,6 +181,32 @@ func (e *env) waitFor(what string, cond func() (bool, string)) {
 		case <-tick.C:
 		}
 	}
+}
+
+// noteDelivered is the controllers' delivered hook.
+func (e *env) noteDelivered(kind, name, rv string) {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	e.mu.Lock()
+	if n > e.delivered[kind+"/"+name] {
+		e.delivered[kind+"/"+name] = n
+	}
+	e.mu.Unlock()
+	e.poke()
+}
+
+// waitDelivered waits until the controllers have heard of obj as it is
+// (its resourceVersion) or later.
+func (e *env) waitDelivered(obj api.Object) {
+	e.t.Helper()
+	r := api.ResourceOf(obj)
+	m := obj.GetObjectMeta()
+	want, _ := strconv.ParseUint(m.ResourceVersion, 10, 64)
+	e.waitFor(fmt.Sprintf("the controllers to see %s %s at %d", r.Kind, m.Name, want), func() (bool, string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		got := e.delivered[r.Kind+"/"+m.Name]
+		return got >= want, fmt.Sprint("seen ", got)
+	})
 }
 
 // waitSynced waits until ctrl reconciled key more than n times.

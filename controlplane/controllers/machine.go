@@ -142,9 +142,18 @@ func (c *machineController) sync(ctx context.Context, key string) (time.Duration
 // ensureMachine makes the machine of node name, if the node exists, is
 // an agent's (it has a Ready condition) and no machine names it.
 func (c *machineController) ensureMachine(ctx context.Context, name string) error {
-	obj, ok := c.s.nodeInf.Get("", name)
-	if !ok {
+	if _, ok := c.s.nodeInf.Get("", name); !ok {
 		return nil
+	}
+	// The store, not the cache, decides: the cache may still hold a node
+	// whose machine's deletion just deleted it, and must not get a new
+	// machine.
+	obj, err := c.s.client.Get(nodesResource, "", name)
+	if api.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("machine of node %s: %w", name, err)
 	}
 	n := obj.(*api.Node)
 	if nodeReadyCondition(n) == nil || c.machineOfNode(name) != nil {

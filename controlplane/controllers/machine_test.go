@@ -300,3 +300,61 @@ func TestMachineHealthCheck(t *testing.T) {
 	poke()
 	e.waitFor("the spare deleted", func() (bool, string) { return deleting("spare"), "" })
 }
+
+// MachineSets (issue 11 item 2): a set claims free machines that match,
+// in name order, and says when too few are free; scaling down it deletes
+// the annotated member first, then by deletePolicy; a deleted set's
+// machines are free for another set.
+func TestMachineSet(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		e.agentNode(n)
+	}
+	e.startLifecycle(NodeLifecycle{})
+	for _, n := range []string{"n1", "n2", "n3"} {
+		e.waitMachine(n, "Running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+		e.update(machinesRes, "", n, false, func(o api.Object) { o.(*api.Machine).Labels["pool"] = "edge" })
+	}
+	msRes := api.ResourceForKind("MachineSet")
+	two := int32(2)
+	e.create(&api.MachineSet{ObjectMeta: api.ObjectMeta{Name: "edge"}, Spec: api.MachineSetSpec{Replicas: &two, DeletePolicy: api.DeletePolicyOldest,
+		Selector: api.LabelSelector{MatchLabels: map[string]string{"pool": "edge"}}}})
+	owner := func(name string) string {
+		m, ok := e.machine(name)
+		if !ok {
+			return "(gone)"
+		}
+		if ref := api.ControllerRef(&m.ObjectMeta); ref != nil {
+			return ref.Name
+		}
+		return ""
+	}
+	set := func() *api.MachineSet { return e.get(msRes, "", "edge").(*api.MachineSet) }
+	e.waitFor("n1 and n2 claimed", func() (bool, string) {
+		return owner("n1") == "edge" && owner("n2") == "edge" && owner("n3") == "" && set().Status.Replicas == 2 && set().Status.ReadyReplicas == 2,
+			fmt.Sprintf("owners %s %s %s, status %+v", owner("n1"), owner("n2"), owner("n3"), set().Status)
+	})
+	if owner("n4") != "" {
+		t.Fatal("a machine outside the selector was claimed")
+	}
+	e.update(msRes, "", "edge", false, func(o api.Object) { four := int32(4); o.(*api.MachineSet).Spec.Replicas = &four })
+	e.waitFor("n3 claimed, one short", func() (bool, string) {
+		st := set().Status
+		return owner("n3") == "edge" && st.Replicas == 3 && st.ErrorMessage == "3 of 4 machines: no other free machine matches the selector; waiting for hosts to join", fmt.Sprintf("%+v", st)
+	})
+	e.update(machinesRes, "", "n2", false, func(o api.Object) {
+		o.(*api.Machine).Annotations = map[string]string{api.AnnotationDeleteMachine: "true"}
+	})
+	e.update(msRes, "", "edge", false, func(o api.Object) { one := int32(1); o.(*api.MachineSet).Spec.Replicas = &one })
+	deleted := func(name string) bool { m, ok := e.machine(name); return !ok || m.DeletionTimestamp != nil }
+	e.waitFor("n2 (annotated) and n1 (oldest, then by name) deleted", func() (bool, string) {
+		return deleted("n2") && deleted("n1") && set().Status.Replicas == 1, fmt.Sprintf("%+v", set().Status)
+	})
+	if deleted("n3") {
+		t.Fatal("the set deleted more than it had to")
+	}
+	e.delete(msRes, "", "edge")
+	e.create(&api.MachineSet{ObjectMeta: api.ObjectMeta{Name: "other"}, Spec: api.MachineSetSpec{
+		Selector: api.LabelSelector{MatchLabels: map[string]string{"pool": "edge"}}}})
+	e.waitFor("the deleted set's machine claimed by another", func() (bool, string) { return owner("n3") == "other", owner("n3") })
+}

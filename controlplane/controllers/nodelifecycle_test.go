@@ -76,6 +76,7 @@ func (e *env) startConfig(cfg Config) {
 	cfg.Now = e.clock.Now
 	go func() {
 		done <- run(ctx, cfg, hooks{
+			delivered:         e.noteDelivered,
 			nodeMonitorPeriod: 20 * time.Millisecond,
 			synced: func(ctrl, key string) {
 				e.mu.Lock()

@@ -72,6 +72,10 @@ type hooks struct {
 	synced func(controller, key string)
 	// nodeMonitorPeriod replaces nodeMonitorPeriod when > 0.
 	nodeMonitorPeriod time.Duration
+	// delivered is called after the controllers heard of a change of a
+	// node (its cache updated, its handlers run), so a test knows when
+	// the controllers see that version.
+	delivered func(kind, name, resourceVersion string)
 }
 
 // shared is what every controller of one Run uses: the client, the
@@ -84,7 +88,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -129,6 +133,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.pdbInf = controller.NewInformer(cfg.Client, api.ResourceForKind("PodDisruptionBudget"), log)
 	s.machineInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Machine"), log)
 	s.mhcInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineHealthCheck"), log)
+	s.msInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineSet"), log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -146,6 +151,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	dis := newDisruption(s)
 	mc := newMachineController(s, cfg.MachineProvider)
 	hc := newHealthCheck(s)
+	msc := newMachineSet(s)
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -189,6 +195,10 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		te.onNode(ev)
 		mc.onNode(ev)
 		hc.onChange(ev)
+		if h.delivered != nil {
+			m := ev.Object.GetObjectMeta()
+			h.delivered("Node", m.Name, m.ResourceVersion)
+		}
 	}
 
 	var wg sync.WaitGroup
@@ -203,17 +213,18 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	}}, {s.machineInf, func(ev controller.Event) {
 		mc.onMachine(ev)
 		hc.onChange(ev)
-	}}, {s.mhcInf, hc.onCheck}} {
+		msc.onMachine(ev)
+	}}, {s.mhcInf, hc.onCheck}, {s.msInf, msc.onSet}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf} {
 		select {
 		case <-ctx.Done():
 			return nil
