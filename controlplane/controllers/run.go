@@ -49,6 +49,11 @@ type Config struct {
 	// MachineProvider releases the hosts of deleted machines; default
 	// ManualProvider.
 	MachineProvider MachineProvider
+	// Raft is the raft membership, for the quorum guard; nil runs none.
+	Raft Raft
+	// ControlPlaneSize is how many voters the quorum guard keeps; default
+	// DefaultControlPlaneSize.
+	ControlPlaneSize int
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -152,6 +157,10 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	mc := newMachineController(s, cfg.MachineProvider)
 	hc := newHealthCheck(s)
 	msc := newMachineSet(s)
+	var qg *quorumGuard
+	if cfg.Raft != nil {
+		qg = newQuorumGuard(s, cfg.Raft, cfg.ControlPlaneSize)
+	}
 
 	onPod := func(ev controller.Event) {
 		s.pods.apply(ev)
@@ -214,10 +223,16 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		mc.onMachine(ev)
 		hc.onChange(ev)
 		msc.onMachine(ev)
+		if qg != nil {
+			qg.onMachine(ev)
+		}
 	}}, {s.mhcInf, hc.onCheck}, {s.msInf, msc.onSet}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
 	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop}
+	if qg != nil {
+		loops = append(loops, qg.loop)
+	}
 	defer func() {
 		for _, l := range loops {
 			l.q.Stop()
@@ -236,6 +251,12 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		period = nodeMonitorPeriod
 	}
 	nlc.afterSweep = te.sweep
+	if qg != nil {
+		nlc.afterSweep = func() {
+			te.sweep()
+			qg.sweep()
+		}
+	}
 	wg.Go(func() { nlc.run(ctx, period) })
 	log.Info("workload controllers started", "workers", cfg.Workers)
 	for _, l := range loops {

@@ -35,6 +35,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 				},
 				FenceMargin:     s.cfg.FenceMargin,
 				MachineProvider: s.cfg.MachineProvider,
+				Raft:            raftMembers{s},
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)
@@ -43,3 +44,20 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 	}
 	<-ctx.Done()
 }
+
+// raftMembers is the raft membership as the quorum guard sees it.
+type raftMembers struct{ s *Server }
+
+func (r raftMembers) Members(ctx context.Context) ([]controllers.RaftMember, error) {
+	peers, err := r.s.node.Peers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]controllers.RaftMember, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, controllers.RaftMember{ID: p.ID, Voter: p.Suffrage == "Voter", Leader: p.Leader, Reachable: p.Reachable})
+	}
+	return out, nil
+}
+
+func (r raftMembers) Remove(ctx context.Context, id string) error { return r.s.node.Remove(ctx, id) }

@@ -1,0 +1,158 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+)
+
+// The quorum guard (SPEC CPL-1, issue 11 item 3), a built-in hook owner:
+// every control-plane machine (one whose name is a raft member's ID, as a
+// host's server and agent both default to the host name) carries the
+// preDrain hook QuorumGuard. When such a machine is deleted, the guard
+// waits until the voters whose machines are not being deleted number at
+// least the control plane's size (a replacement server joined; joining
+// servers are promoted once caught up), then removes the member from raft
+// (raftstore's quorum check has the last word) and only then its hook, so
+// the deletion goes on. A replacement first, the removal after: the
+// control plane briefly has one member more, never one fewer. A deleted
+// machine whose member is a non-voter, or no member any more, loses its
+// hook at once.
+
+// Raft is what the guard needs of the raft membership; the server backs
+// it with raftstore.
+type Raft interface {
+	Members(ctx context.Context) ([]RaftMember, error)
+	// Remove removes a member; it refuses, saying why, a change that
+	// would break quorum.
+	Remove(ctx context.Context, id string) error
+}
+
+// RaftMember is one member of the raft configuration.
+type RaftMember struct {
+	ID        string
+	Voter     bool
+	Leader    bool
+	Reachable bool
+}
+
+// The guard's hook, with OpenShift's shape.
+const (
+	QuorumGuardHook  = "QuorumGuard"
+	QuorumGuardOwner = "outpost.io/quorum-guard"
+	// DefaultControlPlaneSize is how many voters the guard keeps.
+	DefaultControlPlaneSize = 3
+	componentQuorumGuard    = "quorum-guard"
+	// guardRetry is how often a guard that waits looks again (raft's
+	// membership has no event the informers see).
+	guardRetry = 2 * time.Second
+)
+
+type quorumGuard struct {
+	*loop
+	s    *shared
+	raft Raft
+	size int
+}
+
+func newQuorumGuard(s *shared, raft Raft, size int) *quorumGuard {
+	if size <= 0 {
+		size = DefaultControlPlaneSize
+	}
+	c := &quorumGuard{s: s, raft: raft, size: size}
+	c.loop = newLoop(s, "quorumguard", c.sync)
+	return c
+}
+
+func (c *quorumGuard) onMachine(ev controller.Event) {
+	if ev.Type != api.Deleted {
+		c.q.Add(ev.Object.GetObjectMeta().Name)
+	}
+}
+
+// sweep looks at every machine: raft members come and go without an
+// event of the API.
+func (c *quorumGuard) sweep() {
+	for _, obj := range c.s.machineInf.List() {
+		c.q.Add(obj.GetObjectMeta().Name)
+	}
+}
+
+func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, error) {
+	obj, ok := c.s.machineInf.Get("", name)
+	if !ok {
+		return 0, nil
+	}
+	m := obj.(*api.Machine)
+	members, err := c.raft.Members(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("quorum guard: raft members: %w", err)
+	}
+	i := slices.IndexFunc(members, func(r RaftMember) bool { return r.ID == m.Name })
+	hooked := slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook)
+	switch {
+	case m.DeletionTimestamp == nil && i >= 0 && !hooked:
+		return 0, c.setHook(ctx, m, true)
+	case m.DeletionTimestamp == nil || !hooked:
+		return 0, nil
+	case i < 0 || !members[i].Voter:
+		if i >= 0 {
+			if err := c.raft.Remove(ctx, m.Name); err != nil {
+				return 0, fmt.Errorf("quorum guard: remove non-voter %s: %w", m.Name, err)
+			}
+		}
+		return 0, c.setHook(ctx, m, false)
+	}
+	// A voter whose machine is being deleted: how many voters stay?
+	deleting := map[string]bool{}
+	for _, o := range c.s.machineInf.List() {
+		if mm := o.(*api.Machine); mm.DeletionTimestamp != nil {
+			deleting[mm.Name] = true
+		}
+	}
+	var staying []string
+	for _, r := range members {
+		if r.Voter && r.Reachable && !deleting[r.ID] {
+			staying = append(staying, r.ID)
+		}
+	}
+	if len(staying) < c.size {
+		msg := fmt.Sprintf("waiting for a replacement server: %d voters would stay (%s), the control plane keeps %d; start a server that joins the cluster",
+			len(staying), strings.Join(staying, ", "), c.size)
+		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "WaitingForReplacement", msg)
+		return guardRetry, nil
+	}
+	if err := c.raft.Remove(ctx, m.Name); err != nil {
+		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "RemoveRefused", err.Error())
+		return guardRetry, nil
+	}
+	c.log.Info("removed a deleted machine's server from raft", "machine", m.Name, "voters", strings.Join(staying, ","))
+	c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "MemberRemoved",
+		fmt.Sprintf("removed %s from raft; voters %s stay", m.Name, strings.Join(staying, ", ")))
+	return 0, c.setHook(ctx, m, false)
+}
+
+func isGuardHook(h api.LifecycleHook) bool {
+	return h.Name == QuorumGuardHook && h.Owner == QuorumGuardOwner
+}
+
+// setHook adds (on) or removes the guard's preDrain hook.
+func (c *quorumGuard) setHook(ctx context.Context, m *api.Machine, on bool) error {
+	cp, err := controller.Copy(m)
+	if err != nil {
+		return err
+	}
+	upd := cp.(*api.Machine)
+	hooks := slices.DeleteFunc(upd.Spec.LifecycleHooks.PreDrain, isGuardHook)
+	if on {
+		hooks = append(hooks, api.LifecycleHook{Name: QuorumGuardHook, Owner: QuorumGuardOwner})
+	}
+	upd.Spec.LifecycleHooks.PreDrain = hooks
+	_, err = c.s.client.Update(ctx, upd)
+	return ignoreGone(err)
+}
