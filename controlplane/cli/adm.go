@@ -289,7 +289,16 @@ func newRaftCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printPeers(cmd, peers)
+			// Each member's machine (named as the server, by the host's
+			// name) and its failure domain; without them, the columns
+			// say <none>.
+			machines := map[string]*api.Machine{}
+			if objs, _, err := cl.List(cmd.Context(), api.ResourceForKind("Machine"), "", client.ListOptions{}); err == nil {
+				for _, o := range objs {
+					machines[o.GetObjectMeta().Name] = o.(*api.Machine)
+				}
+			}
+			return printPeers(cmd, peers, machines)
 		},
 	}
 	change := func(verb, done, short string, fn func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
@@ -326,8 +335,8 @@ func newRaftCommand(o *options) *cobra.Command {
 
 // printPeers writes the raft peer table; an unreachable peer's error goes
 // in a last column when there is one.
-func printPeers(cmd *cobra.Command, peers []client.RaftPeer) error {
-	header := []string{"ID", "ADDRESS", "SUFFRAGE", "LEADER", "LAST-INDEX", "REACHABLE"}
+func printPeers(cmd *cobra.Command, peers []client.RaftPeer, machines map[string]*api.Machine) error {
+	header := []string{"ID", "ADDRESS", "SUFFRAGE", "LEADER", "LAST-INDEX", "REACHABLE", "MACHINE", "DOMAIN"}
 	withErr := false
 	for _, p := range peers {
 		withErr = withErr || p.Error != ""
@@ -337,7 +346,14 @@ func printPeers(cmd *cobra.Command, peers []client.RaftPeer) error {
 	}
 	rows := make([][]string, 0, len(peers))
 	for _, p := range peers {
-		row := []string{p.ID, p.Address, p.Suffrage, strconv.FormatBool(p.Leader), strconv.FormatUint(p.LastIndex, 10), strconv.FormatBool(p.Reachable)}
+		machine, domain := none, none
+		if m := machines[p.ID]; m != nil {
+			machine, domain = m.Name, orNone(m.Labels["machine.openshift.io/zone"])
+			if m.DeletionTimestamp != nil {
+				machine += " (deleting)"
+			}
+		}
+		row := []string{p.ID, p.Address, p.Suffrage, strconv.FormatBool(p.Leader), strconv.FormatUint(p.LastIndex, 10), strconv.FormatBool(p.Reachable), machine, domain}
 		if withErr {
 			row = append(row, p.Error)
 		}

@@ -564,10 +564,11 @@ func TestAdmRaft(t *testing.T) {
 		{ID: "s1", Address: "10.0.0.1:7000", Suffrage: "Voter", Leader: true, LastIndex: 99, Reachable: true},
 		{ID: "s3", Address: "10.0.0.3:7000", Suffrage: "Nonvoter", LastIndex: 10},
 	}
+	f.put(api.ResourceForKind("Machine"), `{"metadata":{"name":"s1","labels":{"machine.openshift.io/zone":"zone-a"}}}`)
 	expect(t, "list-peers", f.run("adm", "raft", "list-peers"), 0,
-		"ID   ADDRESS         SUFFRAGE   LEADER   LAST-INDEX   REACHABLE\n"+
-			"s1   10.0.0.1:7000   Voter      true     99           true\n"+
-			"s3   10.0.0.3:7000   Nonvoter   false    10           false\n", "")
+		"ID   ADDRESS         SUFFRAGE   LEADER   LAST-INDEX   REACHABLE   MACHINE   DOMAIN\n"+
+			"s1   10.0.0.1:7000   Voter      true     99           true        s1        zone-a\n"+
+			"s3   10.0.0.3:7000   Nonvoter   false    10           false       <none>    <none>\n", "")
 	expect(t, "promote refused", f.run("adm", "raft", "promote", "s3"), 1, "",
 		"Error from server (BadRequest): refusing to promote s3: it has not caught up with the leader (index 10 of 99)\n")
 	expect(t, "demote", f.run("adm", "raft", "demote", "s1"), 0, "peer \"s1\" demoted\n", "")
