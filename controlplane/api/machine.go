@@ -305,3 +305,91 @@ func validateMachineSet(ms *MachineSet) ErrorList {
 	errs = append(errs, validateHooks(ms.Spec.Template.Spec.LifecycleHooks.PreTerminate, tp.Child("preTerminate"))...)
 	return errs
 }
+
+// ControlPlaneMachineSet keeps the control plane at replicas servers
+// spread over failure domains (SPEC CPL-2, CPL-3), as OpenShift's of the
+// same name (served here under machine.openshift.io/v1beta1 with the
+// other machine kinds; OpenShift serves it as v1). One, named "cluster".
+type ControlPlaneMachineSet struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       ControlPlaneMachineSetSpec   `json:"spec,omitzero"`
+	Status     ControlPlaneMachineSetStatus `json:"status,omitzero"`
+}
+
+// ControlPlaneMachineSetSpec: 3 or 5 replicas, Active or Inactive, the
+// update strategy, and the failure domains as a node label key and the
+// domain names (none: every member in one domain).
+type ControlPlaneMachineSetSpec struct {
+	Replicas       *int32                     `json:"replicas,omitempty"`
+	State          string                     `json:"state,omitempty"`
+	Strategy       ControlPlaneStrategy       `json:"strategy,omitzero"`
+	FailureDomains ControlPlaneFailureDomains `json:"failureDomains,omitzero"`
+}
+
+// ControlPlaneStrategy is RollingUpdate (the set moves members to
+// rebalance) or OnDelete (only deleted members are replaced).
+type ControlPlaneStrategy struct {
+	Type string `json:"type,omitempty"`
+}
+
+// ControlPlaneFailureDomains names the domains by a node label.
+type ControlPlaneFailureDomains struct {
+	LabelKey string   `json:"labelKey,omitempty"`
+	Names    []string `json:"names,omitempty"`
+}
+
+// ControlPlaneMachineSetStatus counts the members.
+type ControlPlaneMachineSetStatus struct {
+	Replicas            int32              `json:"replicas"`
+	ReadyReplicas       int32              `json:"readyReplicas"`
+	UpdatedReplicas     int32              `json:"updatedReplicas"`
+	UnavailableReplicas int32              `json:"unavailableReplicas"`
+	ObservedGeneration  int64              `json:"observedGeneration,omitempty"`
+	Conditions          []MachineCondition `json:"conditions,omitempty"`
+}
+
+// Control plane machine set values.
+const (
+	ControlPlaneActive         = "Active"
+	ControlPlaneInactive       = "Inactive"
+	StrategyRollingUpdate      = "RollingUpdate"
+	StrategyOnDelete           = "OnDelete"
+	ControlPlaneMachineSetName = "cluster"
+)
+
+func validateControlPlaneMachineSet(c *ControlPlaneMachineSet) ErrorList {
+	var errs ErrorList
+	sp := Root("spec")
+	if c.Name != ControlPlaneMachineSetName {
+		errs = append(errs, Invalid(Root("metadata").Child("name"), c.Name, `the control plane machine set is named "cluster"`))
+	}
+	if r := c.Spec.Replicas; r != nil && *r != 3 && *r != 5 {
+		errs = append(errs, NotSupported(sp.Child("replicas"), *r, []string{"3", "5"}))
+	}
+	if s := c.Spec.State; s != "" && s != ControlPlaneActive && s != ControlPlaneInactive {
+		errs = append(errs, NotSupported(sp.Child("state"), s, []string{ControlPlaneActive, ControlPlaneInactive}))
+	}
+	if s := c.Spec.Strategy.Type; s != "" && s != StrategyRollingUpdate && s != StrategyOnDelete {
+		errs = append(errs, NotSupported(sp.Child("strategy", "type"), s, []string{StrategyRollingUpdate, StrategyOnDelete}))
+	}
+	fp := sp.Child("failureDomains")
+	if len(c.Spec.FailureDomains.Names) > 0 && c.Spec.FailureDomains.LabelKey == "" {
+		errs = append(errs, Required(fp.Child("labelKey"), "the node label whose values name the domains"))
+	}
+	if k := c.Spec.FailureDomains.LabelKey; k != "" {
+		for _, msg := range IsQualifiedName(k) {
+			errs = append(errs, Invalid(fp.Child("labelKey"), k, msg))
+		}
+	}
+	seen := map[string]bool{}
+	for i, n := range c.Spec.FailureDomains.Names {
+		if n == "" {
+			errs = append(errs, Required(fp.Child("names").Index(i), ""))
+		} else if seen[n] {
+			errs = append(errs, Duplicate(fp.Child("names").Index(i), n))
+		}
+		seen[n] = true
+	}
+	return errs
+}

@@ -137,3 +137,25 @@ func TestValidateMachineSet(t *testing.T) {
 		t.Errorf("a template the selector does not match: %v", errs)
 	}
 }
+
+// The control plane machine set: named cluster, 3 or 5 replicas, known
+// state and strategy, domains with a label key and no duplicates.
+func TestValidateControlPlaneMachineSet(t *testing.T) {
+	four := int32(4)
+	c := &ControlPlaneMachineSet{ObjectMeta: ObjectMeta{Name: "cp"}, Spec: ControlPlaneMachineSetSpec{Replicas: &four, State: "On",
+		Strategy: ControlPlaneStrategy{Type: "Recreate"}, FailureDomains: ControlPlaneFailureDomains{Names: []string{"a", "a", ""}}}}
+	var msgs []string
+	for _, e := range Validate(c) {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "; ")
+	for _, want := range []string{
+		`metadata.name: Invalid value: "cp"`, `spec.replicas: Unsupported value: 4`, `spec.state: Unsupported value: "On"`,
+		`spec.strategy.type: Unsupported value: "Recreate"`, "spec.failureDomains.labelKey: Required value",
+		`spec.failureDomains.names[1]: Duplicate value: "a"`, "spec.failureDomains.names[2]: Required value",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors %q lack %q", all, want)
+		}
+	}
+}

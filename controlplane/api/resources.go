@@ -45,6 +45,7 @@ var Resources = []*Resource{
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true, HasStatus: true, New: func() Object { return &PodDisruptionBudget{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "Machine", Plural: "machines", Singular: "machine", ShortNames: []string{"ma"}, HasStatus: true, New: func() Object { return &Machine{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineSet", Plural: "machinesets", Singular: "machineset", ShortNames: []string{"ms"}, HasStatus: true, New: func() Object { return &MachineSet{} }},
+	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "ControlPlaneMachineSet", Plural: "controlplanemachinesets", Singular: "controlplanemachineset", ShortNames: []string{"cpms"}, HasStatus: true, New: func() Object { return &ControlPlaneMachineSet{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineHealthCheck", Plural: "machinehealthchecks", Singular: "machinehealthcheck", ShortNames: []string{"mhc"}, HasStatus: true, New: func() Object { return &MachineHealthCheck{} }},
 }
 
@@ -117,8 +118,10 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[11]
 	case *MachineSet:
 		return Resources[12]
-	case *MachineHealthCheck:
+	case *ControlPlaneMachineSet:
 		return Resources[13]
+	case *MachineHealthCheck:
+		return Resources[14]
 	}
 	return nil
 }

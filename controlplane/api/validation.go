@@ -62,6 +62,9 @@ func Validate(obj Object) ErrorList {
 	case *MachineSet:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachineSet(o)...)
+	case *ControlPlaneMachineSet:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateControlPlaneMachineSet(o)...)
 	case *MachineHealthCheck:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachineHealthCheck(o)...)

@@ -272,6 +272,9 @@ func TestGet(t *testing.T) {
 	f.put(api.ResourceForKind("MachineSet"), `{"metadata":{"name":"edge"},"spec":{"replicas":3,"selector":{"matchLabels":{"pool":"edge"}}},"status":{"replicas":2,"readyReplicas":2,"availableReplicas":2}}`)
 	expect(t, "get machinesets", f.run("get", "machinesets"), 0,
 		"NAME   DESIRED   CURRENT   READY   AVAILABLE   AGE\nedge   3         2         2       2           120m\n", "")
+	f.put(api.ResourceForKind("ControlPlaneMachineSet"), `{"metadata":{"name":"cluster"},"spec":{"replicas":3,"state":"Active"},"status":{"replicas":3,"readyReplicas":3,"updatedReplicas":2,"unavailableReplicas":0}}`)
+	expect(t, "get controlplanemachineset", f.run("get", "controlplanemachineset"), 0,
+		"NAME      DESIRED   CURRENT   READY   UPDATED   UNAVAILABLE   STATE    AGE\ncluster   3         3         3       2         0             Active   120m\n", "")
 	f.put(api.ResourceForKind("MachineHealthCheck"), `{"metadata":{"name":"workers"},"spec":{"selector":{"matchLabels":{"a":"b"}},"maxUnhealthy":1},"status":{"expectedMachines":3,"currentHealthy":2,"remediationsAllowed":0}}`)
 	expect(t, "get mhc", f.run("get", "mhc"), 0,
 		"NAME      MAXUNHEALTHY   EXPECTEDMACHINES   CURRENTHEALTHY   AGE\nworkers   1              3                  2                120m\n", "")

@@ -218,6 +218,20 @@ func tableColumns(r *api.Resource) columns {
 			return []string{ms.Name, strconv.Itoa(int(want)), strconv.Itoa(int(ms.Status.Replicas)), strconv.Itoa(int(ms.Status.ReadyReplicas)),
 				strconv.Itoa(int(ms.Status.AvailableReplicas)), age(now, ms.CreationTimestamp)}
 		}}
+	case "ControlPlaneMachineSet":
+		return columns{header: []string{"NAME", "DESIRED", "CURRENT", "READY", "UPDATED", "UNAVAILABLE", "STATE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			c := obj.(*api.ControlPlaneMachineSet)
+			want := "3"
+			if c.Spec.Replicas != nil {
+				want = strconv.Itoa(int(*c.Spec.Replicas))
+			}
+			state := c.Spec.State
+			if state == "" {
+				state = api.ControlPlaneInactive
+			}
+			return []string{c.Name, want, strconv.Itoa(int(c.Status.Replicas)), strconv.Itoa(int(c.Status.ReadyReplicas)),
+				strconv.Itoa(int(c.Status.UpdatedReplicas)), strconv.Itoa(int(c.Status.UnavailableReplicas)), state, age(now, c.CreationTimestamp)}
+		}}
 	case "MachineHealthCheck":
 		return columns{header: []string{"NAME", "MAXUNHEALTHY", "EXPECTEDMACHINES", "CURRENTHEALTHY", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			h := obj.(*api.MachineHealthCheck)

@@ -276,7 +276,16 @@ func TestMachineHealthCheck(t *testing.T) {
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("%+v", h.Status)
+		var nodes []string
+		for _, n := range []string{"w1", "w2", "w3"} {
+			for _, c := range e.node(n).Status.Conditions {
+				if c.Type == api.NodeReady {
+					nodes = append(nodes, fmt.Sprintf("%s %s since %v", n, c.Status, c.LastTransitionTime))
+				}
+			}
+		}
+		poke() // the check looks again; the clock moved without an event
+		return false, fmt.Sprintf("healthy %d of %d, conditions %+v; now %v; nodes %v", *h.Status.CurrentHealthy, *h.Status.ExpectedMachines, h.Status.Conditions, e.clock.Now(), nodes)
 	})
 	e.waitFor("a RemediationRestricted event", func() (bool, string) { return len(e.events("workers", "RemediationRestricted")) > 0, "" })
 	if deleting("w1") || deleting("w2") {

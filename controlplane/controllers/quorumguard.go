@@ -57,12 +57,15 @@ type quorumGuard struct {
 	*loop
 	s    *shared
 	raft Raft
-	size int
+	// size is how many voters to keep: a fixed setting, else the control
+	// plane machine set's replicas.
+	size func() int
 }
 
-func newQuorumGuard(s *shared, raft Raft, size int) *quorumGuard {
-	if size <= 0 {
-		size = DefaultControlPlaneSize
+func newQuorumGuard(s *shared, raft Raft, fixed int, setSize func() int) *quorumGuard {
+	size := setSize
+	if fixed > 0 {
+		size = func() int { return fixed }
 	}
 	c := &quorumGuard{s: s, raft: raft, size: size}
 	c.loop = newLoop(s, "quorumguard", c.sync)
@@ -109,21 +112,17 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		return 0, c.setHook(ctx, m, false)
 	}
 	// A voter whose machine is being deleted: how many voters stay?
-	deleting := map[string]bool{}
-	for _, o := range c.s.machineInf.List() {
-		if mm := o.(*api.Machine); mm.DeletionTimestamp != nil {
-			deleting[mm.Name] = true
-		}
-	}
+	deleting := deletingMachines(c.s)
 	var staying []string
 	for _, r := range members {
 		if r.Voter && r.Reachable && !deleting[r.ID] {
 			staying = append(staying, r.ID)
 		}
 	}
-	if len(staying) < c.size {
+	keep := c.size()
+	if len(staying) < keep {
 		msg := fmt.Sprintf("waiting for a replacement server: %d voters would stay (%s), the control plane keeps %d; start a server that joins the cluster",
-			len(staying), strings.Join(staying, ", "), c.size)
+			len(staying), strings.Join(staying, ", "), keep)
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "WaitingForReplacement", msg)
 		return guardRetry, nil
 	}
@@ -135,6 +134,17 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 	c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "MemberRemoved",
 		fmt.Sprintf("removed %s from raft; voters %s stay", m.Name, strings.Join(staying, ", ")))
 	return 0, c.setHook(ctx, m, false)
+}
+
+// deletingMachines names the machines being deleted.
+func deletingMachines(s *shared) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range s.machineInf.List() {
+		if m := o.(*api.Machine); m.DeletionTimestamp != nil {
+			out[m.Name] = true
+		}
+	}
+	return out
 }
 
 func isGuardHook(h api.LifecycleHook) bool {

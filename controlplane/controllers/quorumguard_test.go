@@ -103,3 +103,90 @@ func TestQuorumGuard(t *testing.T) {
 		t.Errorf("removed %v, want s4 then s2", fr.removed)
 	}
 }
+
+// The control plane machine set (CPL-2, CPL-3) with the guard: a deleted
+// member is replaced on an eligible host of its domain (the machine is
+// asked, by annotation, to serve); once that server joined, the guard
+// lets the old member go. Changing the domains moves one member at a
+// time: the addition first, then the crowded domain's member is deleted.
+// One server: the set says it waits for three.
+func TestControlPlaneMachineSet(t *testing.T) {
+	e := newEnv(t)
+	zones := map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "c", "e3": "a"}
+	for _, n := range []string{"s1", "s2", "s3", "e1", "e2", "e3"} {
+		e.agentNode(n)
+		e.update(nodesRes, "", n, false, func(o api.Object) {
+			o.(*api.Node).Labels = map[string]string{"topology.kubernetes.io/zone": zones[n]}
+		})
+	}
+	voter := func(id string) RaftMember { return RaftMember{ID: id, Voter: true, Reachable: true} }
+	fr := &fakeRaft{}
+	fr.set(voter("s1"))
+	e.startConfig(Config{Client: e.f, Raft: fr})
+	for _, n := range []string{"e1", "e2", "e3"} {
+		e.waitMachine(n, "Running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+		e.update(machinesRes, "", n, false, func(o api.Object) { o.(*api.Machine).Labels[LabelControlPlaneEligible] = "true" })
+	}
+	cpmsRes := api.ResourceForKind("ControlPlaneMachineSet")
+	three := int32(3)
+	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
+		Replicas: &three, State: api.ControlPlaneActive,
+		FailureDomains: api.ControlPlaneFailureDomains{LabelKey: "topology.kubernetes.io/zone", Names: []string{"a", "b", "c"}}}})
+	progress := func(reason string) func() (bool, string) {
+		return func() (bool, string) {
+			cp := e.get(cpmsRes, "", "cluster").(*api.ControlPlaneMachineSet)
+			for _, c := range cp.Status.Conditions {
+				if c.Reason == reason {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", cp.Status)
+		}
+	}
+	e.waitFor("one server: SingleServer", progress("SingleServer"))
+
+	fr.set(voter("s1"), voter("s2"), voter("s3"))
+	e.waitFor("three servers in a, b, c: Balanced", progress("Balanced"))
+	requested := func(name string) bool {
+		m, ok := e.machine(name)
+		_, asked := m.Annotations[AnnotationServerRequested]
+		return ok && asked
+	}
+	e.waitFor("s2's machine guarded", func() (bool, string) {
+		m, ok := e.machine("s2")
+		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""
+	})
+	e.delete(machinesRes, "", "s2")
+	e.waitFor("a server asked for on e1, in b", func() (bool, string) { return requested("e1"), "" })
+	if requested("e2") || requested("e3") {
+		t.Fatal("a host of another domain was asked to serve")
+	}
+	fr.set(voter("s1"), voter("s2"), voter("s3"), voter("e1")) // e1's server joined
+	e.waitFor("s2 out of raft", func() (bool, string) {
+		fr.mu.Lock()
+		defer fr.mu.Unlock()
+		return slices.Contains(fr.removed, "s2"), fmt.Sprint(fr.removed)
+	})
+	e.waitFor("balanced again", progress("Balanced"))
+
+	// The domains become a and c: a must hold 2. e3 (in a) is asked
+	// first; once it serves, e1 (in b, no longer a domain) goes.
+	e.update(cpmsRes, "", "cluster", false, func(o api.Object) {
+		o.(*api.ControlPlaneMachineSet).Spec.FailureDomains.Names = []string{"a", "c"}
+	})
+	e.waitFor("e3 asked to serve", func() (bool, string) { return requested("e3"), "" })
+	if m, _ := e.machine("e1"); m.DeletionTimestamp != nil {
+		t.Fatal("the crowded domain's member was deleted before its replacement joined")
+	}
+	e.waitFor("e1's machine guarded", func() (bool, string) {
+		m, ok := e.machine("e1")
+		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""
+	})
+	fr.set(voter("s1"), voter("s3"), voter("e1"), voter("e3"))
+	e.waitFor("e1 moved out", func() (bool, string) {
+		fr.mu.Lock()
+		defer fr.mu.Unlock()
+		return slices.Contains(fr.removed, "e1"), fmt.Sprint(fr.removed)
+	})
+	e.waitFor("balanced over a and c", progress("Balanced"))
+}

@@ -93,7 +93,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -139,6 +139,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.machineInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Machine"), log)
 	s.mhcInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineHealthCheck"), log)
 	s.msInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineSet"), log)
+	s.cpmsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ControlPlaneMachineSet"), log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -158,8 +159,10 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	hc := newHealthCheck(s)
 	msc := newMachineSet(s)
 	var qg *quorumGuard
+	var cps *controlPlaneSet
 	if cfg.Raft != nil {
-		qg = newQuorumGuard(s, cfg.Raft, cfg.ControlPlaneSize)
+		cps = newControlPlaneSet(s, cfg.Raft)
+		qg = newQuorumGuard(s, cfg.Raft, cfg.ControlPlaneSize, cps.size)
 	}
 
 	onPod := func(ev controller.Event) {
@@ -225,13 +228,18 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		msc.onMachine(ev)
 		if qg != nil {
 			qg.onMachine(ev)
+			cps.poke(ev)
 		}
-	}}, {s.mhcInf, hc.onCheck}, {s.msInf, msc.onSet}} {
+	}}, {s.mhcInf, hc.onCheck}, {s.msInf, msc.onSet}, {s.cpmsInf, func(ev controller.Event) {
+		if cps != nil {
+			cps.poke(ev)
+		}
+	}}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
 	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop}
 	if qg != nil {
-		loops = append(loops, qg.loop)
+		loops = append(loops, qg.loop, cps.loop)
 	}
 	defer func() {
 		for _, l := range loops {
@@ -239,7 +247,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf} {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -255,6 +263,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		nlc.afterSweep = func() {
 			te.sweep()
 			qg.sweep()
+			cps.poke(controller.Event{})
 		}
 	}
 	wg.Go(func() { nlc.run(ctx, period) })

@@ -1,0 +1,231 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+)
+
+// The control plane machine set controller (SPEC CPL-2, CPL-3, issue 11
+// item 4), on the leader with the quorum guard: it keeps the raft voters
+// at spec.replicas spread over the failure domains. When a member is
+// missing (its machine deleted, the guard waiting for a replacement) or,
+// with the RollingUpdate strategy, a domain holds more than its share, it
+// asks for a server on an eligible host (a machine labelled
+// outpost.io/control-plane-eligible=true whose node is in the domain that
+// keeps the balance) by annotating that machine; once the new server has
+// joined, a move deletes the crowded domain's member's machine, which the
+// quorum guard then removes from raft. One change at a time.
+//
+// Not built yet: the agent does not act on the annotation (a person
+// starts `outpost server --join` on the host it names).
+
+const (
+	// LabelControlPlaneEligible marks a machine whose host may serve.
+	LabelControlPlaneEligible = "outpost.io/control-plane-eligible"
+	// AnnotationServerRequested is set on the eligible machine chosen to
+	// serve, with the domain and the time.
+	AnnotationServerRequested = "outpost.io/server-requested"
+	componentControlPlane     = "controlplanemachineset-controller"
+	cpmsRetry                 = 5 * time.Second
+)
+
+type controlPlaneSet struct {
+	*loop
+	s    *shared
+	raft Raft
+}
+
+func newControlPlaneSet(s *shared, raft Raft) *controlPlaneSet {
+	c := &controlPlaneSet{s: s, raft: raft}
+	c.loop = newLoop(s, "controlplanemachineset", c.sync)
+	return c
+}
+
+func (c *controlPlaneSet) poke(controller.Event) { c.q.Add(api.ControlPlaneMachineSetName) }
+
+// size is how many voters the quorum guard keeps: the active set's
+// replicas, else DefaultControlPlaneSize.
+func (c *controlPlaneSet) size() int {
+	if obj, ok := c.s.cpmsInf.Get("", api.ControlPlaneMachineSetName); ok {
+		cp := obj.(*api.ControlPlaneMachineSet)
+		if cp.Spec.State == api.ControlPlaneActive && cp.Spec.Replicas != nil {
+			return int(*cp.Spec.Replicas)
+		}
+	}
+	return DefaultControlPlaneSize
+}
+
+func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration, error) {
+	obj, ok := c.s.cpmsInf.Get("", name)
+	if !ok {
+		return 0, nil
+	}
+	cp := obj.(*api.ControlPlaneMachineSet)
+	members, err := c.raft.Members(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("control plane machine set: raft members: %w", err)
+	}
+	replicas := 3
+	if cp.Spec.Replicas != nil {
+		replicas = int(*cp.Spec.Replicas)
+	}
+	deleting := deletingMachines(c.s)
+	st := api.ControlPlaneMachineSetStatus{ObservedGeneration: cp.Generation}
+	placed := map[string]string{} // voter → domain, those not being deleted
+	voters := 0
+	for _, r := range members {
+		if !r.Voter {
+			continue
+		}
+		voters++
+		st.Replicas++
+		if r.Reachable {
+			st.ReadyReplicas++
+		}
+		if !deleting[r.ID] {
+			placed[r.ID] = c.domainOf(r.ID, cp.Spec.FailureDomains.LabelKey)
+		}
+	}
+	st.UnavailableReplicas = max(0, int32(replicas)-st.ReadyReplicas)
+	target := domainTargets(replicas, cp.Spec.FailureDomains.Names)
+	for _, d := range placed {
+		if target[d] > 0 {
+			st.UpdatedReplicas++
+		}
+	}
+	var cond api.MachineCondition
+	var after time.Duration
+	switch {
+	case cp.Spec.State != api.ControlPlaneActive:
+		cond = api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Reason: "Inactive", Message: "spec.state is Inactive: the set watches and changes nothing"}
+	case voters <= 1:
+		cond = api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Reason: "SingleServer",
+			Message: "a one-server control plane (outpost dev, or a cluster not yet grown) has no quorum to keep: the set acts once three servers serve"}
+	default:
+		p := nextPlacement(placed, replicas, cp.Spec.FailureDomains.Names)
+		if cp.Spec.Strategy.Type == api.StrategyOnDelete && len(placed) >= replicas {
+			p = placement{} // no moves, only replacements
+		}
+		cond, err = c.act(ctx, cp, p, members)
+		if err != nil {
+			return 0, err
+		}
+		if cond.Status == api.ConditionTrue {
+			after = cpmsRetry
+		}
+	}
+	now := api.NewTime(c.s.now())
+	cond.LastTransitionTime = now
+	if i := slices.IndexFunc(cp.Status.Conditions, func(mc api.MachineCondition) bool { return mc.Type == cond.Type }); i >= 0 && cp.Status.Conditions[i].Status == cond.Status {
+		cond.LastTransitionTime = cp.Status.Conditions[i].LastTransitionTime
+	}
+	st.Conditions = []api.MachineCondition{cond}
+	if sameControlPlaneStatus(cp.Status, st) {
+		return after, nil
+	}
+	cpy, err := controller.Copy(cp)
+	if err != nil {
+		return 0, err
+	}
+	upd := cpy.(*api.ControlPlaneMachineSet)
+	upd.Status = st
+	_, err = c.s.client.UpdateStatus(ctx, upd)
+	return after, ignoreGone(err)
+}
+
+// act carries out one placement step and says what it did.
+func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSet, p placement, members []RaftMember) (api.MachineCondition, error) {
+	switch {
+	case p.Remove != "":
+		if err := ignoreGone(c.s.client.Delete(ctx, machinesResource, "", p.Remove, api.DeleteOptions{})); err != nil {
+			return api.MachineCondition{}, fmt.Errorf("control plane machine set: delete machine %s: %w", p.Remove, err)
+		}
+		c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeNormal, "Rebalancing", "deleting machine "+p.Remove+": its domain holds more than its share")
+		return api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "Rebalancing", Message: "moving member " + p.Remove}, nil
+	case p.Grow:
+		host, requested := c.eligibleHost(p.Add, cp.Spec.FailureDomains.LabelKey, members)
+		domain := p.Add
+		if domain == "" {
+			domain = "(any)"
+		}
+		if host == nil {
+			return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Severity: "Warning", Reason: "NoEligibleHost",
+				Message: fmt.Sprintf("a server is wanted in domain %s, but no machine labelled %s=true there is free", domain, LabelControlPlaneEligible)}, nil
+		}
+		if !requested {
+			cpy, err := controller.Copy(host)
+			if err != nil {
+				return api.MachineCondition{}, err
+			}
+			upd := cpy.(*api.Machine)
+			if upd.Annotations == nil {
+				upd.Annotations = map[string]string{}
+			}
+			upd.Annotations[AnnotationServerRequested] = domain + " " + c.s.now().UTC().Format(time.RFC3339)
+			if _, err := c.s.client.Update(ctx, upd); err != nil {
+				return api.MachineCondition{}, ignoreGone(err)
+			}
+			c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeNormal, "ServerRequested",
+				fmt.Sprintf("a server is wanted in domain %s: requested on host %s (start `outpost server --join` there)", domain, host.Name))
+		}
+		return api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "WaitingForServer",
+			Message: fmt.Sprintf("waiting for a server on %s to join (domain %s)", host.Name, domain)}, nil
+	}
+	return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Reason: "Balanced", Message: "every member in place"}, nil
+}
+
+// eligibleHost picks the machine to serve in domain: one already asked
+// (requested true), else the first by name that is eligible, Running,
+// no raft member, not being deleted, and in the domain.
+func (c *controlPlaneSet) eligibleHost(domain, labelKey string, members []RaftMember) (*api.Machine, bool) {
+	var picks []*api.Machine
+	for _, o := range c.s.machineInf.List() {
+		m := o.(*api.Machine)
+		if m.Labels[LabelControlPlaneEligible] != "true" || m.DeletionTimestamp != nil || m.Status.Phase != api.MachineRunning ||
+			slices.ContainsFunc(members, func(r RaftMember) bool { return r.ID == m.Name }) {
+			continue
+		}
+		if labelKey != "" && c.domainOf(m.Name, labelKey) != domain {
+			continue
+		}
+		if _, ok := m.Annotations[AnnotationServerRequested]; ok {
+			return m, true
+		}
+		picks = append(picks, m)
+	}
+	if len(picks) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(picks, func(a, b *api.Machine) int { return strings.Compare(a.Name, b.Name) })
+	return picks[0], false
+}
+
+// domainOf is the failure domain of the host named name: its node's
+// labelKey label ("" without a key, a node or the label).
+func (c *controlPlaneSet) domainOf(name, labelKey string) string {
+	if labelKey == "" {
+		return ""
+	}
+	node := name
+	if obj, ok := c.s.machineInf.Get("", name); ok {
+		node = nodeNameOf(obj.(*api.Machine))
+	}
+	if obj, ok := c.s.nodeInf.Get("", node); ok {
+		return obj.(*api.Node).Labels[labelKey]
+	}
+	return ""
+}
+
+func sameControlPlaneStatus(a, b api.ControlPlaneMachineSetStatus) bool {
+	return a.Replicas == b.Replicas && a.ReadyReplicas == b.ReadyReplicas && a.UpdatedReplicas == b.UpdatedReplicas &&
+		a.UnavailableReplicas == b.UnavailableReplicas && a.ObservedGeneration == b.ObservedGeneration &&
+		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y api.MachineCondition) bool {
+			return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
+		})
+}
