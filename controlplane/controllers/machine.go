@@ -96,7 +96,12 @@ func (c *machineController) onNode(ev controller.Event) {
 	if ev.Type == api.Deleted {
 		return
 	}
-	c.q.Add(ev.Object.GetObjectMeta().Name)
+	name := ev.Object.GetObjectMeta().Name
+	if m := c.machineOfNode(name); m != nil {
+		c.q.Add(m.Name) // to link it
+		return
+	}
+	c.q.Add(name) // a node without a machine: to make one
 }
 
 // onPod queues the machine of a deleting machine's node when a pod of
@@ -111,14 +116,14 @@ func (c *machineController) onPod(ev controller.Event) {
 	}
 }
 
-// machineOfNode is the machine whose nodeRef (or name) is node.
+// machineOfNode is the machine that backs node: by name, nodeRef or
+// providerID (a machine made by hand for a host, named otherwise).
 func (c *machineController) machineOfNode(node string) *api.Machine {
 	if obj, ok := c.s.machineInf.Get("", node); ok {
 		return obj.(*api.Machine)
 	}
 	for _, obj := range c.s.machineInf.List() {
-		m := obj.(*api.Machine)
-		if m.Status.NodeRef != nil && m.Status.NodeRef.Name == node {
+		if m := obj.(*api.Machine); nodeNameOf(m) == node {
 			return m
 		}
 	}

@@ -63,6 +63,7 @@ func TestMachinePerAgentNode(t *testing.T) {
 	e.agentNode("edge-1")
 	e.create(&api.Node{ObjectMeta: api.ObjectMeta{Name: "by-hand"}})
 	e.create(&api.Machine{ObjectMeta: api.ObjectMeta{Name: "edge-2"}, Spec: api.MachineSpec{ProviderID: "outpost://edge-2"}})
+	e.create(&api.Machine{ObjectMeta: api.ObjectMeta{Name: "rack-7-slot-3"}, Spec: api.MachineSpec{ProviderID: "outpost://edge-3"}})
 	e.startLifecycle(NodeLifecycle{})
 	m := e.waitMachine("edge-1", "Running with its node", func(m *api.Machine) bool {
 		return m.Status.Phase == api.MachineRunning && m.Status.NodeRef != nil && m.Status.NodeRef.Name == "edge-1"
@@ -77,6 +78,15 @@ func TestMachinePerAgentNode(t *testing.T) {
 	e.waitMachine("edge-2", "Running once its node joined", func(m *api.Machine) bool {
 		return m.Status.Phase == api.MachineRunning && m.Status.NodeRef != nil && m.Status.NodeRef.Name == "edge-2"
 	})
+	// A machine made by hand under another name backs the node its
+	// providerID names: no second machine for that node.
+	e.agentNode("edge-3")
+	e.waitMachine("rack-7-slot-3", "Running with node edge-3", func(m *api.Machine) bool {
+		return m.Status.Phase == api.MachineRunning && m.Status.NodeRef != nil && m.Status.NodeRef.Name == "edge-3"
+	})
+	if _, ok := e.machine("edge-3"); ok {
+		t.Error("a second machine was made for a node a hand-made machine backs")
+	}
 	e.waitSynced("machine", "by-hand", 0)
 	if _, ok := e.machine("by-hand"); ok {
 		t.Error("a node no agent reports got a machine")
