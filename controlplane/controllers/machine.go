@@ -74,13 +74,16 @@ type machineController struct {
 	*loop
 	s        *shared
 	provider MachineProvider
+	// raft, when set, is asked whether a deleted machine's host is a raft
+	// member that the quorum guard has not hooked yet.
+	raft Raft
 }
 
-func newMachineController(s *shared, p MachineProvider) *machineController {
+func newMachineController(s *shared, p MachineProvider, raft Raft) *machineController {
 	if p == nil {
 		p = ManualProvider
 	}
-	c := &machineController{s: s, provider: p}
+	c := &machineController{s: s, provider: p, raft: raft}
 	c.loop = newLoop(s, "machine", c.sync)
 	return c
 }
@@ -234,6 +237,18 @@ func (c *machineController) deleting(ctx context.Context, m *api.Machine) (time.
 	}
 	if m.Status.Phase != api.MachineDeleting {
 		return 0, c.writeStatus(ctx, m, func(st *api.MachineStatus) { st.Phase = api.MachineDeleting })
+	}
+	// A raft member's machine waits for the quorum guard's hook: a
+	// machine deleted right after its server joined may not carry it yet.
+	if c.raft != nil && !slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook) && !machineConditionIs(m, api.MachineDrainable, api.ConditionTrue) {
+		members, err := c.raft.Members(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("machine %s: raft members: %w", m.Name, err)
+		}
+		if slices.ContainsFunc(members, func(r RaftMember) bool { return r.ID == m.Name }) {
+			return guardRetry, c.condition(ctx, m, api.MachineDrainable, api.ConditionFalse, "WaitingForQuorumGuard",
+				"a raft member's machine: waiting for the quorum guard's hook")
+		}
 	}
 	// preDrain hooks hold the drain.
 	if hooks := m.Spec.LifecycleHooks.PreDrain; len(hooks) > 0 {

@@ -99,7 +99,9 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 	i := slices.IndexFunc(members, func(r RaftMember) bool { return r.ID == m.Name })
 	hooked := slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook)
 	switch {
-	case m.DeletionTimestamp == nil && i >= 0 && !hooked:
+	case i >= 0 && !hooked && (m.DeletionTimestamp == nil || !machineConditionIs(m, api.MachineDrainable, api.ConditionTrue)):
+		// A member's machine, deleted or not, as long as its drain has
+		// not begun (the machine controller waits for this hook).
 		return 0, c.setHook(ctx, m, true)
 	case m.DeletionTimestamp == nil || !hooked:
 		return 0, nil

@@ -155,7 +155,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	nlc := newNodeLifecycle(s, cfg.NodeLifecycle)
 	te := newTaintEviction(s, nlc, cfg.FenceMargin)
 	dis := newDisruption(s)
-	mc := newMachineController(s, cfg.MachineProvider)
+	mc := newMachineController(s, cfg.MachineProvider, cfg.Raft)
 	hc := newHealthCheck(s)
 	msc := newMachineSet(s)
 	var qg *quorumGuard
