@@ -155,8 +155,9 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 			domain = "(any)"
 		}
 		if host == nil {
-			return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Severity: "Warning", Reason: "NoEligibleHost",
-				Message: fmt.Sprintf("a server is wanted in domain %s, but no machine labelled %s=true there is free", domain, LabelControlPlaneEligible)}, nil
+			msg := fmt.Sprintf("a server is wanted in domain %s, but no machine labelled %s=true there is free", domain, LabelControlPlaneEligible)
+			c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeWarning, "NoEligibleHost", msg)
+			return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Severity: "Warning", Reason: "NoEligibleHost", Message: msg}, nil
 		}
 		if !requested {
 			cpy, err := controller.Copy(host)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The machine health check controller (SPEC CPL-4): a selected machine
@@ -24,11 +25,26 @@ const componentHealthCheck = "machinehealthcheck-controller"
 type healthCheck struct {
 	*loop
 	s *shared
+	// Metrics by check (nil without a registry).
+	unhealthyM, expected, restricted *prometheus.GaugeVec
+	remediations                     *prometheus.CounterVec
 }
 
-func newHealthCheck(s *shared) *healthCheck {
+func newHealthCheck(s *shared, reg prometheus.Registerer) *healthCheck {
 	c := &healthCheck{s: s}
 	c.loop = newLoop(s, "machinehealthcheck", c.sync)
+	if reg != nil {
+		gauge := func(name, help string) *prometheus.GaugeVec {
+			return controller.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: "outpost", Subsystem: "machinehealthcheck", Name: name, Help: help}, []string{"check"}), s.log)
+		}
+		c.unhealthyM = gauge("unhealthy_machines", "Machines a health check finds unhealthy.")
+		c.expected = gauge("expected_machines", "Machines a health check selects.")
+		c.restricted = gauge("remediation_restricted", "1 while more machines of a health check are unhealthy than its maxUnhealthy, so it remediates none.")
+		c.remediations = controller.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "outpost", Subsystem: "machinehealthcheck", Name: "remediations_total",
+			Help: "Unhealthy machines a health check deleted."}, []string{"check"}), s.log)
+	}
 	return c
 }
 
@@ -88,8 +104,16 @@ func (c *healthCheck) sync(ctx context.Context, name string) (time.Duration, err
 	healthy := total - int32(len(sick))
 	st.ExpectedMachines, st.CurrentHealthy = &total, &healthy
 	st.RemediationsAllowed = max(0, allowed-int32(len(sick)))
+	if c.unhealthyM != nil {
+		c.unhealthyM.WithLabelValues(h.Name).Set(float64(len(sick)))
+		c.expected.WithLabelValues(h.Name).Set(float64(total))
+		c.restricted.WithLabelValues(h.Name).Set(0)
+	}
 	cond := api.MachineCondition{Type: api.RemediationAllowed, Status: api.ConditionTrue}
 	if int32(len(sick)) > allowed {
+		if c.restricted != nil {
+			c.restricted.WithLabelValues(h.Name).Set(1)
+		}
 		st.RemediationsAllowed = 0
 		cond = api.MachineCondition{Type: api.RemediationAllowed, Status: api.ConditionFalse, Severity: "Warning", Reason: "TooManyUnhealthy",
 			Message: fmt.Sprintf("%d of %d machines are unhealthy, more than maxUnhealthy %s: none is remediated (%s)", len(sick), total, maxUnhealthy.String(), sickNames(sick))}
@@ -107,6 +131,9 @@ func (c *healthCheck) sync(ctx context.Context, name string) (time.Duration, err
 			return 0, fmt.Errorf("health check %s: delete machine %s: %w", h.Name, u.m.Name, err)
 		}
 		c.log.Info("deleting an unhealthy machine", "check", h.Name, "machine", u.m.Name, "why", u.why)
+		if c.remediations != nil {
+			c.remediations.WithLabelValues(h.Name).Inc()
+		}
 		c.s.rec.event(ctx, u.m, componentHealthCheck, api.EventTypeNormal, "MachineDeleted", "Machine "+u.m.Name+" is unhealthy ("+u.why+"): deleting it, as health check "+h.Name+" says")
 	}
 	i := slices.IndexFunc(st.Conditions, func(mc api.MachineCondition) bool { return mc.Type == api.RemediationAllowed })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var machinesRes = api.ResourceForKind("Machine")
@@ -230,7 +231,30 @@ func TestMachineHealthCheck(t *testing.T) {
 		e.agentNode(n)
 	}
 	e.create(&api.Machine{ObjectMeta: api.ObjectMeta{Name: "spare", Labels: map[string]string{"pool": "spare"}}})
-	e.startLifecycle(NodeLifecycle{})
+	reg := prometheus.NewRegistry()
+	e.startConfig(Config{Client: e.f, Registerer: reg})
+	metric := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "check" && l.GetValue() == "workers" {
+						if m.GetGauge() != nil {
+							return m.GetGauge().GetValue()
+						}
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return -1
+	}
 	for _, n := range []string{"w1", "w2", "w3"} {
 		e.waitMachine(n, "Running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
 		// A hook holds each deletion where the test can see it.
@@ -298,6 +322,10 @@ func TestMachineHealthCheck(t *testing.T) {
 		return false, fmt.Sprintf("healthy %d of %d, conditions %+v; now %v; nodes %v", *h.Status.CurrentHealthy, *h.Status.ExpectedMachines, h.Status.Conditions, e.clock.Now(), nodes)
 	})
 	e.waitFor("a RemediationRestricted event", func() (bool, string) { return len(e.events("workers", "RemediationRestricted")) > 0, "" })
+	if r, u, x := metric("outpost_machinehealthcheck_remediation_restricted"), metric("outpost_machinehealthcheck_unhealthy_machines"),
+		metric("outpost_machinehealthcheck_expected_machines"); r != 1 || u != 2 || x != 3 {
+		t.Errorf("metrics: restricted %v, unhealthy %v, expected %v; want 1, 2, 3", r, u, x)
+	}
 	if deleting("w1") || deleting("w2") {
 		t.Fatal("a machine was deleted with more unhealthy than maxUnhealthy")
 	}
@@ -307,6 +335,9 @@ func TestMachineHealthCheck(t *testing.T) {
 	if deleting("w2") || deleting("w3") {
 		t.Error("a healthy machine was deleted")
 	}
+	e.waitFor("the remediation counted", func() (bool, string) {
+		return metric("outpost_machinehealthcheck_remediations_total") == 1 && metric("outpost_machinehealthcheck_remediation_restricted") == 0, ""
+	})
 	e.waitFor("w1's MachineDeleted event", func() (bool, string) {
 		evs := e.events("w1", "MachineDeleted")
 		return len(evs) == 1 && strings.Contains(evs[0].Message, "node condition Ready=Unknown for more than 30s"), fmt.Sprint(evs)

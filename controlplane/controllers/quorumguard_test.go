@@ -163,15 +163,30 @@ func TestControlPlaneMachineSet(t *testing.T) {
 			return false, fmt.Sprintf("%+v", cp.Status)
 		}
 	}
+	requested := func(name string) bool {
+		m, ok := e.machine(name)
+		if !ok {
+			return false
+		}
+		_, asked := m.Annotations[AnnotationServerRequested]
+		return asked
+	}
 	e.waitFor("one server: SingleServer", progress("SingleServer"))
+	// Three servers in a and c, the b one lost, and no eligible host in
+	// b: the set says so, in its status and an Event.
+	fr.set(voter("s1"), voter("s3"))
+	e.update(machinesRes, "", "e1", false, func(o api.Object) { delete(o.(*api.Machine).Labels, LabelControlPlaneEligible) })
+	e.waitFor("NoEligibleHost", progress("NoEligibleHost"))
+	e.waitFor("a NoEligibleHost event", func() (bool, string) { return len(e.events("cluster", "NoEligibleHost")) > 0, "" })
+	if requested("e2") || requested("e3") {
+		t.Fatal("a host of another domain was asked to serve")
+	}
+	e.update(machinesRes, "", "e1", false, func(o api.Object) { o.(*api.Machine).Labels[LabelControlPlaneEligible] = "true" })
+	e.waitFor("e1 asked while b has no member", func() (bool, string) { return requested("e1"), "" })
+	e.update(machinesRes, "", "e1", false, func(o api.Object) { delete(o.(*api.Machine).Annotations, AnnotationServerRequested) })
 
 	fr.set(voter("s1"), voter("s2"), voter("s3"))
 	e.waitFor("three servers in a, b, c: Balanced", progress("Balanced"))
-	requested := func(name string) bool {
-		m, ok := e.machine(name)
-		_, asked := m.Annotations[AnnotationServerRequested]
-		return ok && asked
-	}
 	e.waitFor("s2's machine guarded", func() (bool, string) {
 		m, ok := e.machine("s2")
 		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""

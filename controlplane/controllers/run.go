@@ -13,6 +13,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
 	"github.com/outpost-edge/outpost/controlplane/scheduler/policy"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Sentinel errors of the package.
@@ -49,6 +50,8 @@ type Config struct {
 	// MachineProvider releases the hosts of deleted machines; default
 	// ManualProvider.
 	MachineProvider MachineProvider
+	// Registerer receives the controllers' metrics; nil: none.
+	Registerer prometheus.Registerer
 	// Raft is the raft membership, for the quorum guard; nil runs none.
 	Raft Raft
 	// ControlPlaneSize is how many voters the quorum guard keeps; default
@@ -156,7 +159,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	te := newTaintEviction(s, nlc, cfg.FenceMargin)
 	dis := newDisruption(s)
 	mc := newMachineController(s, cfg.MachineProvider, cfg.Raft)
-	hc := newHealthCheck(s)
+	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
 	var qg *quorumGuard
 	var cps *controlPlaneSet

@@ -36,6 +36,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 				FenceMargin:     s.cfg.FenceMargin,
 				MachineProvider: s.cfg.MachineProvider,
 				Raft:            raftMembers{s},
+				Registerer:      s.cfg.Registry,
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)

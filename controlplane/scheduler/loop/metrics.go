@@ -1,10 +1,10 @@
 package loop
 
 import (
-	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,21 +35,21 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		return nil
 	}
 	m := &metrics{bySched: map[string]*[numResults]prometheus.Counter{}}
-	m.attempts = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.attempts = controller.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "attempts_total",
 		Help: "Scheduling attempts, by scheduler and result (scheduled, unschedulable, error).",
 	}, []string{"scheduler", "result"}), log)
-	m.batchSize = register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	m.batchSize = controller.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "bind_batch_size",
 		Help:    "Bindings per Bind call.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 	}), log)
-	m.e2eTime = register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	m.e2eTime = controller.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "e2e_seconds",
 		Help:    "Time from a pod entering the scheduling queue to its binding being acknowledged.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	}), log)
-	queue := register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	queue := controller.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "queue_length",
 		Help: "Unbound pods waiting, by queue: active (to be scheduled), backoff, unschedulable (parked until the cluster changes).",
 	}, []string{"queue"}), log)
@@ -57,22 +57,6 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.queue[i] = queue.WithLabelValues(q)
 	}
 	return m
-}
-
-// register registers c, or returns the collector registered before under
-// the same name: a loop made again in one process shares the series.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T, log *slog.Logger) T {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing
-		}
-	}
-	log.Warn("scheduler metric not registered", "err", err)
-	return c
 }
 
 func (m *metrics) attempt(scheduler string, result int) {
