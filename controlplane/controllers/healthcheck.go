@@ -9,6 +9,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,13 +36,13 @@ func newHealthCheck(s *shared, reg prometheus.Registerer) *healthCheck {
 	c.loop = newLoop(s, "machinehealthcheck", c.sync)
 	if reg != nil {
 		gauge := func(name, help string) *prometheus.GaugeVec {
-			return controller.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			return promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 				Namespace: "outpost", Subsystem: "machinehealthcheck", Name: name, Help: help}, []string{"check"}), s.log)
 		}
 		c.unhealthyM = gauge("unhealthy_machines", "Machines a health check finds unhealthy.")
 		c.expected = gauge("expected_machines", "Machines a health check selects.")
 		c.restricted = gauge("remediation_restricted", "1 while more machines of a health check are unhealthy than its maxUnhealthy, so it remediates none.")
-		c.remediations = controller.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		c.remediations = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "outpost", Subsystem: "machinehealthcheck", Name: "remediations_total",
 			Help: "Unhealthy machines a health check deleted."}, []string{"check"}), s.log)
 	}

@@ -1,10 +1,10 @@
 package store
 
 import (
-	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -40,28 +40,11 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Help: "Watchers dropped because they fell behind, with a 410 so that they relist.",
 		}),
 	}
-	m.objects = register(reg, m.objects, log)
-	m.apply = register(reg, m.apply, log)
-	m.watchers = register(reg, m.watchers, log)
-	m.dropped = register(reg, m.dropped, log)
+	m.objects = promreg.Register(reg, m.objects, log)
+	m.apply = promreg.Register(reg, m.apply, log)
+	m.watchers = promreg.Register(reg, m.watchers, log)
+	m.dropped = promreg.Register(reg, m.dropped, log)
 	return m
-}
-
-// register registers c, or returns the collector registered before under
-// the same name: a second store in one process (tests, a node that
-// restarts its store) shares the series.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T, log *slog.Logger) T {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing
-		}
-	}
-	log.Warn("store metric not registered", "err", err)
-	return c
 }
 
 func (m *metrics) objectsGauge(resource string) prometheus.Gauge {

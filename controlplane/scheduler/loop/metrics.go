@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,21 +35,21 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		return nil
 	}
 	m := &metrics{bySched: map[string]*[numResults]prometheus.Counter{}}
-	m.attempts = controller.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.attempts = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "attempts_total",
 		Help: "Scheduling attempts, by scheduler and result (scheduled, unschedulable, error).",
 	}, []string{"scheduler", "result"}), log)
-	m.batchSize = controller.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	m.batchSize = promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "bind_batch_size",
 		Help:    "Bindings per Bind call.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 	}), log)
-	m.e2eTime = controller.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	m.e2eTime = promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "e2e_seconds",
 		Help:    "Time from a pod entering the scheduling queue to its binding being acknowledged.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	}), log)
-	queue := controller.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	queue := promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "outpost", Subsystem: "scheduler", Name: "queue_length",
 		Help: "Unbound pods waiting, by queue: active (to be scheduled), backoff, unschedulable (parked until the cluster changes).",
 	}, []string{"queue"}), log)
