@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -98,7 +99,18 @@ func (e *env) config(rt agent.Runtime) agent.Config {
 		StatusCheck:    100 * time.Millisecond,
 		RestartBackoff: 50 * time.Millisecond,
 		Labels:         map[string]string{"topology.kubernetes.io/zone": "z1"},
+		// The agent's records go to the test's log, which go test shows
+		// only when the test fails: a rare failure then says why.
+		Logger: slog.New(slog.NewTextHandler(agentLog{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
+}
+
+// agentLog writes an agent's records to its test's log.
+type agentLog struct{ t *testing.T }
+
+func (w agentLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // start runs an agent until stopAgent.
