@@ -268,6 +268,7 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 			Spec:       api.NodeSpec{Taints: a.cfg.Taints},
 			Status:     st,
 		}
+		sentAt := a.fence.now()
 		res, _, err := a.cl.Create(rctx, node)
 		if err != nil {
 			if !api.IsAlreadyExists(err) {
@@ -276,6 +277,12 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 			return nil
 		}
 		a.contact()
+		// The registration is the leader's first sign of this node (it
+		// counts a node from when it first sees it): an acknowledgement,
+		// as a status write is. Without it, an agent cut off before its
+		// first heartbeat reply knew of no acknowledgement, and once
+		// restarted stopped every pod at once.
+		a.acked(ctx, sentAt-time.Second, 0)
 		a.log.Info("node registered", "labels", node.Labels)
 		n, _ := res.(*api.Node)
 		return n
