@@ -36,7 +36,7 @@ type TokenLookup interface {
 	GetToken(id string) (*api.Token, error)
 }
 
-// revalidateAfter is how long a cached token is trusted without looking at
+// RevalidateAfter is how long a cached token is trusted without looking at
 // the store. A deleted or changed token stops working on this server within
 // this time. After it, the token is looked up again, and if its
 // resourceVersion is unchanged the cached identity is kept without
@@ -46,7 +46,7 @@ type TokenLookup interface {
 // because it keeps the hot path to one map lookup under a read lock, with
 // no call into the store; one second of revocation delay is well inside
 // what a user notices after "delete token".
-const revalidateAfter = time.Second
+const RevalidateAfter = time.Second
 
 // maxCacheEntries bounds the cache. Only tokens that verified are cached, so
 // an attacker cannot fill it with guesses; the bound covers a cluster that
@@ -135,7 +135,7 @@ func (a *Authenticator) Authenticate(header string) (*Identity, error) {
 		a.evict(token)
 		return nil, fmt.Errorf("%w: token %s expired at %s", ErrExpired, e.ident.TokenID, e.expires.UTC().Format(time.RFC3339))
 	}
-	if e.static || now.UnixNano()-e.checked.Load() < int64(revalidateAfter) {
+	if e.static || now.UnixNano()-e.checked.Load() < int64(RevalidateAfter) {
 		return e.ident, nil
 	}
 	return a.revalidate(token, e, now)
@@ -159,7 +159,7 @@ func bearer(header string) (string, error) {
 }
 
 // revalidate re-checks a cached token whose store check is older than
-// revalidateAfter.
+// RevalidateAfter.
 func (a *Authenticator) revalidate(token string, e *cacheEntry, now time.Time) (*Identity, error) {
 	t, err := a.lookup.GetToken(e.ident.TokenID)
 	if err == nil && t != nil && t.ResourceVersion != "" && t.ResourceVersion == e.rv {

@@ -165,7 +165,7 @@ func TestAuthenticateCache(t *testing.T) {
 
 	// After the revalidation interval an unchanged token is looked up once
 	// and keeps its identity.
-	clock.Advance(revalidateAfter)
+	clock.Advance(RevalidateAfter)
 	if got, err := a.Authenticate(header); err != nil || got != first {
 		t.Fatalf("revalidated: %v, %v", got, err)
 	}
@@ -173,16 +173,16 @@ func TestAuthenticateCache(t *testing.T) {
 		t.Fatalf("revalidation made %d lookups, want 1", d)
 	}
 
-	// A deleted token keeps working for less than revalidateAfter, then
+	// A deleted token keeps working for less than RevalidateAfter, then
 	// stops.
 	tokens.remove("dev001")
-	clock.Advance(revalidateAfter - time.Millisecond)
+	clock.Advance(RevalidateAfter - time.Millisecond)
 	if _, err := a.Authenticate(header); err != nil {
 		t.Fatalf("within the interval: %v", err)
 	}
 	clock.Advance(time.Millisecond)
 	if _, err := a.Authenticate(header); !errors.Is(err, ErrInvalidToken) {
-		t.Fatalf("deleted token after %s: err = %v, want ErrInvalidToken", revalidateAfter, err)
+		t.Fatalf("deleted token after %s: err = %v, want ErrInvalidToken", RevalidateAfter, err)
 	}
 
 	// A token re-created with the same id and another secret: the old
@@ -192,7 +192,7 @@ func TestAuthenticateCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	newHeader := tokens.put("dev001", "anothersecret012", api.TokenSpec{Role: api.RoleClusterAdmin})
-	clock.Advance(revalidateAfter)
+	clock.Advance(RevalidateAfter)
 	if _, err := a.Authenticate(header); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("old secret after rotation: err = %v", err)
 	}
@@ -271,7 +271,7 @@ func TestAuthenticateConcurrent(t *testing.T) {
 			for i := range 200 {
 				if g == 0 && i%10 == 0 {
 					tokens.put("dev001", devSecret, api.TokenSpec{Role: api.RoleDeveloper})
-					clock.Advance(revalidateAfter)
+					clock.Advance(RevalidateAfter)
 				}
 				if _, err := a.Authenticate(header); err != nil {
 					t.Error(err)

@@ -56,11 +56,7 @@ func (c *healthCheck) onCheck(ev controller.Event) {
 }
 
 // onChange queues every check: machines and nodes are few, checks fewer.
-func (c *healthCheck) onChange(controller.Event) {
-	for _, obj := range c.s.mhcInf.List() {
-		c.q.Add(obj.GetObjectMeta().Name)
-	}
-}
+func (c *healthCheck) onChange(controller.Event) { c.addAll(c.s.mhcInf) }
 
 type unhealthyMachine struct {
 	m   *api.Machine

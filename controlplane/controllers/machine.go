@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/scheduler"
 )
@@ -33,8 +34,8 @@ const machineCredentialsRevoked = "CredentialsRevoked"
 
 // credentialRevokeWait is how long after revoking a node's credentials
 // its Node is deleted: longer than a server trusts a checked token
-// without looking again (auth's revalidateAfter, 1 s).
-const credentialRevokeWait = 2 * time.Second
+// without looking at the store again.
+const credentialRevokeWait = 2 * auth.RevalidateAfter
 
 const (
 	componentMachine = "machine-controller"
@@ -291,8 +292,8 @@ func (c *machineController) deleting(ctx context.Context, m *api.Machine) (time.
 	// The host's credentials go before its Node: an agent still running
 	// there would otherwise register the node again (and the node a new
 	// machine); without them it is no longer part of the cluster. Every
-	// server trusts a token it checked for up to a second more, so the
-	// Node waits that long after the revocation.
+	// server trusts a token it checked for up to auth.RevalidateAfter
+	// more, so the Node waits longer than that after the revocation.
 	i := slices.IndexFunc(m.Status.Conditions, func(c api.MachineCondition) bool { return c.Type == machineCredentialsRevoked })
 	if i < 0 || m.Status.Conditions[i].Status != api.ConditionTrue {
 		if err := c.revokeNodeTokens(ctx, m, node); err != nil {

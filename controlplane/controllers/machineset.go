@@ -41,11 +41,7 @@ func (c *machineSet) onSet(ev controller.Event) {
 
 // onMachine queues every set: a machine may have become free, or a
 // member changed.
-func (c *machineSet) onMachine(controller.Event) {
-	for _, obj := range c.s.msInf.List() {
-		c.q.Add(obj.GetObjectMeta().Name)
-	}
-}
+func (c *machineSet) onMachine(controller.Event) { c.addAll(c.s.msInf) }
 
 func (c *machineSet) sync(ctx context.Context, name string) (time.Duration, error) {
 	obj, ok := c.s.msInf.Get("", name)

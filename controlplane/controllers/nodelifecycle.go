@@ -189,9 +189,7 @@ func (c *nodeLifecycle) run(ctx context.Context, period time.Duration) {
 			c.q.Add(name)
 		case <-tick.C:
 			c.observeZones(ctx)
-			for _, obj := range c.s.nodeInf.List() {
-				c.q.Add(obj.GetObjectMeta().Name)
-			}
+			c.addAll(c.s.nodeInf)
 			if c.afterSweep != nil {
 				c.afterSweep()
 			}
@@ -260,9 +258,7 @@ func (c *nodeLifecycle) observeZones(ctx context.Context) {
 				typ, reason = api.EventTypeNormal, reasonMasterDisruptionEnded
 			}
 			c.s.rec.zoneEvent(ctx, "", componentNodeController, typ, reason, ch.String())
-			for _, n := range c.s.nodeInf.List() {
-				c.q.Add(n.GetObjectMeta().Name)
-			}
+			c.addAll(c.s.nodeInf)
 			continue
 		}
 		c.log.Info(ch.String(), "zone", ch.zone, "state", string(ch.to))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -57,6 +58,12 @@ type quorumGuard struct {
 	*loop
 	s    *shared
 	raft Raft
+	// members caches the raft membership for membersTTL: every machine
+	// is looked at each sweep, and listing the members probes every
+	// server.
+	mu        sync.Mutex
+	members   []RaftMember
+	membersAt time.Time
 	// size is how many voters to keep: a fixed setting, else the control
 	// plane machine set's replicas.
 	size func() int
@@ -80,11 +87,7 @@ func (c *quorumGuard) onMachine(ev controller.Event) {
 
 // sweep looks at every machine: raft members come and go without an
 // event of the API.
-func (c *quorumGuard) sweep() {
-	for _, obj := range c.s.machineInf.List() {
-		c.q.Add(obj.GetObjectMeta().Name)
-	}
-}
+func (c *quorumGuard) sweep() { c.addAll(c.s.machineInf) }
 
 func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, error) {
 	obj, ok := c.s.machineInf.Get("", name)
@@ -92,7 +95,7 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		return 0, nil
 	}
 	m := obj.(*api.Machine)
-	members, err := c.raft.Members(ctx)
+	members, err := c.currentMembers(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("quorum guard: raft members: %w", err)
 	}
@@ -107,6 +110,7 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		return 0, nil
 	case i < 0 || !members[i].Voter:
 		if i >= 0 {
+			c.forgetMembers()
 			if err := c.raft.Remove(ctx, m.Name); err != nil {
 				return 0, fmt.Errorf("quorum guard: remove non-voter %s: %w", m.Name, err)
 			}
@@ -128,6 +132,7 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "WaitingForReplacement", msg)
 		return guardRetry, nil
 	}
+	c.forgetMembers() // the removal is decided on a fresh view, and changes it
 	if err := c.raft.Remove(ctx, m.Name); err != nil {
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "RemoveRefused", err.Error())
 		return guardRetry, nil
@@ -136,6 +141,31 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 	c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "MemberRemoved",
 		fmt.Sprintf("removed %s from raft; voters %s stay", m.Name, strings.Join(staying, ", ")))
 	return 0, c.setHook(ctx, m, false)
+}
+
+// membersTTL is how long the guard trusts a listing of the raft
+// members; raftstore checks quorum again at every removal.
+const membersTTL = time.Second
+
+// currentMembers is the raft membership, at most membersTTL old.
+func (c *quorumGuard) currentMembers(ctx context.Context) ([]RaftMember, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.members != nil && time.Since(c.membersAt) < membersTTL {
+		return c.members, nil
+	}
+	members, err := c.raft.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.members, c.membersAt = members, time.Now()
+	return members, nil
+}
+
+func (c *quorumGuard) forgetMembers() {
+	c.mu.Lock()
+	c.members = nil
+	c.mu.Unlock()
 }
 
 // deletingMachines names the machines being deleted.

@@ -289,6 +289,14 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	return nil
 }
 
+// addAll queues the name of every object inf holds: for controllers
+// whose keys are cluster objects' names, when a change may concern any.
+func (l *loop) addAll(inf *controller.Informer) {
+	for _, obj := range inf.List() {
+		l.q.Add(obj.GetObjectMeta().Name)
+	}
+}
+
 // loop is one controller's queue and reconcile function.
 type loop struct {
 	name   string

@@ -133,7 +133,6 @@ type zones struct {
 
 	mu      sync.Mutex
 	state   map[string]ZoneState
-	size    map[string]int
 	buckets map[string]*bucket
 	// members are the nodes counted (those with a Ready condition), and
 	// ready and notReady their counts by zone, kept from the informer's
@@ -147,7 +146,7 @@ type zones struct {
 }
 
 func newZones(cfg Eviction, report *ZoneReport) *zones {
-	return &zones{cfg: cfg.withDefaults(), report: report, state: map[string]ZoneState{}, size: map[string]int{}, buckets: map[string]*bucket{},
+	return &zones{cfg: cfg.withDefaults(), report: report, state: map[string]ZoneState{}, buckets: map[string]*bucket{},
 		members: map[string]zoneMember{}, ready: map[string]int{}, notReady: map[string]int{}}
 }
 
@@ -220,14 +219,13 @@ func (z *zones) observe(now time.Time) []zoneChange {
 		seen[zone] = true
 		st := zoneStateOf(ready[zone], notReady[zone], z.cfg.UnhealthyZoneThreshold)
 		allFull = allFull && st == ZoneFullDisruption
-		z.size[zone] = ready[zone] + notReady[zone]
 		if prev, ok := z.state[zone]; !ok || prev != st {
 			from := prev
 			if !ok {
 				from = ZoneNormal
 			}
 			if from != st {
-				changes = append(changes, zoneChange{zone: zone, from: from, to: st, ready: ready[zone], total: z.size[zone]})
+				changes = append(changes, zoneChange{zone: zone, from: from, to: st, ready: ready[zone], total: z.sizeLocked(zone)})
 			}
 			z.state[zone] = st
 		}
@@ -242,7 +240,6 @@ func (z *zones) observe(now time.Time) []zoneChange {
 	for zone := range z.state {
 		if !seen[zone] {
 			delete(z.state, zone)
-			delete(z.size, zone)
 			delete(z.buckets, zone)
 		}
 	}
@@ -254,7 +251,7 @@ func (z *zones) observe(now time.Time) []zoneChange {
 	items := make([]api.ZoneStatus, 0, len(seen))
 	for zone, b := range z.buckets {
 		b.rate = z.rateLocked(zone)
-		items = append(items, api.ZoneStatus{Name: zone, State: string(z.state[zone]), Nodes: z.size[zone], Ready: ready[zone], EvictionRate: b.rate})
+		items = append(items, api.ZoneStatus{Name: zone, State: string(z.state[zone]), Nodes: z.sizeLocked(zone), Ready: ready[zone], EvictionRate: b.rate})
 	}
 	if master {
 		for i := range items {
@@ -265,11 +262,14 @@ func (z *zones) observe(now time.Time) []zoneChange {
 	return changes
 }
 
+// sizeLocked is how many counted nodes zone has.
+func (z *zones) sizeLocked(zone string) int { return z.ready[zone] + z.notReady[zone] }
+
 // rateLocked is the tainting rate of zone in its state.
 func (z *zones) rateLocked(zone string) float64 {
 	switch z.state[zone] {
 	case ZonePartialDisruption:
-		if z.size[zone] > z.cfg.LargeClusterSizeThreshold {
+		if z.sizeLocked(zone) > z.cfg.LargeClusterSizeThreshold {
 			return z.cfg.SecondaryNodeEvictionRate
 		}
 		return 0

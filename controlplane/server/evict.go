@@ -13,19 +13,9 @@ import (
 // delete. The core decides against the pod's disruption budget (a 429
 // names it); the reply is a Status, 201, as Kubernetes answers.
 func (s *Server) serveEvict(w *recorder, r *http.Request, id *auth.Identity, rt *route) {
-	if err := s.authorize(id, rt.request(verbCreate)); err != nil {
-		writeError(w, err)
-		return
-	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var ev api.Eviction
-	warnings, err := api.DecodeInto(body, &ev)
-	if err != nil {
-		writeError(w, err)
+	body, warnings, ok := s.decodeSubresource(w, r, id, rt, &ev)
+	if !ok {
 		return
 	}
 	opts, err := checkEviction(&ev, rt)

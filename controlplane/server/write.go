@@ -284,6 +284,26 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 	s.logWrite(r, id, rt, http.StatusOK, res)
 }
 
+// decodeSubresource authorizes a POST to a subresource (binding,
+// eviction), then reads and decodes its body into obj. When it reports
+// !ok the reply is written.
+func (s *Server) decodeSubresource(w *recorder, r *http.Request, id *auth.Identity, rt *route, obj api.Object) (body []byte, warnings api.Warnings, ok bool) {
+	if err := s.authorize(id, rt.request(verbCreate)); err != nil {
+		writeError(w, err)
+		return nil, nil, false
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, err)
+		return nil, nil, false
+	}
+	if warnings, err = api.DecodeInto(body, obj); err != nil {
+		writeError(w, err)
+		return nil, nil, false
+	}
+	return body, warnings, true
+}
+
 // serveBind assigns a pod to a node: spec.nodeName and the condition
 // PodScheduled=True, in one raft entry (store.BindCmd), so that a pod is
 // never bound without its condition. A pod that is bound already or being
@@ -291,19 +311,9 @@ func (s *Server) serveDelete(w *recorder, r *http.Request, id *auth.Identity, rt
 // are preconditions, as in Kubernetes. Nothing is retried: a binding
 // depends on no other field of the pod, so a conflict is a real one.
 func (s *Server) serveBind(w *recorder, r *http.Request, id *auth.Identity, rt *route) {
-	if err := s.authorize(id, rt.request(verbCreate)); err != nil {
-		writeError(w, err)
-		return
-	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var b api.Binding
-	warnings, err := api.DecodeInto(body, &b)
-	if err != nil {
-		writeError(w, err)
+	body, warnings, ok := s.decodeSubresource(w, r, id, rt, &b)
+	if !ok {
 		return
 	}
 	if err := checkBinding(&b, rt); err != nil {

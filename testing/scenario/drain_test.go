@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +21,7 @@ import (
 // an unknown node is a clear error.
 func TestDrain(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	adminCfg := e.c.Leader().Server.AdminConfig()
-	rl := api.ResourceList{"cpu": api.MustParseQuantity("4"), "memory": api.MustParseQuantity("8Gi"), "pods": api.MustParseQuantity("50")}
-	var tmpls []*api.Node
-	for _, n := range []string{"n1", "n2"} {
-		tmpls = append(tmpls, &api.Node{ObjectMeta: api.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}},
-			Status: api.NodeStatus{Capacity: rl, Allocatable: rl}})
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	agents, err := sim.Start(ctx, sim.Config{Client: adminCfg, Nodes: tmpls, Heartbeat: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(agents.Stop)
+	e.simNodes(map[string]map[string]string{"n1": nil, "n2": nil})
 
 	// Everything on n1 first: n2 cordoned until the workloads run.
 	if _, _, code := e.outpost("cordon", "n2"); code != 0 {
@@ -91,7 +79,7 @@ func TestDrain(t *testing.T) {
 	// The drain: one web pod at a time (maxUnavailable 1).
 	done := make(chan struct{})
 	most := 0
-	sctx, stopSampling := context.WithCancel(ctx)
+	sctx, stopSampling := context.WithCancel(e.ctx)
 	go func() {
 		defer close(done)
 		for sctx.Err() == nil {
@@ -158,6 +146,27 @@ func TestDrain(t *testing.T) {
 	if _, _, code := e.outpost("uncordon", "n1"); code != 0 || e.unschedulable("n1") {
 		t.Fatal("uncordon n1")
 	}
+}
+
+// simNodes runs simulated agents (heartbeat 200 ms) for nodes of 4 CPU,
+// 8Gi and 50 pods, named as the keys, with the labels given (and
+// kubernetes.io/hostname), until the test ends.
+func (e *env) simNodes(nodes map[string]map[string]string) {
+	e.t.Helper()
+	rl := api.ResourceList{"cpu": api.MustParseQuantity("4"), "memory": api.MustParseQuantity("8Gi"), "pods": api.MustParseQuantity("50")}
+	var tmpls []*api.Node
+	for name, labels := range nodes {
+		l := map[string]string{"kubernetes.io/hostname": name}
+		maps.Copy(l, labels)
+		tmpls = append(tmpls, &api.Node{ObjectMeta: api.ObjectMeta{Name: name, Labels: l}, Status: api.NodeStatus{Capacity: rl, Allocatable: rl}})
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	agents, err := sim.Start(ctx, sim.Config{Client: e.c.Leader().Server.AdminConfig(), Nodes: tmpls, Heartbeat: 200 * time.Millisecond})
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { agents.Stop(); cancel() })
 }
 
 // running lists the pods of node (matching selector) that run, by name.

@@ -1,12 +1,10 @@
 package scenario
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/outpost-edge/outpost/agent/sim"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 )
@@ -19,19 +17,7 @@ import (
 func TestMachineDelete(t *testing.T) {
 	e := newEnv(t, 1, nil)
 	adminCfg := e.c.Leader().Server.AdminConfig()
-	rl := api.ResourceList{"cpu": api.MustParseQuantity("4"), "memory": api.MustParseQuantity("8Gi"), "pods": api.MustParseQuantity("50")}
-	var tmpls []*api.Node
-	for _, n := range []string{"m1", "m2"} {
-		tmpls = append(tmpls, &api.Node{ObjectMeta: api.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n, "topology.kubernetes.io/zone": "zone-" + n}},
-			Status: api.NodeStatus{Capacity: rl, Allocatable: rl}})
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	agents, err := sim.Start(ctx, sim.Config{Client: adminCfg, Nodes: tmpls, Heartbeat: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(agents.Stop)
+	e.simNodes(map[string]map[string]string{"m1": {"topology.kubernetes.io/zone": "zone-m1"}, "m2": {"topology.kubernetes.io/zone": "zone-m2"}})
 	e.waitFor("a Running machine per node", func() bool {
 		out, _, _ := e.outpost("get", "machines")
 		return strings.Contains(out, "m1     Running   m1     worker   zone-m1") && strings.Contains(out, "m2     Running   m2     worker   zone-m2")
