@@ -79,6 +79,14 @@ type Agent struct {
 	eventsMu  sync.Mutex
 	eventLast map[string]time.Time
 
+	// role is the host's server role; roleStarted whether the agent
+	// started it (roleMu guards both); released whether the control
+	// plane asked to stop outpost's roles (serverrole.go).
+	role        ServerRole
+	roleMu      sync.Mutex
+	roleStarted bool
+	released    atomic.Bool
+
 	wg sync.WaitGroup
 }
 
@@ -197,6 +205,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := a.restore(runCtx); err != nil {
 		return err
+	}
+	a.role = cfg.ServerRole
+	if a.role == nil {
+		a.role = defaultServerRole(log, cfg.DataDir)
+	}
+	if err := a.resumeServerRole(runCtx); err != nil {
+		return err
+	}
+	if pr, ok := a.role.(*ProcessRole); ok {
+		// A child server ends with its agent, gracefully.
+		defer func() { _ = pr.Stop(context.Background()) }()
 	}
 	stopExtras, err := a.startExtras(runCtx)
 	if err != nil {

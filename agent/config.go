@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -94,6 +95,19 @@ type Config struct {
 	// Logger gets the agent's records.
 	Logger *slog.Logger
 
+	// ControlPlaneEligible lets the control plane ask this host to serve
+	// (SPEC CPL-2): the agent labels its Node so, and starts the server
+	// role when asked, with ClusterSecretFile (required then),
+	// ServerDataDir (default DataDir/server) and ServerArgs after its own
+	// arguments (they win).
+	ControlPlaneEligible bool
+	ClusterSecretFile    string
+	ServerDataDir        string
+	ServerArgs           []string
+	// ServerRole runs the server role (default: systemd's unit when the
+	// host booted with systemd, else a child process).
+	ServerRole ServerRole
+
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime
 	// DisableGossip runs without the membership pool (tests).
@@ -126,6 +140,25 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if msgs := api.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
 		return c, fmt.Errorf("%w: node name %q: %v", ErrConfig, c.NodeName, msgs)
+	}
+	if c.ControlPlaneEligible {
+		if c.ClusterSecretFile == "" {
+			return c, fmt.Errorf("%w: --control-plane-eligible needs --cluster-secret-file: the server this host may be asked to run joins with the cluster secret", ErrConfig)
+		}
+		if _, err := os.Stat(c.ClusterSecretFile); err != nil {
+			return c, fmt.Errorf("%w: --cluster-secret-file: %w", ErrConfig, err)
+		}
+		if c.ServerDataDir == "" {
+			c.ServerDataDir = filepath.Join(c.DataDir, "server")
+		}
+		// The server runs from another directory (systemd's is /).
+		for _, p := range []*string{&c.ClusterSecretFile, &c.ServerDataDir} {
+			abs, err := filepath.Abs(*p)
+			if err != nil {
+				return c, fmt.Errorf("%w: %s: %w", ErrConfig, *p, err)
+			}
+			*p = abs
+		}
 	}
 	if c.EndpointAddr == "" {
 		c.EndpointAddr = fmt.Sprintf(":%d", DefaultEndpointPort)

@@ -121,6 +121,10 @@ func (a *Agent) heartbeat(ctx context.Context) (string, error) {
 	a.contact()
 	a.acked(ctx, sentAt, time.Duration(hb.NodeMonitorGracePeriodMillis)*time.Millisecond)
 	a.learnServers(hb.Servers)
+	if hb.Release && !a.released.Load() {
+		a.wg.Go(func() { a.release(ctx) })
+	}
+	a.serveIfAsked(ctx, hb.ServerRole)
 	return hb.Ready, nil
 }
 
@@ -214,6 +218,9 @@ func (a *Agent) labels() map[string]string {
 		LabelHostname: a.cfg.NodeName,
 		LabelOS:       goruntime.GOOS,
 		LabelArch:     goruntime.GOARCH,
+	}
+	if a.cfg.ControlPlaneEligible {
+		l[api.LabelControlPlaneEligible] = "true"
 	}
 	maps.Copy(l, a.cfg.Labels)
 	return l

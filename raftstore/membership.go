@@ -136,33 +136,24 @@ func (n *Node) probe(ctx context.Context, servers []raft.Server) []probeResult {
 
 // Peers lists the configuration with each server's own view of itself.
 func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
-	if n.closed.Load() {
-		return nil, ErrClosed
-	}
-	c, _, err := n.configuration()
+	peers, err := n.Configured()
 	if err != nil {
 		return nil, err
 	}
-	_, leaderID := n.raft.LeaderWithID()
-	res := n.probe(ctx, c.Servers)
-	peers := make([]Peer, len(c.Servers))
-	for i, s := range c.Servers {
-		p := Peer{
-			ID:       string(s.ID),
-			Address:  string(s.Address),
-			Suffrage: s.Suffrage.String(),
-			Leader:   s.ID == leaderID,
-		}
-		if res[i].err != nil {
-			p.Error = res[i].err.Error()
+	servers := make([]raft.Server, len(peers))
+	for i, p := range peers {
+		servers[i] = raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Address)}
+	}
+	for i, r := range n.probe(ctx, servers) {
+		p := &peers[i]
+		if r.err != nil {
+			p.Error = r.err.Error()
 		} else {
 			p.Reachable = true
-			p.APIAddr = res[i].status.APIAddr
-			p.LastIndex = res[i].status.LastIndex
+			p.APIAddr = r.status.APIAddr
+			p.LastIndex = r.status.LastIndex
 		}
-		peers[i] = p
 	}
-	slices.SortFunc(peers, func(a, b Peer) int { return cmpString(a.ID, b.ID) })
 	return peers, nil
 }
 
@@ -376,4 +367,24 @@ func (n *Node) handleJoin(ctx context.Context, req joinRequest) error {
 		return err
 	}
 	return n.Promote(ctx, req.ID)
+}
+
+// Configured lists the members of the raft configuration this server
+// holds (ID, address, suffrage, leader) without asking any of them:
+// Peers is the same with each member probed.
+func (n *Node) Configured() ([]Peer, error) {
+	if n.closed.Load() {
+		return nil, ErrClosed
+	}
+	c, _, err := n.configuration()
+	if err != nil {
+		return nil, err
+	}
+	_, leaderID := n.raft.LeaderWithID()
+	peers := make([]Peer, len(c.Servers))
+	for i, s := range c.Servers {
+		peers[i] = Peer{ID: string(s.ID), Address: string(s.Address), Suffrage: s.Suffrage.String(), Leader: s.ID == leaderID}
+	}
+	slices.SortFunc(peers, func(a, b Peer) int { return cmpString(a.ID, b.ID) })
+	return peers, nil
 }

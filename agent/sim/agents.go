@@ -144,6 +144,9 @@ type simNode struct {
 	podRange netip.Prefix
 
 	registered atomic.Bool
+	// released: the node answered a release request (its machine is
+	// being deleted).
+	released atomic.Bool
 	// annotation is the last seen value of SilencedAnnotation; a change
 	// of it silences or resumes the node.
 	annotation atomic.Pointer[string]
@@ -638,6 +641,9 @@ func (a *Agents) heartbeat(n *simNode) {
 	ctx, cancel := context.WithTimeout(a.ctx, writeTimeout)
 	defer cancel()
 	hb, err := n.cl.NodeHeartbeat(ctx, n.name)
+	if err == nil && hb.Release && n.released.CompareAndSwap(false, true) {
+		go a.released(n)
+	}
 	switch {
 	case err == nil && hb.Ready == api.ConditionTrue:
 		n.mu.RUnlock()
@@ -651,6 +657,26 @@ func (a *Agents) heartbeat(n *simNode) {
 	default:
 		n.mu.RUnlock()
 		a.heartbeatFailed(n, err)
+	}
+}
+
+// released answers a release request as an agent does once it stopped
+// outpost's roles (a simulated node runs none): with the annotation on
+// its Node that the machine's deletion waits for.
+func (a *Agents) released(n *simNode) {
+	ctx, cancel := context.WithTimeout(a.ctx, writeTimeout)
+	defer cancel()
+	obj, err := n.cl.Get(ctx, nodesResource, "", n.name, client.GetOptions{})
+	if err == nil {
+		node := obj.(*api.Node)
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		node.Annotations[api.AnnotationRolesStopped] = time.Now().UTC().Format(time.RFC3339)
+		_, _, err = n.cl.Update(ctx, node)
+	}
+	if err != nil {
+		n.released.Store(false) // asked again at the next heartbeat
 	}
 }
 

@@ -33,6 +33,11 @@ type agentFile struct {
 	MaxPods          int64                  `json:"maxPods,omitempty"`
 	EvictionHard     string                 `json:"evictionHard,omitempty"`
 	Registries       []agent.RegistryConfig `json:"registries,omitempty"`
+	// The server role (SPEC CPL-2).
+	ControlPlaneEligible bool     `json:"controlPlaneEligible,omitempty"`
+	ClusterSecretFile    string   `json:"clusterSecretFile,omitempty"`
+	ServerDataDir        string   `json:"serverDataDir,omitempty"`
+	ServerArgs           []string `json:"serverArgs,omitempty"`
 }
 
 func newAgentCommand() *cobra.Command {
@@ -59,9 +64,17 @@ through containerd: its own, started from the installed containerd binary, or
 the one at --containerd-socket. Pods share the host's network.
 
 The pods it must run are kept in a state file: with the control plane away they
-keep running, and an agent restarted meanwhile brings them back.`,
+keep running, and an agent restarted meanwhile brings them back.
+
+With --control-plane-eligible the host may serve: when a control-plane member
+is lost or retired, the control plane machine set picks an eligible host in the
+failure domain that keeps the balance, and its agent starts "outpost server" of
+the same binary (the unit outpost-server.service when the host runs systemd,
+else a child process), which joins as a non-voter and is promoted once caught
+up. When the host's machine is deleted, the agent stops that server.`,
 		Example: `  outpost agent --server https://10.0.0.1:6443 --token OP1::sha256:…::abcdef.0123456789abcdef
-  outpost agent --config /etc/outpost/agent.yaml --labels topology.kubernetes.io/zone=shop-3`,
+  outpost agent --config /etc/outpost/agent.yaml --labels topology.kubernetes.io/zone=shop-3
+  outpost agent --control-plane-eligible --cluster-secret-file /etc/outpost/cluster-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -111,6 +124,11 @@ keep running, and an agent restarted meanwhile brings them back.`,
 	f.Int64Var(&cfg.MaxPods, "max-pods", agent.DefaultMaxPods, "the node's pods capacity")
 	f.StringVar(&cfg.EvictionHard, "eviction-hard", "", "pressure thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
 	f.StringVar(&configFile, "config", "", "YAML file with the same settings (flags win) and registry credentials")
+	f.BoolVar(&cfg.ControlPlaneEligible, "control-plane-eligible", false,
+		"this host may serve: the control plane machine set may ask it to start a server that replaces a lost or retired one (needs --cluster-secret-file)")
+	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "the cluster secret's file (mode 0600), for the server this host may be asked to run")
+	f.StringVar(&cfg.ServerDataDir, "server-data-dir", "", "data dir of that server (default DATA-DIR/server)")
+	f.StringArrayVar(&cfg.ServerArgs, "server-arg", nil, "an extra argument for that server, after the agent's own (repeat it; e.g. --server-arg=--config=/etc/outpost/server.yaml)")
 	logs.add(cmd)
 	return cmd
 }
@@ -144,6 +162,14 @@ func loadAgentFile(path string, cfg *agent.Config, cmd *cobra.Command) error {
 	str("listen", &cfg.EndpointAddr, fc.Listen)
 	str("containerd-socket", &cfg.ContainerdSocket, fc.ContainerdSocket)
 	str("eviction-hard", &cfg.EvictionHard, fc.EvictionHard)
+	str("cluster-secret-file", &cfg.ClusterSecretFile, fc.ClusterSecretFile)
+	str("server-data-dir", &cfg.ServerDataDir, fc.ServerDataDir)
+	if fc.ControlPlaneEligible {
+		set("control-plane-eligible", func() { cfg.ControlPlaneEligible = true })
+	}
+	if len(fc.ServerArgs) > 0 {
+		set("server-arg", func() { cfg.ServerArgs = fc.ServerArgs })
+	}
 	if fc.GossipPort != 0 {
 		set("gossip-port", func() { cfg.GossipPort = fc.GossipPort })
 	}

@@ -78,6 +78,21 @@ const (
 	MachineProviderReleased = "Released"
 )
 
+// The labels and annotations by which the control plane and an agent
+// agree on the host's server role (SPEC CPL-2, MCH-1).
+const (
+	// LabelControlPlaneEligible marks a host that may serve: an agent
+	// started with --control-plane-eligible puts it on its Node, and the
+	// Node's machine gets it too.
+	LabelControlPlaneEligible = "outpost.io/control-plane-eligible"
+	// AnnotationServerRequested is set on the eligible machine chosen to
+	// serve, with the domain and the time.
+	AnnotationServerRequested = "outpost.io/server-requested"
+	// AnnotationRolesStopped is put on a Node by its agent once it
+	// stopped outpost's roles because its machine is being deleted.
+	AnnotationRolesStopped = "outpost.io/roles-stopped"
+)
+
 // MachineFinalizer holds a machine in the API through its deletion phase,
 // with OpenShift's name.
 const MachineFinalizer = "machine.machine.openshift.io"

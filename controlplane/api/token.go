@@ -109,4 +109,22 @@ type NodeHeartbeat struct {
 	// a pod this long plus the pod's toleration of unreachable after its
 	// last acknowledged heartbeat (SPEC TNT-9).
 	NodeMonitorGracePeriodMillis int64 `json:"nodeMonitorGracePeriodMillis,omitempty"`
+	// ServerRole, when set, asks the agent to start the server role: the
+	// control plane machine set chose this host for a server (SPEC CPL-2,
+	// issue 11 item 4).
+	ServerRole *ServerRoleRequest `json:"serverRole,omitempty"`
+	// Release asks the agent to stop outpost's roles on the host: its
+	// machine's deletion reached the provider (SPEC MCH-1, the manual
+	// provider).
+	Release bool `json:"release,omitempty"`
+}
+
+// ServerRoleRequest is what an agent needs to start a server that joins
+// the cluster; the cluster secret it has already (a host is made eligible
+// with it).
+type ServerRoleRequest struct {
+	// Join are the raft addresses of the servers to join through.
+	Join []string `json:"join"`
+	// Domain is the failure domain the server is wanted in, for the log.
+	Domain string `json:"domain,omitempty"`
 }

@@ -217,6 +217,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		}
 		resp, err := c.sendTo(ctx, ep, method, path, query, rd, int64(len(body)), ct)
 		if ctx.Err() != nil {
+			c.outOfTime(ctx, ep, err)
 			return resp, err
 		}
 		if err == nil && resp.StatusCode != http.StatusServiceUnavailable {
@@ -233,6 +234,18 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		}
 		drain(lastRes)
 		lastRes, lastErr = resp, err
+	}
+}
+
+// outOfTime records a server that gave no answer within the caller's
+// deadline as failed: a server whose link is cut (packets dropped, no
+// reset) holds a request until then, and a client that stayed with it
+// would spend every later request the same way (an agent's heartbeats,
+// each bounded by its own deadline, never got to another server). A
+// request the caller cancelled says nothing of the server.
+func (c *Client) outOfTime(ctx context.Context, ep *endpoint, err error) {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		c.eps.failed(ep)
 	}
 }
 
@@ -254,6 +267,7 @@ func (c *Client) sendBody(ctx context.Context, method, path string, query url.Va
 	resp, err := c.sendTo(ctx, ep, method, path, query, body, size, contentType)
 	switch {
 	case ctx.Err() != nil:
+		c.outOfTime(ctx, ep, err)
 	case err != nil || resp.StatusCode == http.StatusServiceUnavailable:
 		c.eps.failed(ep)
 	default:

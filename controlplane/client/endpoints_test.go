@@ -64,6 +64,55 @@ func TestFailsOverToTheNextServer(t *testing.T) {
 	}
 }
 
+// A server that takes a request and never answers (its link cut:
+// packets dropped, no reset) holds it until the caller's deadline; the
+// client then moves on, so the next request, bounded the same way, goes
+// to another server. A request the caller cancels moves nothing.
+func TestDeadlineMovesToTheNextServer(t *testing.T) {
+	release := make(chan struct{})
+	var hung atomic.Int64
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hung.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); silent.Close() })
+	alive, hits := countingServer(t, http.StatusOK)
+	c, err := New(Config{Server: silent.URL, Servers: []string{alive.URL}, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for hung.Load() == 0 {
+			time.Sleep(time.Millisecond) // until the request is in
+		}
+		cancel()
+	}()
+	if _, _, err := c.Do(cctx, http.MethodPost, "/api/v1/nodes/n/heartbeat", nil, nil); err == nil {
+		t.Fatal("a cancelled request succeeded")
+	}
+	if c.Server() != silent.URL {
+		t.Fatalf("a cancelled request moved the client to %s", c.Server())
+	}
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, _, err := c.Do(ctx, http.MethodPost, "/api/v1/nodes/n/heartbeat", nil, nil)
+		cancel()
+		if i == 0 && err == nil {
+			t.Fatal("the silent server answered")
+		}
+		if i == 1 && err != nil {
+			t.Fatalf("the request after the one that ran out of time: %v", err)
+		}
+	}
+	if hits.Load() != 1 || hung.Load() != 2 {
+		t.Errorf("hits: silent server %d, live server %d; want 2 and 1", hung.Load(), hits.Load())
+	}
+}
+
 // A 503 (refused before the raft log: a server without a leader, or
 // catching up) sends the request to the next server; a 504 (may have
 // been applied) does not.

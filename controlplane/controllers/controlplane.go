@@ -21,16 +21,12 @@ import (
 // keeps the balance) by annotating that machine; once the new server has
 // joined, a move deletes the crowded domain's member's machine, which the
 // quorum guard then removes from raft. One change at a time.
-//
-// Not built yet: the agent does not act on the annotation (a person
-// starts `outpost server --join` on the host it names).
+// The host's agent learns of the request in the reply to its heartbeat
+// (server/liveness.go) and starts the server role (agent/serverrole.go).
 
 const (
-	// LabelControlPlaneEligible marks a machine whose host may serve.
-	LabelControlPlaneEligible = "outpost.io/control-plane-eligible"
-	// AnnotationServerRequested is set on the eligible machine chosen to
-	// serve, with the domain and the time.
-	AnnotationServerRequested = "outpost.io/server-requested"
+	LabelControlPlaneEligible = api.LabelControlPlaneEligible
+	AnnotationServerRequested = api.AnnotationServerRequested
 	componentControlPlane     = "controlplanemachineset-controller"
 	cpmsRetry                 = 5 * time.Second
 )
@@ -93,7 +89,8 @@ func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration,
 		}
 	}
 	st.UnavailableReplicas = max(0, int32(replicas)-st.ReadyReplicas)
-	target := domainTargets(replicas, cp.Spec.FailureDomains.Names)
+	domains := c.domains(cp, members)
+	target := domainTargets(replicas, domains)
 	for _, d := range placed {
 		if target[d] > 0 {
 			st.UpdatedReplicas++
@@ -108,7 +105,7 @@ func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration,
 		cond = api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Reason: "SingleServer",
 			Message: "a one-server control plane (outpost dev, or a cluster not yet grown) has no quorum to keep: the set acts once three servers serve"}
 	default:
-		p := nextPlacement(placed, replicas, cp.Spec.FailureDomains.Names)
+		p := nextPlacement(placed, replicas, domains)
 		if cp.Spec.Strategy.Type == api.StrategyOnDelete && len(placed) >= replicas {
 			p = placement{} // no moves, only replacements
 		}
@@ -173,7 +170,7 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 				return api.MachineCondition{}, ignoreGone(err)
 			}
 			c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeNormal, "ServerRequested",
-				fmt.Sprintf("a server is wanted in domain %s: requested on host %s (start `outpost server --join` there)", domain, host.Name))
+				fmt.Sprintf("a server is wanted in domain %s: requested on host %s (its agent starts the server role when it runs with --control-plane-eligible)", domain, host.Name))
 		}
 		return api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "WaitingForServer",
 			Message: fmt.Sprintf("waiting for a server on %s to join (domain %s)", host.Name, domain)}, nil
@@ -188,8 +185,13 @@ func (c *controlPlaneSet) eligibleHost(domain, labelKey string, members []RaftMe
 	var picks []*api.Machine
 	for _, o := range c.s.machineInf.List() {
 		m := o.(*api.Machine)
-		if m.Labels[LabelControlPlaneEligible] != "true" || m.DeletionTimestamp != nil || m.Status.Phase != api.MachineRunning ||
-			slices.ContainsFunc(members, func(r RaftMember) bool { return r.ID == m.Name }) {
+		// A member is taken unless it is the requested host's server
+		// still catching up as a non-voter.
+		i := slices.IndexFunc(members, func(r RaftMember) bool { return r.ID == m.Name })
+		if !c.eligible(m) || m.DeletionTimestamp != nil || m.Status.Phase != api.MachineRunning || i >= 0 && members[i].Voter {
+			continue
+		}
+		if i >= 0 && m.Annotations[AnnotationServerRequested] == "" {
 			continue
 		}
 		if labelKey != "" && c.domainOf(m.Name, labelKey) != domain {
@@ -205,6 +207,42 @@ func (c *controlPlaneSet) eligibleHost(domain, labelKey string, members []RaftMe
 	}
 	slices.SortFunc(picks, func(a, b *api.Machine) int { return strings.Compare(a.Name, b.Name) })
 	return picks[0], false
+}
+
+// domains are the set's failure domains: the names it lists, else, with a
+// label key, the label's values on the members' and the eligible hosts'
+// nodes (a site that labels its hosts by zone need not list the zones).
+func (c *controlPlaneSet) domains(cp *api.ControlPlaneMachineSet, members []RaftMember) []string {
+	fd := cp.Spec.FailureDomains
+	if len(fd.Names) > 0 || fd.LabelKey == "" {
+		return fd.Names
+	}
+	var out []string
+	add := func(name string) {
+		if d := c.domainOf(name, fd.LabelKey); d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	for _, r := range members {
+		add(r.ID)
+	}
+	for _, o := range c.s.machineInf.List() {
+		if m := o.(*api.Machine); m.DeletionTimestamp == nil && c.eligible(m) {
+			add(m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eligible is whether machine m's host may serve: the machine or its
+// node (the agent's --control-plane-eligible) says so.
+func (c *controlPlaneSet) eligible(m *api.Machine) bool {
+	if m.Labels[LabelControlPlaneEligible] == "true" {
+		return true
+	}
+	obj, ok := c.s.nodeInf.Get("", nodeNameOf(m))
+	return ok && obj.(*api.Node).Labels[LabelControlPlaneEligible] == "true"
 }
 
 // domainOf is the failure domain of the host named name: its node's

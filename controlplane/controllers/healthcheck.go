@@ -75,22 +75,35 @@ func (c *healthCheck) sync(ctx context.Context, name string) (time.Duration, err
 	}
 	now := c.s.now()
 	var total int32
-	var sick []unhealthyMachine
+	// sick are to be remediated; notHealthy the others that are not
+	// healthy (as OpenShift counts them): being deleted, or matching an
+	// unhealthy condition whose timeout has not run out. They count
+	// toward maxUnhealthy too, so a check acts on one failure at a time
+	// and not while a remediation is under way or failures spread.
+	var sick, notHealthy []unhealthyMachine
 	var next time.Duration
 	for _, o := range c.s.machineInf.List() {
 		m := o.(*api.Machine)
-		if m.DeletionTimestamp != nil || !sel.Matches(m.Labels) {
+		if !sel.Matches(m.Labels) {
 			continue
 		}
 		total++
+		if m.DeletionTimestamp != nil {
+			notHealthy = append(notHealthy, unhealthyMachine{m, "being deleted"})
+			continue
+		}
 		why, wait := c.unhealthy(h, m, now)
 		switch {
 		case why != "":
 			sick = append(sick, unhealthyMachine{m, why})
-		case wait > 0 && (next == 0 || wait < next):
-			next = wait
+		case wait > 0:
+			notHealthy = append(notHealthy, unhealthyMachine{m, fmt.Sprintf("unhealthy for %s more", wait.Round(time.Second))})
+			if next == 0 || wait < next {
+				next = wait
+			}
 		}
 	}
+	unhealthyN := int32(len(sick) + len(notHealthy))
 	maxUnhealthy := h.Spec.MaxUnhealthy
 	if maxUnhealthy == nil {
 		all := api.FromString("100%")
@@ -98,22 +111,22 @@ func (c *healthCheck) sync(ctx context.Context, name string) (time.Duration, err
 	}
 	allowed := api.ScaledValue(maxUnhealthy, total, false)
 	st := h.Status
-	healthy := total - int32(len(sick))
+	healthy := total - unhealthyN
 	st.ExpectedMachines, st.CurrentHealthy = &total, &healthy
-	st.RemediationsAllowed = max(0, allowed-int32(len(sick)))
+	st.RemediationsAllowed = max(0, allowed-unhealthyN)
 	if c.unhealthyM != nil {
-		c.unhealthyM.WithLabelValues(h.Name).Set(float64(len(sick)))
+		c.unhealthyM.WithLabelValues(h.Name).Set(float64(unhealthyN))
 		c.expected.WithLabelValues(h.Name).Set(float64(total))
 		c.restricted.WithLabelValues(h.Name).Set(0)
 	}
 	cond := api.MachineCondition{Type: api.RemediationAllowed, Status: api.ConditionTrue}
-	if int32(len(sick)) > allowed {
+	if unhealthyN > allowed && len(sick) > 0 {
 		if c.restricted != nil {
 			c.restricted.WithLabelValues(h.Name).Set(1)
 		}
 		st.RemediationsAllowed = 0
 		cond = api.MachineCondition{Type: api.RemediationAllowed, Status: api.ConditionFalse, Severity: "Warning", Reason: "TooManyUnhealthy",
-			Message: fmt.Sprintf("%d of %d machines are unhealthy, more than maxUnhealthy %s: none is remediated (%s)", len(sick), total, maxUnhealthy.String(), sickNames(sick))}
+			Message: fmt.Sprintf("%d of %d machines are unhealthy, more than maxUnhealthy %s: none is remediated (%s)", unhealthyN, total, maxUnhealthy.String(), sickNames(append(sick, notHealthy...)))}
 		c.s.rec.event(ctx, h, componentHealthCheck, api.EventTypeWarning, "RemediationRestricted", cond.Message)
 		sick = nil
 	}

@@ -278,6 +278,11 @@ func (c *machineController) deleting(ctx context.Context, m *api.Machine) (time.
 		return 0, c.condition(ctx, m, api.MachineTerminable, api.ConditionTrue, "HooksResolved", "no preTerminate hook holds the release")
 	}
 	if !machineConditionIs(m, api.MachineProviderReleased, api.ConditionTrue) {
+		note, wait := c.rolesStopped(m)
+		if wait > 0 {
+			return wait, c.condition(ctx, m, api.MachineProviderReleased, api.ConditionFalse, "WaitingForAgent",
+				fmt.Sprintf("waiting up to %s for the host's agent to stop outpost's roles", rolesStopWait))
+		}
 		how, err := c.provider.Release(ctx, m)
 		if err != nil {
 			if cerr := c.condition(ctx, m, api.MachineProviderReleased, api.ConditionFalse, "ProviderError", err.Error()); cerr != nil {
@@ -285,6 +290,7 @@ func (c *machineController) deleting(ctx context.Context, m *api.Machine) (time.
 			}
 			return 0, fmt.Errorf("machine %s: provider: %w", m.Name, err) // retried with the queue's backoff
 		}
+		how = note + "; " + how
 		c.s.rec.event(ctx, m, componentMachine, api.EventTypeNormal, "Released", how)
 		return 0, c.condition(ctx, m, api.MachineProviderReleased, api.ConditionTrue, "Released", how)
 	}
@@ -321,6 +327,39 @@ func (c *machineController) deleting(ctx context.Context, m *api.Machine) (time.
 	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == api.MachineFinalizer })
 	_, err = c.s.client.Update(ctx, upd)
 	return 0, ignoreGone(err)
+}
+
+// rolesStopWait is how long the release waits for a reachable agent to
+// say it stopped outpost's roles on the host.
+const rolesStopWait = 30 * time.Second
+
+// rolesStopped says whether the release may go on: Terminable=True tells
+// the host's agent (in its heartbeat's reply) to stop outpost's roles,
+// and it says so on its Node; an unreachable host, or one whose agent
+// does not answer within rolesStopWait, is released all the same (its
+// credentials are revoked next). note says which, for the Released
+// condition; wait > 0 is how long to wait before looking again.
+func (c *machineController) rolesStopped(m *api.Machine) (note string, wait time.Duration) {
+	node := nodeNameOf(m)
+	obj, ok := c.s.nodeInf.Get("", node)
+	if !ok {
+		return "no node", 0
+	}
+	n := obj.(*api.Node)
+	if at, ok := n.Annotations[api.AnnotationRolesStopped]; ok {
+		return "the agent stopped outpost's roles on the host at " + at, 0
+	}
+	if r := nodeReadyCondition(n); r == nil || r.Status != api.ConditionTrue {
+		return "the host is unreachable: outpost's roles there could not be stopped through its agent", 0
+	}
+	var since time.Time
+	if i := slices.IndexFunc(m.Status.Conditions, func(mc api.MachineCondition) bool { return mc.Type == api.MachineTerminable }); i >= 0 && m.Status.Conditions[i].LastTransitionTime != nil {
+		since = m.Status.Conditions[i].LastTransitionTime.Time
+	}
+	if left := since.Add(rolesStopWait).Sub(c.s.now()); left > 0 {
+		return "", min(left, guardRetry)
+	}
+	return fmt.Sprintf("the agent did not confirm within %s that it stopped outpost's roles on the host", rolesStopWait), 0
 }
 
 // revokeNodeTokens deletes the node credentials of node.

@@ -182,6 +182,17 @@ func TestMachineDeletionPhase(t *testing.T) {
 		t.Fatal("the node went while a preTerminate hook held the release")
 	}
 	e.update(machinesRes, "", "edge-1", false, func(o api.Object) { o.(*api.Machine).Spec.LifecycleHooks.PreTerminate = nil })
+	// The node is Ready: the release waits for its agent to say it
+	// stopped outpost's roles (MCH-1's manual provider), as it does here.
+	e.waitMachine("edge-1", "waiting for the agent to stop the roles", func(m *api.Machine) bool {
+		return strings.HasPrefix(machineCondition(m, api.MachineProviderReleased), "False WaitingForAgent")
+	})
+	if releaseFails.Load() != 1 {
+		t.Fatal("the provider was called before the agent stopped outpost's roles")
+	}
+	e.update(nodesRes, "", "edge-1", false, func(o api.Object) {
+		o.(*api.Node).Annotations = map[string]string{api.AnnotationRolesStopped: "2026-11-26T08:00:00Z"}
+	})
 	e.waitFor("the machine gone", func() (bool, string) {
 		m, ok := e.machine("edge-1")
 		if !ok {
@@ -200,7 +211,7 @@ func TestMachineDeletionPhase(t *testing.T) {
 	if _, err := e.f.Get(api.ResourceForKind("Token"), "", "edge2tok"); err != nil {
 		t.Errorf("another node's token: %v", err)
 	}
-	if evs := e.events("edge-1", "Released"); len(evs) != 1 || evs[0].Message != "powered off edge-1" {
+	if evs := e.events("edge-1", "Released"); len(evs) != 1 || evs[0].Message != "the agent stopped outpost's roles on the host at 2026-11-26T08:00:00Z; powered off edge-1" {
 		t.Errorf("Released events %v", evs)
 	}
 	if releaseFails.Load() >= 0 {
@@ -296,10 +307,15 @@ func TestMachineHealthCheck(t *testing.T) {
 	setReady("w2", api.ConditionUnknown)
 	e.clock.Advance(20 * time.Second)
 	poke()
-	e.waitFor("the checks counting 3 machines, none yet unhealthy", func() (bool, string) {
+	// Unhealthy within the timeout: not healthy, not yet remediated (as
+	// OpenShift counts them).
+	e.waitFor("the checks counting 3 machines, 1 healthy, none yet to remediate", func() (bool, string) {
 		h := check("workers")
-		return h.Status.ExpectedMachines != nil && *h.Status.ExpectedMachines == 3 && *h.Status.CurrentHealthy == 3, fmt.Sprintf("%+v", h.Status)
+		return h.Status.ExpectedMachines != nil && *h.Status.ExpectedMachines == 3 && *h.Status.CurrentHealthy == 1, fmt.Sprintf("%+v", h.Status)
 	})
+	if deleting("w1") || deleting("w2") {
+		t.Fatal("a machine was deleted before its condition's timeout")
+	}
 	e.clock.Advance(15 * time.Second)
 	poke()
 	e.waitFor("no remediation with 2 unhealthy of maxUnhealthy 1", func() (bool, string) {
@@ -349,6 +365,25 @@ func TestMachineHealthCheck(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	poke()
 	e.waitFor("the spare deleted", func() (bool, string) { return deleting("spare"), "" })
+	// w1's deletion is under way (held by its hook): w3 failing too is
+	// one more than maxUnhealthy, so w3 is left alone (SPEC CPL-4: a
+	// change under way leads to no action).
+	setReady("w3", api.ConditionUnknown)
+	e.clock.Advance(31 * time.Second)
+	poke()
+	e.waitFor("no remediation of w3 while w1 is being deleted", func() (bool, string) {
+		h := check("workers")
+		for _, c := range h.Status.Conditions {
+			if c.Reason == "TooManyUnhealthy" && strings.Contains(c.Message, "w1: being deleted") {
+				return true, ""
+			}
+		}
+		poke()
+		return false, fmt.Sprintf("%+v", h.Status.Conditions)
+	})
+	if deleting("w3") {
+		t.Fatal("w3 was deleted while w1's deletion was under way")
+	}
 }
 
 // MachineSets (issue 11 item 2): a set claims free machines that match,

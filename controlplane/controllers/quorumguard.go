@@ -32,6 +32,8 @@ type Raft interface {
 	// Remove removes a member; it refuses, saying why, a change that
 	// would break quorum.
 	Remove(ctx context.Context, id string) error
+	// TransferLeadership hands the leadership to voter id.
+	TransferLeadership(ctx context.Context, id string) error
 }
 
 // RaftMember is one member of the raft configuration.
@@ -133,6 +135,19 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		return guardRetry, nil
 	}
 	c.forgetMembers() // the removal is decided on a fresh view, and changes it
+	if members[i].Leader {
+		// This server leads: it hands the leadership to a voter that
+		// stays, whose guard then removes it. A leader that removed
+		// itself would leave the cluster without one until an election
+		// (writes wait the election timeout), and could not record it.
+		to := staying[0]
+		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "TransferringLeadership",
+			fmt.Sprintf("%s leads: handing the leadership to %s, which removes %s from raft", m.Name, to, m.Name))
+		if err := c.raft.TransferLeadership(ctx, to); err != nil {
+			c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "TransferRefused", err.Error())
+		}
+		return guardRetry, nil
+	}
 	if err := c.raft.Remove(ctx, m.Name); err != nil {
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "RemoveRefused", err.Error())
 		return guardRetry, nil

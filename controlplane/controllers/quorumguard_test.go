@@ -13,10 +13,11 @@ import (
 
 // fakeRaft is a raft membership whose Remove may refuse.
 type fakeRaft struct {
-	mu      sync.Mutex
-	members []RaftMember
-	refuse  error
-	removed []string
+	mu        sync.Mutex
+	members   []RaftMember
+	refuse    error
+	removed   []string
+	transfers []string
 }
 
 func (f *fakeRaft) Members(context.Context) ([]RaftMember, error) {
@@ -33,6 +34,17 @@ func (f *fakeRaft) Remove(_ context.Context, id string) error {
 	}
 	f.members = slices.DeleteFunc(f.members, func(m RaftMember) bool { return m.ID == id })
 	f.removed = append(f.removed, id)
+	return nil
+}
+
+// TransferLeadership makes id the leader.
+func (f *fakeRaft) TransferLeadership(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.transfers = append(f.transfers, id)
+	for i := range f.members {
+		f.members[i].Leader = f.members[i].ID == id
+	}
 	return nil
 }
 
@@ -117,10 +129,25 @@ func TestQuorumGuard(t *testing.T) {
 		m.Spec.LifecycleHooks.PreDrain = slices.DeleteFunc(m.Spec.LifecycleHooks.PreDrain, func(h api.LifecycleHook) bool { return h.Name == "hold" })
 	})
 	e.waitFor("s6's machine gone", func() (bool, string) { _, ok := e.machine("s6"); return !ok, "" })
+	// The leader's machine deleted, a replacement (s7) joined: the guard
+	// hands the leadership to a voter that stays before the removal,
+	// instead of the leader removing itself.
+	leader := voter("s1")
+	leader.Leader = true
+	fr.set(leader, voter("s3"), voter("s5"), voter("s7"))
+	e.delete(machinesRes, "", "s1")
+	e.waitFor("s1 out of raft", func() (bool, string) {
+		fr.mu.Lock()
+		defer fr.mu.Unlock()
+		return slices.Contains(fr.removed, "s1"), fmt.Sprint(fr.removed)
+	})
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
-	if !slices.Equal(fr.removed, []string{"s4", "s2", "s6"}) {
-		t.Errorf("removed %v, want s4, s2, s6", fr.removed)
+	if !slices.Equal(fr.removed, []string{"s4", "s2", "s6", "s1"}) {
+		t.Errorf("removed %v, want s4, s2, s6, s1", fr.removed)
+	}
+	if !slices.Equal(fr.transfers, []string{"s3"}) {
+		t.Errorf("leadership transfers %v, want one to s3 before the leader s1 was removed", fr.transfers)
 	}
 }
 
@@ -224,4 +251,48 @@ func TestControlPlaneMachineSet(t *testing.T) {
 		return slices.Contains(fr.removed, "e1"), fmt.Sprint(fr.removed)
 	})
 	e.waitFor("balanced over a and c", progress("Balanced"))
+}
+
+// A set with a label key and no domain names takes the label's values on
+// the members' and eligible hosts' nodes as its domains (CPL-2): three
+// members in a, b and c are balanced, and a deleted member of b is
+// replaced in b.
+func TestControlPlaneDomainsFromLabels(t *testing.T) {
+	e := newEnv(t)
+	zones := map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "c"}
+	for _, n := range []string{"s1", "s2", "s3", "e1", "e2"} {
+		e.agentNode(n)
+		e.update(nodesRes, "", n, false, func(o api.Object) {
+			o.(*api.Node).Labels = map[string]string{"topology.kubernetes.io/zone": zones[n], LabelControlPlaneEligible: "true"}
+		})
+	}
+	voter := func(id string) RaftMember { return RaftMember{ID: id, Voter: true, Reachable: true} }
+	fr := &fakeRaft{}
+	fr.set(voter("s1"), voter("s2"), voter("s3"))
+	e.startConfig(Config{Client: e.f, Raft: fr})
+	cpmsRes := api.ResourceForKind("ControlPlaneMachineSet")
+	three := int32(3)
+	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
+		Replicas: &three, State: api.ControlPlaneActive, Strategy: api.ControlPlaneStrategy{Type: api.StrategyRollingUpdate},
+		FailureDomains: api.ControlPlaneFailureDomains{LabelKey: "topology.kubernetes.io/zone"}}})
+	e.waitFor("Balanced over a, b, c", func() (bool, string) {
+		cp := e.get(cpmsRes, "", "cluster").(*api.ControlPlaneMachineSet)
+		return len(cp.Status.Conditions) == 1 && cp.Status.Conditions[0].Reason == "Balanced" && cp.Status.UpdatedReplicas == 3, fmt.Sprintf("%+v", cp.Status)
+	})
+	e.waitFor("s2's machine guarded", func() (bool, string) {
+		m, ok := e.machine("s2")
+		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""
+	})
+	e.delete(machinesRes, "", "s2")
+	e.waitFor("e1 (in b) asked to serve", func() (bool, string) {
+		m, ok := e.machine("e1")
+		if !ok {
+			return false, "no machine e1"
+		}
+		_, asked := m.Annotations[AnnotationServerRequested]
+		return asked, ""
+	})
+	if m, _ := e.machine("e2"); m.Annotations[AnnotationServerRequested] != "" {
+		t.Error("e2, of domain c, was asked to serve in b's place")
+	}
 }

@@ -2,12 +2,15 @@ package server
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
+	"github.com/outpost-edge/outpost/raftstore"
 )
 
 // subHeartbeat is the heartbeat subresource of nodes in the outpost.io
@@ -81,14 +84,66 @@ func (s *Server) serveNodeHeartbeat(w *recorder, r *http.Request, id *auth.Ident
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, &api.NodeHeartbeat{
+	hb := &api.NodeHeartbeat{
 		TypeMeta: api.TypeMeta{APIVersion: "outpost.io/v1", Kind: "NodeHeartbeat"},
 		NodeName: name,
 		Ready:    ready,
 		Servers:  s.ServerURLs(r.Context()),
 
 		NodeMonitorGracePeriodMillis: s.nodeMonitorGrace().Milliseconds(),
+	}
+	s.machineRequests(hb)
+	writeJSON(w, http.StatusOK, hb)
+}
+
+// machineRequests adds to a heartbeat's reply what the node's machine
+// asks of its agent (the machine named as the node, as the agent's
+// machine is): start the server role when the control plane machine set
+// chose the host and it is no raft member yet; stop outpost's roles once
+// the machine's deletion reached its provider (Terminable=True).
+func (s *Server) machineRequests(hb *api.NodeHeartbeat) {
+	obj, _, err := s.core.Get(machinesResource, "", hb.NodeName)
+	if err != nil {
+		return
+	}
+	m, ok := obj.(*api.Machine)
+	if !ok {
+		return
+	}
+	if m.DeletionTimestamp != nil {
+		hb.Release = slices.ContainsFunc(m.Status.Conditions, func(c api.MachineCondition) bool {
+			return c.Type == api.MachineTerminable && c.Status == api.ConditionTrue
+		})
+		return
+	}
+	req, asked := m.Annotations[controllers.AnnotationServerRequested]
+	if !asked {
+		return
+	}
+	peers, err := s.node.Configured()
+	if err != nil || slices.ContainsFunc(peers, func(p raftstore.Peer) bool { return p.ID == hb.NodeName }) {
+		return
+	}
+	sr := &api.ServerRoleRequest{}
+	sr.Domain, _, _ = strings.Cut(req, " ")
+	// The leader (this server) first: a lost member is likely among the
+	// voters, and a join that asks it first waits for its dial to time
+	// out.
+	slices.SortStableFunc(peers, func(a, b raftstore.Peer) int {
+		switch {
+		case a.Leader == b.Leader:
+			return 0
+		case a.Leader:
+			return -1
+		}
+		return 1
 	})
+	for _, p := range peers {
+		if p.Suffrage == "Voter" {
+			sr.Join = append(sr.Join, p.Address)
+		}
+	}
+	hb.ServerRole = sr
 }
 
 // nodeMonitorGrace is the node monitor grace period in force.

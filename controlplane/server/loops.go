@@ -62,3 +62,7 @@ func (r raftMembers) Members(ctx context.Context) ([]controllers.RaftMember, err
 }
 
 func (r raftMembers) Remove(ctx context.Context, id string) error { return r.s.node.Remove(ctx, id) }
+
+func (r raftMembers) TransferLeadership(ctx context.Context, id string) error {
+	return r.s.node.TransferLeadership(ctx, id)
+}

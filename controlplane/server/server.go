@@ -42,6 +42,7 @@ var (
 	tokensResource     = api.ResourceForKind("Token")
 	podsResource       = api.ResourceForKind("Pod")
 	nodesResource      = api.ResourceForKind("Node")
+	machinesResource   = api.ResourceForKind("Machine")
 )
 
 // shutdownTimeout bounds how long Close waits for requests in flight.

@@ -115,6 +115,15 @@ func TestMachineDelete(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // an observation window: nothing may happen in it
 	}
+	// The release waited for m1's (simulated) agent, told in its
+	// heartbeat's reply, to say it stopped outpost's roles (MCH-1).
+	evs, _, err := cl.List(e.ctx, api.ResourceForKind("Event"), "default", client.ListOptions{FieldSelector: "reason=Released"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.HasPrefix(evs[0].(*api.Event).Message, "the agent stopped outpost's roles on the host at ") {
+		t.Errorf("Released events %+v, want one saying the agent stopped the roles", evs)
+	}
 	e.waitFor("both web pods running on m2", func() bool { return len(e.running("m2", "app=web")) == 2 }, func() string { return "" })
 	if out, _, _ := e.outpost("get", "machines", "-o", "name"); strings.TrimSpace(out) != "machine.machine.openshift.io/m2" && strings.TrimSpace(out) != "machine/m2" {
 		t.Errorf("machines after the delete: %q", out)

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestProcessRole: the child-process server role runs its command, starts
+// it again when it exits, and Stop ends it (SPEC CPL-2 on a host without
+// systemd).
+func TestProcessRole(t *testing.T) {
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	// Each run appends its PID; the first exits at once, the second stays.
+	script := `echo $$ >> "$1"; if [ $(wc -l < "$1") -ge 2 ]; then exec sleep 600; fi`
+	p := &ProcessRole{Binary: "/bin/sh", LogFile: filepath.Join(dir, "server.log"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(context.Background(), []string{"-c", script, "sh", pids}); err != nil {
+		t.Fatal(err)
+	}
+	var last int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(pids)
+		lines := strings.Fields(string(b))
+		if len(lines) >= 2 {
+			last, _ = strconv.Atoi(lines[len(lines)-1])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the role was not started again after it exited: pids %q", b)
+		}
+		time.Sleep(20 * time.Millisecond) // polling, bounded by the deadline
+	}
+	if err := syscall.Kill(last, 0); err != nil {
+		t.Fatalf("the second run (pid %d) is not running: %v", last, err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Stop waited for the child: it is gone (reaped), not merely signalled.
+	if err := syscall.Kill(last, 0); err == nil {
+		t.Errorf("pid %d still runs after Stop", last)
+	}
+}
+
+// TestServerUnit: the systemd unit runs the agent's binary with the
+// server's arguments, each quoted so systemd passes it unchanged.
+func TestServerUnit(t *testing.T) {
+	var calls []string
+	dir := t.TempDir()
+	s := &SystemdRole{UnitDir: dir, Binary: "/usr/bin/outpost", systemctl: func(_ context.Context, args ...string) error {
+		calls = append(calls, strings.Join(args, " "))
+		return nil
+	}}
+	if err := s.Start(context.Background(), []string{"server", "--id", "h 1", "--data-dir", `/var/lib/o"p%$`}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ServerUnit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `ExecStart="/usr/bin/outpost" "server" "--id" "h 1" "--data-dir" "/var/lib/o\"p%%$$"`
+	if !strings.Contains(string(b), want+"\n") || !strings.Contains(string(b), "Restart=always") || !strings.Contains(string(b), "WantedBy=multi-user.target") {
+		t.Errorf("unit:\n%s\nwant the line %s", b, want)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(calls, "; ") != "daemon-reload; enable --now outpost-server.service; disable --now outpost-server.service" {
+		t.Errorf("systemctl calls %q", calls)
+	}
+}

@@ -1,0 +1,414 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/testing/netns"
+)
+
+// cpHost is one test host of the control-plane tests: a network
+// namespace running an agent, and a server when it is a first member.
+type cpHost struct {
+	name  string
+	zone  string
+	h     *netns.Host
+	agent *agentNode
+	srv   *exec.Cmd
+}
+
+// serverProcess starts `outpost server` inside host h, bound to its
+// address, with raft ID name; the three first members form the cluster
+// together (bootstrap-expect 3). Gossip goes on 6446: the host's agent
+// has 6445 (as the agent's server role does).
+func serverProcess(t *testing.T, h *netns.Host, name, dir, secretFile string, join []string) *exec.Cmd {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(dir, name+"-server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", h.Name, outpostBin, "server",
+		"--id", name, "--data-dir", filepath.Join(dir, name+"-server"),
+		"--api-addr", h.Addr+":6443", "--raft-addr", h.Addr+":6444", "--gossip-port", "6446",
+		"--bootstrap-expect", "3", "--join", strings.Join(join, ","),
+		"--cluster-secret-file", secretFile, "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start server %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		stopProcess(cmd, 10*time.Second)
+		logf.Close()
+		if t.Failed() {
+			dumpTail(t, "server "+name+" log", logf.Name(), 40)
+			if d := os.Getenv("OUTPOST_E2E_KEEP"); d != "" {
+				b, _ := os.ReadFile(logf.Name())
+				_ = os.WriteFile(filepath.Join(d, name+"-server.log"), b, 0o600)
+			}
+		}
+	})
+	return cmd
+}
+
+// enableForwarding lets the test hosts reach each other through the
+// root namespace (servers on different hosts talk raft) for the test.
+func enableForwarding(t *testing.T) {
+	t.Helper()
+	const p = "/proc/sys/net/ipv4/ip_forward"
+	old, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(p, old, 0o644) })
+}
+
+// voterWatch samples the raft voters every 100 ms and remembers the
+// fewest and the most it saw.
+type voterWatch struct {
+	mu       sync.Mutex
+	min, max int
+	samples  int
+	last     []client.RaftPeer
+}
+
+func (v *voterWatch) run(ctx context.Context, cl *client.Client) {
+	// Samples overlap: listing the peers probes every member, and a dead
+	// one makes a listing take its probe's timeout.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		wg.Go(func() { v.sample(ctx, cl) })
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (v *voterWatch) sample(ctx context.Context, cl *client.Client) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	peers, err := cl.RaftPeers(rctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, p := range peers {
+		if p.Suffrage == "Voter" {
+			n++
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.samples == 0 || n < v.min {
+		v.min = n
+	}
+	v.max = max(v.max, n)
+	v.samples++
+	v.last = peers
+}
+
+func (v *voterWatch) peers() []client.RaftPeer {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.last)
+}
+
+func describePeers(ps []client.RaftPeer) string {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%s(%s reachable=%v leader=%v) ", p.ID, p.Suffrage, p.Reachable, p.Leader)
+	}
+	return b.String()
+}
+
+// TestControlPlaneReplacement (SPEC CPL-1, CPL-2, MCH-2, issue 11's end to
+// end check): five hosts in network namespaces in three zones, each
+// running the real binary as an agent started with
+// --control-plane-eligible; h1, h2 and h3 also serve. `outpost delete
+// machine h1` → the control plane machine set asks h4 (the spare of
+// zone a) to serve, its agent starts the server role, which joins as a
+// non-voter, catches up and is promoted; only then does the quorum guard
+// remove h1 from raft and lift its hook; h1 is drained, its agent stops
+// its roles, its Node and machine go. Voters never fall below three,
+// and every acknowledged write of a client writing throughout is still
+// there.
+func TestControlPlaneReplacement(t *testing.T) {
+	requireReal(t)
+	enableForwarding(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	secret := make([]byte, 24)
+	_, _ = rand.Read(secret)
+	secretFile := filepath.Join(root, "cluster-secret")
+	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hosts := []*cpHost{{name: "h1", zone: "a"}, {name: "h2", zone: "b"}, {name: "h3", zone: "c"}, {name: "h4", zone: "a"}, {name: "h5", zone: "b"}}
+	for i, h := range hosts {
+		h.h = netns.New(t, 61+i)
+	}
+	var raftAddrs []string
+	for _, h := range hosts[:3] {
+		raftAddrs = append(raftAddrs, h.h.Addr+":6444")
+	}
+	for _, h := range hosts[:3] {
+		h.srv = serverProcess(t, h.h, h.name, root, secretFile, raftAddrs)
+	}
+	// h3 serves throughout; the client fails over between every host.
+	c := &testCluster{t: t, dir: root, admin: filepath.Join(root, "h3-server", "admin.conf")}
+	waitFor(t, 90*time.Second, "three servers serving", func() (bool, string) {
+		cfg, err := client.LoadConfig(c.admin)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, h := range hosts {
+			cfg.Servers = append(cfg.Servers, "https://"+h.h.Addr+":6443")
+		}
+		cl, err := client.New(cfg)
+		if err != nil {
+			return false, err.Error()
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		peers, err := cl.RaftPeers(rctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		voters := 0
+		for _, p := range peers {
+			if p.Suffrage == "Voter" && p.Reachable {
+				voters++
+			}
+		}
+		c.cl = cl
+		return voters == 3, describePeers(peers)
+	})
+	join := c.joinString(ctx)
+	for _, h := range hosts {
+		h.agent = newAgent(t, h.name, h.h, filepath.Join(root, h.name), "https://"+hosts[1].h.Addr+":6443", join,
+			"--labels", "topology.kubernetes.io/zone="+h.zone,
+			"--control-plane-eligible", "--cluster-secret-file", secretFile)
+		h.agent.start()
+	}
+	for _, h := range hosts {
+		c.waitReady(h.name, "True", 90*time.Second)
+	}
+	c.apply(ctx, "cpms", `apiVersion: machine.openshift.io/v1beta1
+kind: ControlPlaneMachineSet
+metadata:
+  name: cluster
+spec:
+  replicas: 3
+  state: Active
+  strategy:
+    type: RollingUpdate
+  failureDomains:
+    labelKey: topology.kubernetes.io/zone
+`)
+	waitFor(t, 60*time.Second, "the control plane machine set balanced", func() (bool, string) {
+		obj, err := c.cl.Get(ctx, api.ResourceForKind("ControlPlaneMachineSet"), "", "cluster", client.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := obj.(*api.ControlPlaneMachineSet).Status
+		return st.ReadyReplicas == 3 && len(st.Conditions) == 1 && st.Conditions[0].Reason == "Balanced", fmt.Sprintf("%+v", st)
+	})
+
+	// 1. delete machine h1: h4, zone a's spare, replaces it.
+	replaced(t, ctx, c, "h4", "h1", func() { c.mustCLI(ctx, "delete", "machine", "h1", "--wait=false") })
+	// The replacement is h4's agent's server role, and h1's agent was
+	// told to stop its roles before its host was released.
+	if b, err := os.ReadFile(filepath.Join(root, "h4", "server-role.json")); err != nil || !strings.Contains(string(b), `"--id",`) {
+		t.Errorf("h4's server role file: %v %s", err, b)
+	}
+	evs, _, err := c.cl.List(ctx, api.ResourceForKind("Event"), "default", client.ListOptions{FieldSelector: "reason=Released"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.HasPrefix(evs[0].(*api.Event).Message, "the agent stopped outpost's roles on the host at ") {
+		t.Errorf("Released events %v, want h1's agent to have stopped its roles", evs)
+	}
+
+	// 2. h2 killed (every process of it SIGKILLed, its link cut): the
+	// health check deletes its machine once its node has been unready
+	// for 10 s, and h5, zone b's spare, replaces it.
+	c.apply(ctx, "mhc", `apiVersion: machine.openshift.io/v1beta1
+kind: MachineHealthCheck
+metadata:
+  name: control-plane
+spec:
+  selector:
+    matchExpressions:
+    - key: machine.openshift.io/zone
+      operator: Exists
+  unhealthyConditions:
+  - type: Ready
+    status: Unknown
+    timeout: 10s
+  - type: Ready
+    status: "False"
+    timeout: 10s
+  maxUnhealthy: 1
+`)
+	replaced(t, ctx, c, "h5", "h2", func() {
+		_ = hosts[1].srv.Process.Kill()
+		hosts[1].agent.kill9()
+		killUnder(t, hosts[1].agent.dir)
+		hosts[1].h.Cut(t)
+	})
+	evs, _, err = c.cl.List(ctx, api.ResourceForKind("Event"), "default", client.ListOptions{FieldSelector: "reason=MachineDeleted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 {
+		t.Error("no MachineDeleted event of the health check for h2")
+	}
+}
+
+// replaced runs action (which loses member out) while a client writes
+// and a watcher samples the voters, and checks that member in became a
+// voter before out left raft, that out's machine and node went, that the
+// voters were never fewer than three nor more than four, and that every
+// acknowledged write is there.
+func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string, action func()) {
+	t.Helper()
+	wctx, stopWrites := context.WithCancel(ctx)
+	var acked sync.Map
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; wctx.Err() == nil; i++ {
+			ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("w-%s-%d", out, i)}}
+			rctx, cancel := context.WithTimeout(wctx, 5*time.Second)
+			if _, _, err := c.cl.Create(rctx, ns); err == nil {
+				acked.Store(ns.Name, true)
+				count.Add(1)
+			}
+			cancel()
+		}
+	})
+	// The voters as h3 (which serves throughout) sees them: a removed
+	// server still answers with the membership it last knew.
+	cfg, err := client.LoadConfig(c.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var voters voterWatch
+	wg.Go(func() { voters.run(wctx, probe) })
+	defer func() {
+		stopWrites()
+		wg.Wait()
+	}()
+
+	t0 := time.Now()
+	action()
+	// When each step was first seen (since the action).
+	var unready, deleting, joined, promoted, removed time.Duration
+	seen := func(d *time.Duration, now bool) {
+		if now && *d == 0 {
+			*d = time.Since(t0)
+		}
+	}
+	waitFor(t, 3*time.Minute, in+" a voter and "+out+" out of raft", func() (bool, string) {
+		if n, err := c.node(ctx, out); err == nil {
+			seen(&unready, readyStatus(n) != "True")
+		}
+		if o, err := c.cl.Get(ctx, api.ResourceForKind("Machine"), "", out, client.GetOptions{}); err == nil {
+			seen(&deleting, o.GetObjectMeta().DeletionTimestamp != nil)
+		}
+		ps := voters.peers()
+		if len(ps) == 0 {
+			return false, "no sample yet"
+		}
+		isIn := slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == in && p.Suffrage == "Voter" }) >= 0
+		isOut := slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == out }) >= 0
+		seen(&joined, slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == in }) >= 0)
+		if isIn && promoted == 0 {
+			promoted = time.Since(t0)
+		}
+		if !isOut && removed == 0 {
+			removed = time.Since(t0)
+		}
+		return isIn && !isOut, describePeers(ps)
+	})
+	waitFor(t, 2*time.Minute, out+"'s machine and node gone", func() (bool, string) {
+		_, errM := c.cl.Get(ctx, api.ResourceForKind("Machine"), "", out, client.GetOptions{})
+		_, errN := c.cl.Get(ctx, api.ResourceForKind("Node"), "", out, client.GetOptions{})
+		desc, _, _ := c.cli(ctx, "describe", "machine", out)
+		return api.IsNotFound(errM) && api.IsNotFound(errN), desc
+	})
+	ms := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+	t.Logf("MEASURED %s lost → node unready %v, machine deleting %v, %s joined raft %v, promoted %v, %s removed from raft %v, machine and node gone %v (sampled every 100 ms)",
+		out, ms(unready), ms(deleting), in, ms(joined), ms(promoted), out, ms(removed), ms(time.Since(t0)))
+	// The events of the step, for a reader of the log.
+	if evs, _, err := c.cl.List(ctx, api.ResourceForKind("Event"), "", client.ListOptions{}); err == nil {
+		for _, o := range evs {
+			ev := o.(*api.Event)
+			if ev.InvolvedObject.Name == out || ev.InvolvedObject.Name == in || ev.InvolvedObject.Kind == "ControlPlaneMachineSet" {
+				t.Logf("event %s %s/%s %s: %s (x%d)", ev.LastTimestamp.Format("15:04:05.000"), ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Message, ev.Count)
+			}
+		}
+	}
+	t.Logf("action at %s", t0.Format("15:04:05.000"))
+	if promoted > removed {
+		t.Errorf("%s left raft (%v) before %s was a voter (%v)", out, removed, in, promoted)
+	}
+	stopWrites()
+	wg.Wait()
+	voters.mu.Lock()
+	minV, maxV, samples := voters.min, voters.max, voters.samples
+	voters.mu.Unlock()
+	// Four voters may last a few milliseconds only (the removal follows
+	// the promotion at once), which sampling need not see.
+	t.Logf("voters sampled %d times: between %d and %d", samples, minV, maxV)
+	if minV < 3 {
+		t.Errorf("raft voters fell to %d during the replacement, want never below 3", minV)
+	}
+	// Every acknowledged write is there, read consistently.
+	items, _, err := c.cl.List(ctx, api.ResourceForKind("Namespace"), "", client.ListOptions{Consistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, it := range items {
+		have[it.GetObjectMeta().Name] = true
+	}
+	var lost []string
+	acked.Range(func(k, _ any) bool {
+		if !have[k.(string)] {
+			lost = append(lost, k.(string))
+		}
+		return true
+	})
+	t.Logf("%d writes acknowledged", count.Load())
+	if count.Load() == 0 || len(lost) > 0 {
+		t.Errorf("%d writes acknowledged, %d lost: %v", count.Load(), len(lost), lost)
+	}
+}
