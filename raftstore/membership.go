@@ -120,8 +120,16 @@ type probeResult struct {
 	err    error
 }
 
+// probeTimeout bounds one server's answer to a probe: a dead one (its
+// link cut, so no reset) would otherwise hold every listing of the
+// members for the RPC's dial timeout, and with it the quorum guard and
+// the control plane machine set.
+const probeTimeout = 3 * time.Second
+
 // probe asks every server for its status, in parallel.
 func (n *Node) probe(ctx context.Context, servers []raft.Server) []probeResult {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	out := make([]probeResult, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {

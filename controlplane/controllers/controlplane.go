@@ -63,6 +63,10 @@ func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration,
 		return 0, nil
 	}
 	cp := obj.(*api.ControlPlaneMachineSet)
+	// The machines being deleted are looked at before the members (whose
+	// listing probes every server, a dead one for seconds): a member
+	// removed meanwhile, its machine gone, must not count as placed.
+	deleting := deletingMachines(c.s)
 	members, err := c.raft.Members(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("control plane machine set: raft members: %w", err)
@@ -71,7 +75,6 @@ func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration,
 	if cp.Spec.Replicas != nil {
 		replicas = int(*cp.Spec.Replicas)
 	}
-	deleting := deletingMachines(c.s)
 	st := api.ControlPlaneMachineSetStatus{ObservedGeneration: cp.Generation}
 	placed := map[string]string{} // voter → domain, those not being deleted
 	voters := 0
@@ -140,6 +143,11 @@ func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration,
 func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSet, p placement, members []RaftMember) (api.MachineCondition, error) {
 	switch {
 	case p.Remove != "":
+		if _, err := c.s.client.Get(machinesResource, "", p.Remove); api.IsNotFound(err) {
+			// A server whose host runs no agent has no machine to delete.
+			msg := fmt.Sprintf("member %s is in a domain that holds more than its share, but has no machine (its host runs no agent): it cannot be moved", p.Remove)
+			return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Severity: "Warning", Reason: "MemberWithoutMachine", Message: msg}, nil
+		}
 		if err := ignoreGone(c.s.client.Delete(ctx, machinesResource, "", p.Remove, api.DeleteOptions{})); err != nil {
 			return api.MachineCondition{}, fmt.Errorf("control plane machine set: delete machine %s: %w", p.Remove, err)
 		}

@@ -97,6 +97,10 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		return 0, nil
 	}
 	m := obj.(*api.Machine)
+	// The machines being deleted are looked at before the members: a
+	// member listing older than the machines could count a server whose
+	// machine is gone (and which was removed meanwhile) as staying.
+	deleting := deletingMachines(c.s)
 	members, err := c.currentMembers(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("quorum guard: raft members: %w", err)
@@ -119,22 +123,29 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		}
 		return 0, c.setHook(ctx, m, false)
 	}
-	// A voter whose machine is being deleted: how many voters stay?
-	deleting := deletingMachines(c.s)
-	var staying []string
-	for _, r := range members {
-		if r.Voter && r.Reachable && !deleting[r.ID] {
-			staying = append(staying, r.ID)
-		}
-	}
+	// A voter whose machine is being deleted: how many voters stay? The
+	// cached listing says whether to look closer; a removal is decided
+	// on a fresh one.
 	keep := c.size()
+	staying := stayingVoters(members, deleting)
+	if len(staying) >= keep {
+		c.forgetMembers()
+		deleting = deletingMachines(c.s)
+		if members, err = c.currentMembers(ctx); err != nil {
+			return 0, fmt.Errorf("quorum guard: raft members: %w", err)
+		}
+		if i = slices.IndexFunc(members, func(r RaftMember) bool { return r.ID == m.Name }); i < 0 {
+			return 0, c.setHook(ctx, m, false)
+		}
+		staying = stayingVoters(members, deleting)
+	}
 	if len(staying) < keep {
 		msg := fmt.Sprintf("waiting for a replacement server: %d voters would stay (%s), the control plane keeps %d; start a server that joins the cluster",
 			len(staying), strings.Join(staying, ", "), keep)
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "WaitingForReplacement", msg)
 		return guardRetry, nil
 	}
-	c.forgetMembers() // the removal is decided on a fresh view, and changes it
+	c.forgetMembers() // the removal changes the membership
 	if members[i].Leader {
 		// This server leads: it hands the leadership to a voter that
 		// stays, whose guard then removes it. A leader that removed
@@ -181,6 +192,18 @@ func (c *quorumGuard) forgetMembers() {
 	c.mu.Lock()
 	c.members = nil
 	c.mu.Unlock()
+}
+
+// stayingVoters are the reachable voters whose machines are not being
+// deleted.
+func stayingVoters(members []RaftMember, deleting map[string]bool) []string {
+	var out []string
+	for _, r := range members {
+		if r.Voter && r.Reachable && !deleting[r.ID] {
+			out = append(out, r.ID)
+		}
+	}
+	return out
 }
 
 // deletingMachines names the machines being deleted.

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
+	"github.com/outpost-edge/outpost/raftstore"
 )
 
 // runLoops runs the leader's control loops, the schedulers (SCH-1, SCH-12)
@@ -61,7 +63,13 @@ func (r raftMembers) Members(ctx context.Context) ([]controllers.RaftMember, err
 	return out, nil
 }
 
-func (r raftMembers) Remove(ctx context.Context, id string) error { return r.s.node.Remove(ctx, id) }
+// Remove removes member id; one already gone is removed.
+func (r raftMembers) Remove(ctx context.Context, id string) error {
+	if err := r.s.node.Remove(ctx, id); err != nil && !errors.Is(err, raftstore.ErrUnknownServer) {
+		return err
+	}
+	return nil
+}
 
 func (r raftMembers) TransferLeadership(ctx context.Context, id string) error {
 	return r.s.node.TransferLeadership(ctx, id)
