@@ -87,7 +87,7 @@ bench: build
 	$(GO) run ./testing/bench -out BENCHMARKS.md -bin $(BIN)
 
 soak: build
-	OUTPOST_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'Linearizab|Crash|Planted' -v ./testing/...
+	OUTPOST_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'Linearizab|Crash|Planted|Randomized' -v ./testing/...
 
 clean:
 	rm -rf bin

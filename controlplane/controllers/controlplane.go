@@ -112,6 +112,13 @@ func (c *controlPlaneSet) sync(ctx context.Context, name string) (time.Duration,
 		if cp.Spec.Strategy.Type == api.StrategyOnDelete && len(placed) >= replicas {
 			p = placement{} // no moves, only replacements
 		}
+		if p.Grow && voters > replicas {
+			// One member change at a time: the quorum guard removes a
+			// member being deleted before another server is asked for.
+			cond, after = api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "WaitingForRemoval",
+				Message: fmt.Sprintf("%d voters, one more than %d: waiting for the quorum guard to remove a member being deleted before asking for another server", voters, replicas)}, cpmsRetry
+			break
+		}
 		cond, err = c.act(ctx, cp, p, members)
 		if err != nil {
 			return 0, err
@@ -154,6 +161,27 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 		c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeNormal, "Rebalancing", "deleting machine "+p.Remove+": its domain holds more than its share")
 		return api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "Rebalancing", Message: "moving member " + p.Remove}, nil
 	case p.Grow:
+		// One server asked for at a time: a request still pending (its
+		// host not a voter yet) is waited for, wherever it is, until it
+		// is too old.
+		if m, since := c.pendingRequest(members); m != nil {
+			if c.s.now().Sub(since) < serverRequestTimeout {
+				return api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "WaitingForServer",
+					Message: fmt.Sprintf("waiting for a server on %s to join (asked %s ago)", m.Name, c.s.now().Sub(since).Round(time.Second))}, nil
+			}
+			cpy, err := controller.Copy(m)
+			if err != nil {
+				return api.MachineCondition{}, err
+			}
+			upd := cpy.(*api.Machine)
+			delete(upd.Annotations, AnnotationServerRequested)
+			if _, err := c.s.client.Update(ctx, upd); err != nil {
+				return api.MachineCondition{}, ignoreGone(err)
+			}
+			msg := fmt.Sprintf("no server joined from %s within %s of the request: asking another host (is its agent running with --control-plane-eligible?)", m.Name, serverRequestTimeout)
+			c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeWarning, "ServerRequestTimedOut", msg)
+			c.s.rec.event(ctx, m, componentControlPlane, api.EventTypeWarning, "ServerRequestTimedOut", msg)
+		}
 		host, requested := c.eligibleHost(p.Add, cp.Spec.FailureDomains.LabelKey, members)
 		domain := p.Add
 		if domain == "" {
@@ -184,6 +212,29 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 			Message: fmt.Sprintf("waiting for a server on %s to join (domain %s)", host.Name, domain)}, nil
 	}
 	return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Reason: "Balanced", Message: "every member in place"}, nil
+}
+
+// serverRequestTimeout is how long a host asked to serve has to join
+// before another is asked.
+const serverRequestTimeout = 3 * time.Minute
+
+// pendingRequest is a machine asked to serve whose host is no voter yet
+// (nil if none), with when it was asked.
+func (c *controlPlaneSet) pendingRequest(members []RaftMember) (*api.Machine, time.Time) {
+	for _, o := range c.s.machineInf.List() {
+		m := o.(*api.Machine)
+		req, ok := m.Annotations[AnnotationServerRequested]
+		if !ok || m.DeletionTimestamp != nil || slices.ContainsFunc(members, func(r RaftMember) bool { return r.ID == m.Name && r.Voter }) {
+			continue
+		}
+		_, at, _ := strings.Cut(req, " ")
+		since, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			since = m.CreationTimestamp.Time
+		}
+		return m, since
+	}
+	return nil, time.Time{}
 }
 
 // eligibleHost picks the machine to serve in domain: one already asked

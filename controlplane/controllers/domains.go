@@ -100,3 +100,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.SortFunc(keys, cmp.Compare)
 	return keys
 }
+
+// DomainTargets is domainTargets for tests outside the package: how many
+// members each domain should hold.
+func DomainTargets(replicas int, domains []string) map[string]int {
+	return domainTargets(replicas, domains)
+}

@@ -16,11 +16,11 @@ import (
 // every control-plane machine (one whose name is a raft member's ID, as a
 // host's server and agent both default to the host name) carries the
 // preDrain hook QuorumGuard. When such a machine is deleted, the guard
-// waits until the voters whose machines are not being deleted number at
-// least the control plane's size (a replacement server joined; joining
+// waits until removing its member would leave at least the control
+// plane's size of reachable voters (a replacement server joined; joining
 // servers are promoted once caught up), then removes the member from raft
-// (raftstore's quorum check has the last word) and only then its hook, so
-// the deletion goes on. A replacement first, the removal after: the
+// (raftstore's quorum check has the last word; removals go one at a
+// time) and only then its hook, so the deletion goes on. A replacement first, the removal after: the
 // control plane briefly has one member more, never one fewer. A deleted
 // machine whose member is a non-voter, or no member any more, loses its
 // hook at once.
@@ -66,6 +66,9 @@ type quorumGuard struct {
 	mu        sync.Mutex
 	members   []RaftMember
 	membersAt time.Time
+	// removeMu makes removals one at a time, each decided on the
+	// membership the one before left.
+	removeMu sync.Mutex
 	// size is how many voters to keep: a fixed setting, else the control
 	// plane machine set's replicas.
 	size func() int
@@ -123,25 +126,27 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		}
 		return 0, c.setHook(ctx, m, false)
 	}
-	// A voter whose machine is being deleted: how many voters stay? The
-	// cached listing says whether to look closer; a removal is decided
-	// on a fresh one.
+	// A voter whose machine is being deleted: how many reachable voters
+	// would be left? The cached listing says whether to look closer; a
+	// removal is decided on a fresh one, one removal at a time (two
+	// deleted machines' syncs must not both count the same voters).
 	keep := c.size()
-	staying := stayingVoters(members, deleting)
-	if len(staying) >= keep {
+	left := votersLeft(members, m.Name)
+	if len(left) >= keep {
+		c.removeMu.Lock()
+		defer c.removeMu.Unlock()
 		c.forgetMembers()
-		deleting = deletingMachines(c.s)
 		if members, err = c.currentMembers(ctx); err != nil {
 			return 0, fmt.Errorf("quorum guard: raft members: %w", err)
 		}
 		if i = slices.IndexFunc(members, func(r RaftMember) bool { return r.ID == m.Name }); i < 0 {
 			return 0, c.setHook(ctx, m, false)
 		}
-		staying = stayingVoters(members, deleting)
+		left = votersLeft(members, m.Name)
 	}
-	if len(staying) < keep {
-		msg := fmt.Sprintf("waiting for a replacement server: %d voters would stay (%s), the control plane keeps %d; start a server that joins the cluster",
-			len(staying), strings.Join(staying, ", "), keep)
+	if len(left) < keep {
+		msg := fmt.Sprintf("waiting for a replacement server: %d reachable voters would be left (%s), the control plane keeps %d; the control plane machine set asks an eligible host to serve",
+			len(left), strings.Join(left, ", "), keep)
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "WaitingForReplacement", msg)
 		return guardRetry, nil
 	}
@@ -151,7 +156,7 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		// stays, whose guard then removes it. A leader that removed
 		// itself would leave the cluster without one until an election
 		// (writes wait the election timeout), and could not record it.
-		to := staying[0]
+		to := firstNotDeleting(left, deleting)
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "TransferringLeadership",
 			fmt.Sprintf("%s leads: handing the leadership to %s, which removes %s from raft", m.Name, to, m.Name))
 		if err := c.raft.TransferLeadership(ctx, to); err != nil {
@@ -163,9 +168,9 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "RemoveRefused", err.Error())
 		return guardRetry, nil
 	}
-	c.log.Info("removed a deleted machine's server from raft", "machine", m.Name, "voters", strings.Join(staying, ","))
+	c.log.Info("removed a deleted machine's server from raft", "machine", m.Name, "voters", strings.Join(left, ","))
 	c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "MemberRemoved",
-		fmt.Sprintf("removed %s from raft; voters %s stay", m.Name, strings.Join(staying, ", ")))
+		fmt.Sprintf("removed %s from raft; voters %s stay", m.Name, strings.Join(left, ", ")))
 	return 0, c.setHook(ctx, m, false)
 }
 
@@ -194,16 +199,27 @@ func (c *quorumGuard) forgetMembers() {
 	c.mu.Unlock()
 }
 
-// stayingVoters are the reachable voters whose machines are not being
-// deleted.
-func stayingVoters(members []RaftMember, deleting map[string]bool) []string {
+// votersLeft are the reachable voters other than id: those a removal of
+// id would leave.
+func votersLeft(members []RaftMember, id string) []string {
 	var out []string
 	for _, r := range members {
-		if r.Voter && r.Reachable && !deleting[r.ID] {
+		if r.Voter && r.Reachable && r.ID != id {
 			out = append(out, r.ID)
 		}
 	}
 	return out
+}
+
+// firstNotDeleting is the first of ids whose machine is not being
+// deleted, else the first.
+func firstNotDeleting(ids []string, deleting map[string]bool) string {
+	for _, id := range ids {
+		if !deleting[id] {
+			return id
+		}
+	}
+	return ids[0]
 }
 
 // deletingMachines names the machines being deleted.

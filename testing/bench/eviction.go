@@ -720,12 +720,19 @@ func probeAPI(ctx context.Context, cl *client.Client, ns, node string, r *massRe
 // cutOffBench runs BenchmarkCutOffReplacement and returns its result
 // lines (and its log of each run).
 func cutOffBench(ctx context.Context, bin string) string {
+	return e2eBench(ctx, bin, "BenchmarkCutOffReplacement", "3x", "eviction_bench_test.go", nil)
+}
+
+// e2eBench runs the Go benchmark name of testing/e2e against bin and
+// returns the benchmark's name lines and the log lines of its file
+// logFile (each run's findings).
+func e2eBench(ctx context.Context, bin, name, benchtime, logFile string, env []string) string {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err.Error()
 	}
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkCutOffReplacement", "-benchtime", "3x", "-timeout", "30m", "./testing/e2e/")
-	cmd.Env = append(os.Environ(), "OUTPOST_BIN="+abs, "OUTPOST_TEST_REAL=1")
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^"+name+"$", "-benchtime", benchtime, "-timeout", "60m", "./testing/e2e/")
+	cmd.Env = append(append(os.Environ(), "OUTPOST_BIN="+abs, "OUTPOST_TEST_REAL=1"), env...)
 	out, err := cmd.CombinedOutput()
 	// The test's own logs interleave with go test's lines: keep the
 	// benchmark's name and its log (each run, then the means).
@@ -734,8 +741,8 @@ func cutOffBench(ctx context.Context, bin string) string {
 		t := strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(l, "Benchmark"):
-			keep = append(keep, strings.Fields(l)[0])
-		case strings.HasPrefix(t, "eviction_bench_test.go"):
+			keep = append(keep, strings.Join(strings.Fields(l), " "))
+		case strings.HasPrefix(t, logFile):
 			keep = append(keep, "    "+t[strings.Index(t, " ")+1:])
 		}
 	}

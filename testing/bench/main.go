@@ -43,12 +43,15 @@ func main() {
 		hbO      = flag.Bool("heartbeats-only", false, "run only the node heartbeat measurement")
 		evB      = flag.Bool("eviction", true, "run the eviction measurements (issue 10; the cut-off one needs root, containerd, runc)")
 		evO      = flag.String("eviction-only", "", "run only these eviction measurements: comma-separated of cutoff, zones, mass")
+		machB    = flag.Bool("machines", true, "run the control-plane replacement measurement (issue 11; needs root, containerd, runc)")
+		machO    = flag.Bool("machines-only", false, "run only the control-plane replacement measurement")
+		machPods = flag.Int("machines-pods", 100000, "pods stored during the control-plane replacement measurement")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	others := !*hbO && *evO == ""
+	others := !*hbO && *evO == "" && !*machO
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -92,6 +95,11 @@ func main() {
 	if (*agentB && others) || *agentO {
 		r.agent = agentMarkdown(runAgentBench(ctx, *bin), "go run ./testing/bench -bin "+*bin+" -agent-only")
 	}
+	if (*machB && others && !*only && !*agentO) || *machO {
+		r.machines = machinesMarkdown(e2eBench(ctx, *bin, "BenchmarkControlPlaneReplacement", "1x", "controlplane_bench_test.go",
+			[]string{fmt.Sprintf("OUTPOST_BENCH_PODS=%d", *machPods)}),
+			fmt.Sprintf("go run ./testing/bench -bin %s -machines-only -machines-pods %d", *bin, *machPods))
+	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -125,6 +133,7 @@ type report struct {
 	agent      string
 	heartbeats string
 	eviction   string
+	machines   string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -503,7 +512,15 @@ func (r *report) markdown() string {
 	b.WriteString(r.heartbeats)
 	b.WriteString(r.agent)
 	b.WriteString(r.eviction)
+	b.WriteString(r.machines)
 	return b.String()
+}
+
+// machinesMarkdown is the control-plane replacement section.
+func machinesMarkdown(res, cmd string) string {
+	return "\n## Control-plane member replacement (issue 11)\n\n`" + cmd + "`.\n\n" +
+		"`BenchmarkControlPlaneReplacement` in testing/e2e: five hosts in network namespaces, each running the real binary as an agent with `--control-plane-eligible` (heartbeat 2 s), three also serving (`--no-default-scheduler`: the stored pods are for the snapshot's size), three zones (a: h1, h4; b: h2, h5; c: h3); a ControlPlaneMachineSet (3 replicas, domains by zone) and a MachineHealthCheck (Ready=Unknown for 10 s, maxUnhealthy 1). h1 is killed (its server and agent SIGKILLed, its link cut); a surviving server is polled every 100 ms for each step, timed from the kill. 16 clients create namespaces throughout. Targets: promoted and old member removed within 30 s plus the 10 s timeout with 100,000 pods stored; no gap over 2 s without an acknowledged write.\n\n```\n" +
+		res + "\n```\n"
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

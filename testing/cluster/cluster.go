@@ -241,7 +241,17 @@ func (c *Cluster) waitReady(what string, ms ...*Member) {
 // AddServer starts a new server that joins the running cluster.
 func (c *Cluster) AddServer() *Member {
 	c.t.Helper()
-	m := c.newMember(c.t.TempDir(), fmt.Sprintf("s%d", len(c.Members)+1))
+	c.mu.Lock()
+	id := fmt.Sprintf("s%d", len(c.Members)+1)
+	c.mu.Unlock()
+	return c.AddServerNamed(id)
+}
+
+// AddServerNamed starts a new server with raft ID id that joins the
+// running cluster (as an agent's server role names it after its node).
+func (c *Cluster) AddServerNamed(id string) *Member {
+	c.t.Helper()
+	m := c.newMember(c.t.TempDir(), id)
 	c.mu.Lock()
 	c.Members = append(c.Members, m)
 	c.mu.Unlock()
@@ -267,12 +277,21 @@ func (c *Cluster) Running() []*Member {
 
 // Leader returns the running member that is leader, or nil.
 func (c *Cluster) Leader() *Member {
-	for _, m := range c.Running() {
-		if m.Server.Node().IsLeader() {
-			return m
+	m, _ := c.LeaderServer()
+	return m
+}
+
+// LeaderServer is Leader with its server as it was when looked at: Stop
+// may clear Member.Server at any moment.
+func (c *Cluster) LeaderServer() (*Member, *server.Server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.Members {
+		if m.Server != nil && m.Server.Node().IsLeader() {
+			return m, m.Server
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // Followers returns the running members that are not leader.

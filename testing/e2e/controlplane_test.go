@@ -35,7 +35,7 @@ type cpHost struct {
 // address, with raft ID name; the three first members form the cluster
 // together (bootstrap-expect 3). Gossip goes on 6446: the host's agent
 // has 6445 (as the agent's server role does).
-func serverProcess(t *testing.T, h *netns.Host, name, dir, secretFile string, join []string) *exec.Cmd {
+func serverProcess(t testing.TB, h *netns.Host, name, dir, secretFile string, join []string, extra ...string) *exec.Cmd {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, name+"-server.log"))
 	if err != nil {
@@ -46,6 +46,7 @@ func serverProcess(t *testing.T, h *netns.Host, name, dir, secretFile string, jo
 		"--api-addr", h.Addr+":6443", "--raft-addr", h.Addr+":6444", "--gossip-port", "6446",
 		"--bootstrap-expect", "3", "--join", strings.Join(join, ","),
 		"--cluster-secret-file", secretFile, "--log-level", "info")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -67,7 +68,7 @@ func serverProcess(t *testing.T, h *netns.Host, name, dir, secretFile string, jo
 
 // enableForwarding lets the test hosts reach each other through the
 // root namespace (servers on different hosts talk raft) for the test.
-func enableForwarding(t *testing.T) {
+func enableForwarding(t testing.TB) {
 	t.Helper()
 	const p = "/proc/sys/net/ipv4/ip_forward"
 	old, err := os.ReadFile(p)
@@ -160,82 +161,8 @@ func TestControlPlaneReplacement(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	root := t.TempDir()
-	secret := make([]byte, 24)
-	_, _ = rand.Read(secret)
-	secretFile := filepath.Join(root, "cluster-secret")
-	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	hosts := []*cpHost{{name: "h1", zone: "a"}, {name: "h2", zone: "b"}, {name: "h3", zone: "c"}, {name: "h4", zone: "a"}, {name: "h5", zone: "b"}, {name: "h6", zone: "a"}}
-	for i, h := range hosts {
-		h.h = netns.New(t, 61+i)
-	}
-	var raftAddrs []string
-	for _, h := range hosts[:3] {
-		raftAddrs = append(raftAddrs, h.h.Addr+":6444")
-	}
-	for _, h := range hosts[:3] {
-		h.srv = serverProcess(t, h.h, h.name, root, secretFile, raftAddrs)
-	}
-	// h3 serves throughout; the client fails over between every host.
-	c := &testCluster{t: t, dir: root, admin: filepath.Join(root, "h3-server", "admin.conf")}
-	waitFor(t, 90*time.Second, "three servers serving", func() (bool, string) {
-		cfg, err := client.LoadConfig(c.admin)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, h := range hosts {
-			cfg.Servers = append(cfg.Servers, "https://"+h.h.Addr+":6443")
-		}
-		cl, err := client.New(cfg)
-		if err != nil {
-			return false, err.Error()
-		}
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		peers, err := cl.RaftPeers(rctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		voters := 0
-		for _, p := range peers {
-			if p.Suffrage == "Voter" && p.Reachable {
-				voters++
-			}
-		}
-		c.cl = cl
-		return voters == 3, describePeers(peers)
-	})
-	join := c.joinString(ctx)
-	for _, h := range hosts {
-		h.agent = newAgent(t, h.name, h.h, filepath.Join(root, h.name), "https://"+hosts[1].h.Addr+":6443", join,
-			"--labels", "topology.kubernetes.io/zone="+h.zone,
-			"--control-plane-eligible", "--cluster-secret-file", secretFile)
-		h.agent.start()
-	}
-	for _, h := range hosts {
-		c.waitReady(h.name, "True", 90*time.Second)
-	}
-	c.apply(ctx, "cpms", `apiVersion: machine.openshift.io/v1beta1
-kind: ControlPlaneMachineSet
-metadata:
-  name: cluster
-spec:
-  replicas: 3
-  state: Active
-  strategy:
-    type: RollingUpdate
-  failureDomains:
-    labelKey: topology.kubernetes.io/zone
-`)
-	waitFor(t, 60*time.Second, "the control plane machine set balanced", func() (bool, string) {
-		obj, err := c.cl.Get(ctx, api.ResourceForKind("ControlPlaneMachineSet"), "", "cluster", client.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		st := obj.(*api.ControlPlaneMachineSet).Status
-		return st.ReadyReplicas == 3 && len(st.Conditions) == 1 && st.Conditions[0].Reason == "Balanced", fmt.Sprintf("%+v", st)
-	})
+	c := startControlPlane(t, ctx, root, hosts, nil)
 
 	// 1. delete machine h1: h4, zone a's spare, replaces it.
 	replaced(t, ctx, c, "h4", "h1", func() { c.mustCLI(ctx, "delete", "machine", "h1", "--wait=false") })
@@ -324,30 +251,87 @@ func mustPeers(t *testing.T, ctx context.Context, cl *client.Client) []client.Ra
 	return ps
 }
 
+// replacement is what replaced measured, each step since the action.
+type replacement struct {
+	unready, deleting, joined, promoted, removed, gone time.Duration
+	minVoters, maxVoters, samples                      int
+	acked, failed                                      int
+	// maxGap is the longest time without an acknowledged write; p99 the
+	// 99th percentile latency of the acknowledged ones.
+	maxGap, p99 time.Duration
+	events      []string
+}
+
 // replaced runs action (which loses member out) while a client writes
 // and a watcher samples the voters, and checks that member in became a
 // voter before out left raft, that out's machine and node went, that the
-// voters were never fewer than three nor more than four, and that every
-// acknowledged write is there.
-func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string, action func()) {
+// voters were never fewer than three, and that every acknowledged write
+// is there.
+func replaced(t testing.TB, ctx context.Context, c *testCluster, in, out string, action func()) replacement {
 	t.Helper()
+	r := measureReplacement(t, ctx, c, in, out, 1, action)
+	for _, e := range r.events {
+		t.Log(e)
+	}
+	ms := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+	t.Logf("MEASURED %s lost → node unready %v, machine deleting %v, %s joined raft %v, promoted %v, %s removed from raft %v, machine and node gone %v (sampled every 100 ms)",
+		out, ms(r.unready), ms(r.deleting), in, ms(r.joined), ms(r.promoted), out, ms(r.removed), ms(r.gone))
+	// Four voters may last a few milliseconds only (the removal follows
+	// the promotion at once), which sampling need not see.
+	t.Logf("voters sampled %d times: between %d and %d; %d writes acknowledged", r.samples, r.minVoters, r.maxVoters, r.acked)
+	if r.promoted > r.removed {
+		t.Errorf("%s left raft (%v) before %s was a voter (%v)", out, r.removed, in, r.promoted)
+	}
+	if r.minVoters < 3 {
+		t.Errorf("raft voters fell to %d during the replacement, want never below 3", r.minVoters)
+	}
+	return r
+}
+
+// measureReplacement runs action while writers clients write and a
+// watcher samples the voters, waits until in is a voter, out is out of
+// raft and its machine and node are gone, and checks every acknowledged
+// write is there.
+func measureReplacement(t testing.TB, ctx context.Context, c *testCluster, in, out string, writers int, action func()) replacement {
+	t.Helper()
+	var r replacement
 	wctx, stopWrites := context.WithCancel(ctx)
 	var acked sync.Map
-	var count atomic.Int64
+	var (
+		mu        sync.Mutex
+		lastAck   time.Time
+		latencies []time.Duration
+		failed    int
+	)
+	var seq atomic.Int64
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; wctx.Err() == nil; i++ {
-			ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("w-%s-%d", out, i)}}
-			rctx, cancel := context.WithTimeout(wctx, 5*time.Second)
-			if _, _, err := c.cl.Create(rctx, ns); err == nil {
-				acked.Store(ns.Name, true)
-				count.Add(1)
+	begin := time.Now()
+	lastAck = begin
+	for range writers {
+		wg.Go(func() {
+			for wctx.Err() == nil {
+				ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("w-%s-%d", out, seq.Add(1))}}
+				rctx, cancel := context.WithTimeout(wctx, 5*time.Second)
+				t0 := time.Now()
+				_, _, err := c.cl.Create(rctx, ns)
+				done := time.Now()
+				cancel()
+				mu.Lock()
+				if err == nil {
+					acked.Store(ns.Name, true)
+					latencies = append(latencies, done.Sub(t0))
+					r.maxGap = max(r.maxGap, done.Sub(lastAck))
+					lastAck = done
+				} else if wctx.Err() == nil {
+					failed++
+				}
+				mu.Unlock()
 			}
-			cancel()
-		}
-	})
-	// The voters as h3 (which serves throughout) sees them: a removed
-	// server still answers with the membership it last knew.
+		})
+	}
+	// The voters as h3 or the admin config's server (which serves
+	// throughout) sees them: a removed server still answers with the
+	// membership it last knew.
 	cfg, err := client.LoadConfig(c.admin)
 	if err != nil {
 		t.Fatal(err)
@@ -365,8 +349,6 @@ func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string,
 
 	t0 := time.Now()
 	action()
-	// When each step was first seen (since the action).
-	var unready, deleting, joined, promoted, removed time.Duration
 	seen := func(d *time.Duration, now bool) {
 		if now && *d == 0 {
 			*d = time.Since(t0)
@@ -376,10 +358,10 @@ func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string,
 		// Through the probe: the writers' client may be waiting out a
 		// dead server's dial.
 		if o, err := probe.Get(ctx, api.ResourceForKind("Node"), "", out, client.GetOptions{}); err == nil {
-			seen(&unready, readyStatus(o.(*api.Node)) != "True")
+			seen(&r.unready, readyStatus(o.(*api.Node)) != "True")
 		}
 		if o, err := probe.Get(ctx, api.ResourceForKind("Machine"), "", out, client.GetOptions{}); err == nil {
-			seen(&deleting, o.GetObjectMeta().DeletionTimestamp != nil)
+			seen(&r.deleting, o.GetObjectMeta().DeletionTimestamp != nil)
 		}
 		ps := voters.peers()
 		if len(ps) == 0 {
@@ -387,13 +369,9 @@ func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string,
 		}
 		isIn := slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == in && p.Suffrage == "Voter" }) >= 0
 		isOut := slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == out }) >= 0
-		seen(&joined, slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == in }) >= 0)
-		if isIn && promoted == 0 {
-			promoted = time.Since(t0)
-		}
-		if !isOut && removed == 0 {
-			removed = time.Since(t0)
-		}
+		seen(&r.joined, slices.IndexFunc(ps, func(p client.RaftPeer) bool { return p.ID == in }) >= 0)
+		seen(&r.promoted, isIn)
+		seen(&r.removed, !isOut)
 		return isIn && !isOut, describePeers(ps)
 	})
 	waitFor(t, 2*time.Minute, out+"'s machine and node gone", func() (bool, string) {
@@ -402,35 +380,33 @@ func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string,
 		desc, _, _ := c.cli(ctx, "describe", "machine", out)
 		return api.IsNotFound(errM) && api.IsNotFound(errN), desc
 	})
-	ms := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
-	t.Logf("MEASURED %s lost → node unready %v, machine deleting %v, %s joined raft %v, promoted %v, %s removed from raft %v, machine and node gone %v (sampled every 100 ms)",
-		out, ms(unready), ms(deleting), in, ms(joined), ms(promoted), out, ms(removed), ms(time.Since(t0)))
+	r.gone = time.Since(t0)
 	// The events of the step, for a reader of the log.
-	if evs, _, err := c.cl.List(ctx, api.ResourceForKind("Event"), "", client.ListOptions{}); err == nil {
+	if evs, _, err := probe.List(ctx, api.ResourceForKind("Event"), "", client.ListOptions{}); err == nil {
 		for _, o := range evs {
 			ev := o.(*api.Event)
-			if ev.InvolvedObject.Name == out || ev.InvolvedObject.Name == in || ev.InvolvedObject.Kind == "ControlPlaneMachineSet" {
-				t.Logf("event %s %s/%s %s: %s (x%d)", ev.LastTimestamp.Format("15:04:05.000"), ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Message, ev.Count)
+			if ev.LastTimestamp != nil && ev.LastTimestamp.Time.After(t0.Add(-time.Second)) &&
+				(ev.InvolvedObject.Name == out || ev.InvolvedObject.Name == in || ev.InvolvedObject.Kind == "ControlPlaneMachineSet") {
+				r.events = append(r.events, fmt.Sprintf("event +%v %s/%s %s: %s (x%d)", ev.LastTimestamp.Sub(t0).Round(time.Second),
+					ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Message, ev.Count))
 			}
 		}
 	}
-	t.Logf("action at %s", t0.Format("15:04:05.000"))
-	if promoted > removed {
-		t.Errorf("%s left raft (%v) before %s was a voter (%v)", out, removed, in, promoted)
-	}
 	stopWrites()
 	wg.Wait()
-	voters.mu.Lock()
-	minV, maxV, samples := voters.min, voters.max, voters.samples
-	voters.mu.Unlock()
-	// Four voters may last a few milliseconds only (the removal follows
-	// the promotion at once), which sampling need not see.
-	t.Logf("voters sampled %d times: between %d and %d", samples, minV, maxV)
-	if minV < 3 {
-		t.Errorf("raft voters fell to %d during the replacement, want never below 3", minV)
+	mu.Lock()
+	r.maxGap = max(r.maxGap, t0.Add(r.gone).Sub(lastAck)) // up to the end of the measurement
+	r.acked, r.failed = len(latencies), failed
+	slices.Sort(latencies)
+	if n := len(latencies); n > 0 {
+		r.p99 = latencies[min(n-1, n*99/100)]
 	}
+	mu.Unlock()
+	voters.mu.Lock()
+	r.minVoters, r.maxVoters, r.samples = voters.min, voters.max, voters.samples
+	voters.mu.Unlock()
 	// Every acknowledged write is there, read consistently.
-	items, _, err := c.cl.List(ctx, api.ResourceForKind("Namespace"), "", client.ListOptions{Consistent: true})
+	items, _, err := probe.List(ctx, api.ResourceForKind("Namespace"), "", client.ListOptions{Consistent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,8 +421,96 @@ func replaced(t *testing.T, ctx context.Context, c *testCluster, in, out string,
 		}
 		return true
 	})
-	t.Logf("%d writes acknowledged", count.Load())
-	if count.Load() == 0 || len(lost) > 0 {
-		t.Errorf("%d writes acknowledged, %d lost: %v", count.Load(), len(lost), lost)
+	if r.acked == 0 || len(lost) > 0 {
+		t.Errorf("%d writes acknowledged, %d lost: %v", r.acked, len(lost), lost)
 	}
+	return r
+}
+
+// startControlPlane makes the hosts (network namespaces), starts a server
+// on the first three (bootstrap-expect 3) and an eligible agent on every
+// one, labelled with its zone, and makes the control plane machine set
+// (3 replicas, domains by zone). The client fails over between every
+// host; the admin config is h3's.
+func startControlPlane(t testing.TB, ctx context.Context, root string, hosts []*cpHost, serverArgs []string) *testCluster {
+	t.Helper()
+	secret := make([]byte, 24)
+	_, _ = rand.Read(secret)
+	secretFile := filepath.Join(root, "cluster-secret")
+	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hosts {
+		h.h = netns.New(t, 61+i)
+	}
+	var raftAddrs []string
+	for _, h := range hosts[:3] {
+		raftAddrs = append(raftAddrs, h.h.Addr+":6444")
+	}
+	for _, h := range hosts[:3] {
+		h.srv = serverProcess(t, h.h, h.name, root, secretFile, raftAddrs, serverArgs...)
+	}
+	// h3 serves throughout; the client fails over between every host.
+	c := &testCluster{t: t, dir: root, admin: filepath.Join(root, "h3-server", "admin.conf")}
+	waitFor(t, 90*time.Second, "three servers serving", func() (bool, string) {
+		cfg, err := client.LoadConfig(c.admin)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, h := range hosts {
+			cfg.Servers = append(cfg.Servers, "https://"+h.h.Addr+":6443")
+		}
+		cl, err := client.New(cfg)
+		if err != nil {
+			return false, err.Error()
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		peers, err := cl.RaftPeers(rctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		voters := 0
+		for _, p := range peers {
+			if p.Suffrage == "Voter" && p.Reachable {
+				voters++
+			}
+		}
+		c.cl = cl
+		return voters == 3, describePeers(peers)
+	})
+	join := c.joinString(ctx)
+	for _, h := range hosts {
+		args := []string{"--labels", "topology.kubernetes.io/zone=" + h.zone,
+			"--control-plane-eligible", "--cluster-secret-file", secretFile}
+		for _, a := range serverArgs {
+			args = append(args, "--server-arg="+a)
+		}
+		h.agent = newAgent(t, h.name, h.h, filepath.Join(root, h.name), "https://"+hosts[1].h.Addr+":6443", join, args...)
+		h.agent.start()
+	}
+	for _, h := range hosts {
+		c.waitReady(h.name, "True", 90*time.Second)
+	}
+	c.apply(ctx, "cpms", `apiVersion: machine.openshift.io/v1beta1
+kind: ControlPlaneMachineSet
+metadata:
+  name: cluster
+spec:
+  replicas: 3
+  state: Active
+  strategy:
+    type: RollingUpdate
+  failureDomains:
+    labelKey: topology.kubernetes.io/zone
+`)
+	waitFor(t, 60*time.Second, "the control plane machine set balanced", func() (bool, string) {
+		obj, err := c.cl.Get(ctx, api.ResourceForKind("ControlPlaneMachineSet"), "", "cluster", client.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := obj.(*api.ControlPlaneMachineSet).Status
+		return st.ReadyReplicas == 3 && len(st.Conditions) == 1 && st.Conditions[0].Reason == "Balanced", fmt.Sprintf("%+v", st)
+	})
+	return c
 }
