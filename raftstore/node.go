@@ -782,6 +782,11 @@ func (n *Node) learnAPI(raftAddr string) {
 	}
 }
 
+// LeaderChanged is closed at the next news of the leader (a new one, none,
+// or its API address). News can be missed between a look at Leader and
+// this call, so a caller also looks again now and then.
+func (n *Node) LeaderChanged() <-chan struct{} { return n.leaderChanged.wait() }
+
 // WaitForLeader blocks until a leader is known, with its API address.
 func (n *Node) WaitForLeader(ctx context.Context) (LeaderInfo, error) {
 	for {

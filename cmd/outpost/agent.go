@@ -125,7 +125,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.EvictionHard, "eviction-hard", "", "pressure thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
 	f.StringVar(&configFile, "config", "", "YAML file with the same settings (flags win) and registry credentials")
 	f.BoolVar(&cfg.ControlPlaneEligible, "control-plane-eligible", false,
-		"this host may serve: the control plane machine set may ask it to start a server that replaces a lost or retired one (needs --cluster-secret-file)")
+		"this host may serve: the control plane machine set may ask it to start a server that replaces a lost or retired one (needs --cluster-secret-file; labels the Node at its first registration, after which an administrator labels the node or its machine outpost.io/control-plane-eligible=true)")
 	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "the cluster secret's file (mode 0600), for the server this host may be asked to run")
 	f.StringVar(&cfg.ServerDataDir, "server-data-dir", "", "data dir of that server (default DATA-DIR/server)")
 	f.StringArrayVar(&cfg.ServerArgs, "server-arg", nil, "an extra argument for that server, after the agent's own (repeat it; e.g. --server-arg=--config=/etc/outpost/server.yaml)")

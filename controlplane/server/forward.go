@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -89,6 +90,11 @@ func (s *Server) newProxy(clientTLS *tls.Config) (*httputil.ReverseProxy, *http.
 		Transport: tr,
 		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderMoved) {
+				writeError(w, api.NewTimeout("the leader the write was forwarded to lost the leadership before it answered ("+cause.Error()+
+					"): it may or may not have been applied; read the object to find out"))
+				return
+			}
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
@@ -159,7 +165,46 @@ func (s *Server) forward(w *recorder, r *http.Request, body []byte) {
 	if r.Header.Get("Authorization") == "" {
 		ft.certIdentity, _ = s.certIdentity(r)
 	}
-	s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, ft)))
+	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), forwardKey{}, ft))
+	defer cancel(nil)
+	stop := s.cancelOnLeaderChange(ctx, ld.ID, cancel)
+	defer stop()
+	s.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// errLeaderMoved ends a forwarded request whose leader was replaced.
+var errLeaderMoved = errors.New("another server leads now")
+
+// cancelOnLeaderChange cancels a request forwarded to leader with
+// errLeaderMoved once this server knows another leader: a leader that
+// died with its link cut (no reset) would otherwise hold every forwarded
+// write until the client's own timeout, long after a new leader was
+// elected. The outcome stays unknown (504), as for any forwarded write
+// without an answer. stop ends the watch.
+func (s *Server) cancelOnLeaderChange(ctx context.Context, leader string, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		// Leader news can be missed between looks; look again now and
+		// then regardless.
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			wake := s.node.LeaderChanged()
+			if cur := s.node.Leader(); cur.ID != "" && cur.ID != leader {
+				cancel(fmt.Errorf("%w: %s", errLeaderMoved, cur.ID))
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-wake:
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // leaderURL parses the leader's API address, which raftstore passes on as

@@ -69,7 +69,7 @@ func main() {
 		}
 		r.sched = schedMarkdown(res, algo)
 	}
-	if (*hbB && !*only && !*agentO && *evO == "") || *hbO {
+	if (*hbB && !*only && !*agentO && *evO == "" && !*machO) || *hbO {
 		r.heartbeats = hbMarkdown(runHeartbeatBench(ctx, *bin, *hbN), fmt.Sprintf("go run ./testing/bench -bin %s -heartbeats-only -heartbeat-nodes %d", *bin, *hbN))
 	}
 	if (*evB && others && !*only && !*agentO) || *evO != "" {

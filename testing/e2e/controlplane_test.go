@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/testing/linearize"
 	"github.com/outpost-edge/outpost/testing/netns"
 )
 
@@ -260,6 +262,8 @@ type replacement struct {
 	// 99th percentile latency of the acknowledged ones.
 	maxGap, p99 time.Duration
 	events      []string
+	// history summarises the linearizability workload's operations.
+	history string
 }
 
 // replaced runs action (which loses member out) while a client writes
@@ -278,7 +282,7 @@ func replaced(t testing.TB, ctx context.Context, c *testCluster, in, out string,
 		out, ms(r.unready), ms(r.deleting), in, ms(r.joined), ms(r.promoted), out, ms(r.removed), ms(r.gone))
 	// Four voters may last a few milliseconds only (the removal follows
 	// the promotion at once), which sampling need not see.
-	t.Logf("voters sampled %d times: between %d and %d; %d writes acknowledged", r.samples, r.minVoters, r.maxVoters, r.acked)
+	t.Logf("voters sampled %d times: between %d and %d; %d writes acknowledged, longest gap %v; linearizable history: %s", r.samples, r.minVoters, r.maxVoters, r.acked, ms(r.maxGap), r.history)
 	if r.promoted > r.removed {
 		t.Errorf("%s left raft (%v) before %s was a voter (%v)", out, r.removed, in, r.promoted)
 	}
@@ -342,6 +346,17 @@ func measureReplacement(t testing.TB, ctx context.Context, c *testCluster, in, o
 	}
 	var voters voterWatch
 	wg.Go(func() { voters.run(wctx, probe) })
+	// Four more clients create, update conditionally, delete and read
+	// (consistent) objects of six keys, new to this step (the model
+	// starts from none); their history must be linearizable (porcupine,
+	// as the foundation's tests).
+	hist := linearize.NewHistory()
+	var keys []string
+	for i := range 6 {
+		keys = append(keys, fmt.Sprintf("lin-%s-k%d", out, i))
+	}
+	lw := &linearize.Workload{History: hist, Keys: keys, Namespace: "default", OpTimeout: 10 * time.Second}
+	wg.Go(func() { lw.RunAll(wctx, 4, []*client.Client{c.cl}) })
 	defer func() {
 		stopWrites()
 		wg.Wait()
@@ -405,6 +420,13 @@ func measureReplacement(t testing.TB, ctx context.Context, c *testCluster, in, o
 	voters.mu.Lock()
 	r.minVoters, r.maxVoters, r.samples = voters.min, voters.max, voters.samples
 	voters.mu.Unlock()
+	sum, counts := linearize.Summary(hist)
+	r.history = sum
+	if err := linearize.Thin(counts); err != nil {
+		t.Errorf("linearizability history too thin to mean anything (%v): %s", err, sum)
+	} else if res, info := hist.Check(2 * time.Minute); res != porcupine.Ok {
+		t.Errorf("the history is not linearizable (%v): %s; %s", res, sum, hist.Save(info, "outpost-replacement-"+out))
+	}
 	// Every acknowledged write is there, read consistently.
 	items, _, err := probe.List(ctx, api.ResourceForKind("Namespace"), "", client.ListOptions{Consistent: true})
 	if err != nil {
