@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,3 +245,51 @@ func waitPeers(t *testing.T, ctx context.Context, cl *client.Client, ok func([]c
 }
 
 func storeAll() store.ListOptions { return store.ListOptions{} }
+
+// A write a follower forwarded to a leader whose link then went dead (no
+// reset: nothing arrives, nothing is refused) ends once another server
+// leads, as unknown outcome (504) or done, instead of waiting out the
+// client's timeout; the next write goes to the new leader. Writes are
+// sent right after the link dies, while the follower still takes the old
+// server for the leader.
+func TestForwardedWriteEndsWhenLeadershipMoves(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	c := New(t, Options{})
+	leader := c.Leader()
+	f := c.Followers()[0]
+	cl := c.Client(f)
+	// A write forwarded before: the follower holds a connection to the
+	// leader, which the dead link then swallows.
+	if _, _, err := cl.Create(ctx, testPod("warm")); err != nil {
+		t.Fatal(err)
+	}
+	c.Net.Blackhole(leader.ID)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	took := make([]time.Duration, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			_, _, errs[i] = cl.Create(wctx, testPod(fmt.Sprintf("during-%d", i)))
+			took[i] = time.Since(t0)
+		})
+	}
+	wg.Wait()
+	for i := range 4 {
+		if r := api.ReasonOf(errs[i]); errs[i] != nil && r != api.ReasonTimeout && r != api.ReasonServiceUnavailable {
+			t.Errorf("write %d: %v, want done, 504 or 503", i, errs[i])
+		}
+		// An election here takes well under a second; the old bound
+		// was the 20 s client timeout.
+		if took[i] > 8*time.Second {
+			t.Errorf("write %d took %v (%v): held until the client's timeout", i, took[i].Round(time.Millisecond), errs[i])
+		}
+	}
+	t.Logf("writes after the leader's link died: %v in %v", errs, time.Since(start).Round(time.Millisecond))
+	if _, _, err := cl.Create(ctx, testPod("after")); err != nil {
+		t.Errorf("a write once another server leads: %v", err)
+	}
+}
