@@ -27,8 +27,11 @@ import (
 const (
 	LabelControlPlaneEligible = api.LabelControlPlaneEligible
 	AnnotationServerRequested = api.AnnotationServerRequested
-	componentControlPlane     = "controlplanemachineset-controller"
-	cpmsRetry                 = 5 * time.Second
+	// AnnotationServerRequestTimedOut marks a machine asked to serve
+	// whose host did not join in time: it is not asked again.
+	AnnotationServerRequestTimedOut = "outpost.io/server-request-timed-out"
+	componentControlPlane           = "controlplanemachineset-controller"
+	cpmsRetry                       = 5 * time.Second
 )
 
 type controlPlaneSet struct {
@@ -175,10 +178,14 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 			}
 			upd := cpy.(*api.Machine)
 			delete(upd.Annotations, AnnotationServerRequested)
+			// Marked, so that the same host is not asked again at once;
+			// an administrator removes the mark once the host is fixed.
+			upd.Annotations[AnnotationServerRequestTimedOut] = c.s.now().UTC().Format(time.RFC3339)
 			if _, err := c.s.client.Update(ctx, upd); err != nil {
 				return api.MachineCondition{}, ignoreGone(err)
 			}
-			msg := fmt.Sprintf("no server joined from %s within %s of the request: asking another host (is its agent running with --control-plane-eligible?)", m.Name, serverRequestTimeout)
+			msg := fmt.Sprintf("no server joined from %s within %s of the request: asking another host (is its agent running with --control-plane-eligible?); remove the annotation %s from machine %s to let it be asked again",
+				m.Name, serverRequestTimeout, AnnotationServerRequestTimedOut, m.Name)
 			c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeWarning, "ServerRequestTimedOut", msg)
 			c.s.rec.event(ctx, m, componentControlPlane, api.EventTypeWarning, "ServerRequestTimedOut", msg)
 		}
@@ -251,6 +258,9 @@ func (c *controlPlaneSet) eligibleHost(domain, labelKey string, members []RaftMe
 			continue
 		}
 		if i >= 0 && m.Annotations[AnnotationServerRequested] == "" {
+			continue
+		}
+		if _, failed := m.Annotations[AnnotationServerRequestTimedOut]; failed {
 			continue
 		}
 		if labelKey != "" && c.domainOf(m.Name, labelKey) != domain {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -294,5 +295,53 @@ func TestControlPlaneDomainsFromLabels(t *testing.T) {
 	})
 	if m, _ := e.machine("e2"); m.Annotations[AnnotationServerRequested] != "" {
 		t.Error("e2, of domain c, was asked to serve in b's place")
+	}
+}
+
+// A host asked to serve whose server does not join within
+// serverRequestTimeout is marked and not asked again; another host of
+// the domain is asked, and the set says why (CPL-2).
+func TestControlPlaneServerRequestTimesOut(t *testing.T) {
+	e := newEnv(t)
+	zones := map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "b"}
+	for _, n := range []string{"s1", "s2", "s3", "e1", "e2"} {
+		e.agentNode(n)
+		e.update(nodesRes, "", n, false, func(o api.Object) {
+			o.(*api.Node).Labels = map[string]string{"topology.kubernetes.io/zone": zones[n], LabelControlPlaneEligible: "true"}
+		})
+	}
+	voter := func(id string) RaftMember { return RaftMember{ID: id, Voter: true, Reachable: true} }
+	fr := &fakeRaft{}
+	fr.set(voter("s1"), voter("s2"), voter("s3"))
+	e.startConfig(Config{Client: e.f, Raft: fr})
+	cpmsRes := api.ResourceForKind("ControlPlaneMachineSet")
+	three := int32(3)
+	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
+		Replicas: &three, State: api.ControlPlaneActive,
+		FailureDomains: api.ControlPlaneFailureDomains{LabelKey: "topology.kubernetes.io/zone"}}})
+	e.waitFor("s2's machine guarded", func() (bool, string) {
+		m, ok := e.machine("s2")
+		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""
+	})
+	asked := func(name string) bool {
+		m, ok := e.machine(name)
+		return ok && m.Annotations[AnnotationServerRequested] != ""
+	}
+	e.delete(machinesRes, "", "s2")
+	e.waitFor("e1 asked to serve", func() (bool, string) { return asked("e1"), "" })
+	if asked("e2") {
+		t.Fatal("two hosts asked at once")
+	}
+	e.clock.Advance(serverRequestTimeout + time.Second)
+	e.update(cpmsRes, "", "cluster", false, func(o api.Object) {
+		o.(*api.ControlPlaneMachineSet).Annotations = map[string]string{"poke": "1"}
+	})
+	e.waitFor("e2 asked after e1 timed out", func() (bool, string) { return asked("e2"), "" })
+	m, _ := e.machine("e1")
+	if asked("e1") || m.Annotations[AnnotationServerRequestTimedOut] == "" {
+		t.Errorf("e1's annotations %v, want the request gone and the timed-out mark", m.Annotations)
+	}
+	if len(e.events("cluster", "ServerRequestTimedOut")) == 0 {
+		t.Error("no ServerRequestTimedOut event")
 	}
 }
