@@ -244,7 +244,7 @@ spec:
 	}
 }
 
-func mustPeers(t *testing.T, ctx context.Context, cl *client.Client) []client.RaftPeer {
+func mustPeers(t testing.TB, ctx context.Context, cl *client.Client) []client.RaftPeer {
 	t.Helper()
 	ps, err := cl.RaftPeers(ctx)
 	if err != nil {
