@@ -121,10 +121,12 @@ func TestMachineDeletionPhase(t *testing.T) {
 	e.create(newDaemonSet("agent", nil))
 	e.create(&api.Token{ObjectMeta: api.ObjectMeta{Name: "edge1tok"}, Spec: api.TokenSpec{Role: api.RoleNode, NodeName: "edge-1", SecretHash: strings.Repeat("a", 64)}})
 	e.create(&api.Token{ObjectMeta: api.ObjectMeta{Name: "edge2tok"}, Spec: api.TokenSpec{Role: api.RoleNode, NodeName: "edge-2", SecretHash: strings.Repeat("b", 64)}})
-	var refusals atomic.Int32
-	refusals.Store(2)
+	// The budget refuses web-1's eviction until the test has seen the
+	// refusal in the machine's conditions.
+	var refusing atomic.Bool
+	refusing.Store(true)
 	e.f.EvictHook = func(ns, name string) error {
-		if name == "web-1" && refusals.Add(-1) >= 0 {
+		if name == "web-1" && refusing.Load() {
 			return api.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", nil)
 		}
 		return nil
@@ -163,6 +165,7 @@ func TestMachineDeletionPhase(t *testing.T) {
 	e.waitMachine("edge-1", "the drain refused by a budget", func(m *api.Machine) bool {
 		return strings.Contains(machineCondition(m, api.MachineDrained), "False DrainError: 1 of 2 pods not evicted yet: default/web-1: Cannot evict pod")
 	})
+	refusing.Store(false)
 	m := e.waitMachine("edge-1", "drained, held by its preTerminate hook", func(m *api.Machine) bool {
 		return strings.HasPrefix(machineCondition(m, api.MachineTerminable), "False HookPresent")
 	})
