@@ -86,6 +86,9 @@ type Agent struct {
 	roleMu      sync.Mutex
 	roleStarted bool
 	released    atomic.Bool
+	// refusedRole: a request to serve was refused (not eligible) and
+	// said so.
+	refusedRole atomic.Bool
 
 	wg sync.WaitGroup
 }

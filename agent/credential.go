@@ -61,15 +61,7 @@ func loadCredential(dataDir string) (*credential, error) {
 
 // save writes the credential readable by its owner only, atomically.
 func (c *credential) save(dataDir string) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dataDir, credentialFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write credential: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dataDir, credentialFile)); err != nil {
+	if err := writeJSONFile(filepath.Join(dataDir, credentialFile), c); err != nil {
 		return fmt.Errorf("write credential: %w", err)
 	}
 	return nil

@@ -88,14 +88,17 @@ func hostPort(host string, port int) string {
 }
 
 // serveIfAsked starts the server role when the leader asks and this
-// host may serve; a request it cannot follow is logged once per
-// heartbeat, which is where the operator looks.
+// host may serve.
 func (a *Agent) serveIfAsked(ctx context.Context, req *api.ServerRoleRequest) {
 	if req == nil || a.released.Load() {
 		return
 	}
 	if !a.cfg.ControlPlaneEligible {
-		a.log.Warn("the control plane asks this host to serve, but the agent was not started with --control-plane-eligible")
+		// Asked at every heartbeat until the set gives up on the host:
+		// said once.
+		if !a.refusedRole.Swap(true) {
+			a.log.Warn("the control plane asks this host to serve, but the agent was not started with --control-plane-eligible")
+		}
 		return
 	}
 	a.roleMu.Lock()
@@ -192,6 +195,8 @@ func (a *Agent) annotateNode(ctx context.Context, key, value string) error {
 	return err
 }
 
+// writeJSONFile writes v as JSON to path (mode 0600) through a
+// temporary file and a rename, so a crash leaves the old file or the new.
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

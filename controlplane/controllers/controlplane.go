@@ -169,8 +169,10 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 		// is too old.
 		if m, since := c.pendingRequest(members); m != nil {
 			if c.s.now().Sub(since) < serverRequestTimeout {
+				// The time asked, not the time since: the status is
+				// written only when it changes.
 				return api.MachineCondition{Type: "Progressing", Status: api.ConditionTrue, Reason: "WaitingForServer",
-					Message: fmt.Sprintf("waiting for a server on %s to join (asked %s ago)", m.Name, c.s.now().Sub(since).Round(time.Second))}, nil
+					Message: fmt.Sprintf("waiting for a server on %s to join (asked at %s)", m.Name, since.UTC().Format(time.RFC3339))}, nil
 			}
 			cpy, err := controller.Copy(m)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
+
+var cpmsRes = api.ResourceForKind("ControlPlaneMachineSet")
 
 // fakeRaft is a raft membership whose Remove may refuse.
 type fakeRaft struct {
@@ -175,7 +178,6 @@ func TestControlPlaneMachineSet(t *testing.T) {
 		e.waitMachine(n, "Running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
 		e.update(machinesRes, "", n, false, func(o api.Object) { o.(*api.Machine).Labels[LabelControlPlaneEligible] = "true" })
 	}
-	cpmsRes := api.ResourceForKind("ControlPlaneMachineSet")
 	three := int32(3)
 	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
 		Replicas: &three, State: api.ControlPlaneActive,
@@ -254,14 +256,13 @@ func TestControlPlaneMachineSet(t *testing.T) {
 	e.waitFor("balanced over a and c", progress("Balanced"))
 }
 
-// A set with a label key and no domain names takes the label's values on
-// the members' and eligible hosts' nodes as its domains (CPL-2): three
-// members in a, b and c are balanced, and a deleted member of b is
-// replaced in b.
-func TestControlPlaneDomainsFromLabels(t *testing.T) {
+// zonedControlPlane starts the controllers over eligible nodes in the
+// zones given (host → zone), s1..s3 the raft voters, and a control plane
+// set of 3 replicas whose domains are the zone label's values.
+func zonedControlPlane(t *testing.T, zones map[string]string) *env {
+	t.Helper()
 	e := newEnv(t)
-	zones := map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "c"}
-	for _, n := range []string{"s1", "s2", "s3", "e1", "e2"} {
+	for _, n := range slices.Sorted(maps.Keys(zones)) {
 		e.agentNode(n)
 		e.update(nodesRes, "", n, false, func(o api.Object) {
 			o.(*api.Node).Labels = map[string]string{"topology.kubernetes.io/zone": zones[n], LabelControlPlaneEligible: "true"}
@@ -271,11 +272,19 @@ func TestControlPlaneDomainsFromLabels(t *testing.T) {
 	fr := &fakeRaft{}
 	fr.set(voter("s1"), voter("s2"), voter("s3"))
 	e.startConfig(Config{Client: e.f, Raft: fr})
-	cpmsRes := api.ResourceForKind("ControlPlaneMachineSet")
 	three := int32(3)
 	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
 		Replicas: &three, State: api.ControlPlaneActive, Strategy: api.ControlPlaneStrategy{Type: api.StrategyRollingUpdate},
 		FailureDomains: api.ControlPlaneFailureDomains{LabelKey: "topology.kubernetes.io/zone"}}})
+	return e
+}
+
+// A set with a label key and no domain names takes the label's values on
+// the members' and eligible hosts' nodes as its domains (CPL-2): three
+// members in a, b and c are balanced, and a deleted member of b is
+// replaced in b.
+func TestControlPlaneDomainsFromLabels(t *testing.T) {
+	e := zonedControlPlane(t, map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "c"})
 	e.waitFor("Balanced over a, b, c", func() (bool, string) {
 		cp := e.get(cpmsRes, "", "cluster").(*api.ControlPlaneMachineSet)
 		return len(cp.Status.Conditions) == 1 && cp.Status.Conditions[0].Reason == "Balanced" && cp.Status.UpdatedReplicas == 3, fmt.Sprintf("%+v", cp.Status)
@@ -302,23 +311,7 @@ func TestControlPlaneDomainsFromLabels(t *testing.T) {
 // serverRequestTimeout is marked and not asked again; another host of
 // the domain is asked, and the set says why (CPL-2).
 func TestControlPlaneServerRequestTimesOut(t *testing.T) {
-	e := newEnv(t)
-	zones := map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "b"}
-	for _, n := range []string{"s1", "s2", "s3", "e1", "e2"} {
-		e.agentNode(n)
-		e.update(nodesRes, "", n, false, func(o api.Object) {
-			o.(*api.Node).Labels = map[string]string{"topology.kubernetes.io/zone": zones[n], LabelControlPlaneEligible: "true"}
-		})
-	}
-	voter := func(id string) RaftMember { return RaftMember{ID: id, Voter: true, Reachable: true} }
-	fr := &fakeRaft{}
-	fr.set(voter("s1"), voter("s2"), voter("s3"))
-	e.startConfig(Config{Client: e.f, Raft: fr})
-	cpmsRes := api.ResourceForKind("ControlPlaneMachineSet")
-	three := int32(3)
-	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
-		Replicas: &three, State: api.ControlPlaneActive,
-		FailureDomains: api.ControlPlaneFailureDomains{LabelKey: "topology.kubernetes.io/zone"}}})
+	e := zonedControlPlane(t, map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b", "e2": "b"})
 	e.waitFor("s2's machine guarded", func() (bool, string) {
 		m, ok := e.machine("s2")
 		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""

@@ -76,21 +76,7 @@ func benchReplaceOnce(b *testing.B, pods int) replacement {
 	t0 := time.Now()
 	storePods(b, ctx, c, pods)
 	b.Logf("stored %d pods in %v", pods, time.Since(t0).Round(time.Second))
-	c.apply(ctx, "mhc", `apiVersion: machine.openshift.io/v1beta1
-kind: MachineHealthCheck
-metadata:
-  name: control-plane
-spec:
-  selector:
-    matchExpressions:
-    - key: machine.openshift.io/zone
-      operator: Exists
-  unhealthyConditions:
-  - type: Ready
-    status: Unknown
-    timeout: 10s
-  maxUnhealthy: 1
-`)
+	c.apply(ctx, "mhc", controlPlaneHealthCheck)
 	var victim, spare *cpHost
 	for _, p := range mustPeers(b, ctx, c.cl) {
 		if p.Leader {

@@ -68,6 +68,27 @@ func serverProcess(t testing.TB, h *netns.Host, name, dir, secretFile string, jo
 	return cmd
 }
 
+// controlPlaneHealthCheck deletes the machine of any host (every one is
+// eligible) whose node has not been Ready for 10 s, one at a time.
+const controlPlaneHealthCheck = `apiVersion: machine.openshift.io/v1beta1
+kind: MachineHealthCheck
+metadata:
+  name: control-plane
+spec:
+  selector:
+    matchExpressions:
+    - key: machine.openshift.io/zone
+      operator: Exists
+  unhealthyConditions:
+  - type: Ready
+    status: Unknown
+    timeout: 10s
+  - type: Ready
+    status: "False"
+    timeout: 10s
+  maxUnhealthy: 1
+`
+
 // enableForwarding lets the test hosts reach each other through the
 // root namespace (servers on different hosts talk raft) for the test.
 func enableForwarding(t testing.TB) {
@@ -184,24 +205,7 @@ func TestControlPlaneReplacement(t *testing.T) {
 	// 2. h2 killed (every process of it SIGKILLed, its link cut): the
 	// health check deletes its machine once its node has been unready
 	// for 10 s, and h5, zone b's spare, replaces it.
-	c.apply(ctx, "mhc", `apiVersion: machine.openshift.io/v1beta1
-kind: MachineHealthCheck
-metadata:
-  name: control-plane
-spec:
-  selector:
-    matchExpressions:
-    - key: machine.openshift.io/zone
-      operator: Exists
-  unhealthyConditions:
-  - type: Ready
-    status: Unknown
-    timeout: 10s
-  - type: Ready
-    status: "False"
-    timeout: 10s
-  maxUnhealthy: 1
-`)
+	c.apply(ctx, "mhc", controlPlaneHealthCheck)
 	replaced(t, ctx, c, "h5", "h2", func() {
 		_ = hosts[1].srv.Process.Kill()
 		hosts[1].agent.kill9()
