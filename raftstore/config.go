@@ -67,6 +67,13 @@ type Config struct {
 	SnapshotThreshold  uint64        // default 8192 entries
 	TrailingLogs       uint64        // default 10240 entries
 	SnapshotInterval   time.Duration // default 2m
+	// CatchUpLag is how many entries behind the leader's commit index a
+	// joining non-voter may be, once it has every entry committed when it
+	// asked, and still be promoted (default 64). Under a steady write load
+	// the commit index keeps moving, so an exact match may never come; a
+	// larger lag promotes sooner, with more for the new voter to fetch.
+	// The leader's setting is the one that counts.
+	CatchUpLag uint64
 }
 
 // Defaults chosen for a LAN or an edge link; see DESIGN.md.
@@ -76,6 +83,7 @@ const (
 	defaultSnapshotThreshold = 8192
 	defaultTrailingLogs      = 10240
 	defaultSnapshotInterval  = 2 * time.Minute
+	defaultCatchUpLag        = 64
 	// maxAppendEntries is the most entries per AppendEntries RPC and per
 	// FSM batch; raft caps it at 1024.
 	maxAppendEntries = 512
@@ -165,6 +173,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.SnapshotInterval == 0 {
 		cfg.SnapshotInterval = defaultSnapshotInterval
+	}
+	if cfg.CatchUpLag == 0 {
+		cfg.CatchUpLag = defaultCatchUpLag
 	}
 	for _, d := range []struct {
 		name string

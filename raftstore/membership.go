@@ -23,10 +23,6 @@ type Peer struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// caughtUpMargin is how many entries behind the leader's commit index a
-// server may be and still count as caught up.
-const caughtUpMargin = 64
-
 func (n *Node) configuration() (raft.Configuration, uint64, error) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -302,9 +298,16 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	})
 }
 
+// caughtUp reports whether a server whose log ends at last has every entry
+// up to target (the commit index when the wait began) and is at most lag
+// entries behind the commit index now.
+func caughtUp(last, target, commit, lag uint64) bool {
+	return last >= target && last+lag >= commit
+}
+
 // WaitCaughtUp blocks until the server has every entry that was committed
-// when the call began and is within a small margin of the commit index now
-// (which keeps moving under load). Call it on the leader.
+// when the call began and is within Config.CatchUpLag entries of the commit
+// index now (which keeps moving under load). Call it on the leader.
 func (n *Node) WaitCaughtUp(ctx context.Context, id string) error {
 	target := n.raft.CommitIndex()
 	backoff := 10 * time.Millisecond
@@ -318,7 +321,7 @@ func (n *Node) WaitCaughtUp(ctx context.Context, id string) error {
 		}
 		st, err := n.status(ctx, id, string(s.Address))
 		commit := n.raft.CommitIndex()
-		if err == nil && st.LastIndex >= target && st.LastIndex+caughtUpMargin >= commit {
+		if err == nil && caughtUp(st.LastIndex, target, commit, n.cfg.CatchUpLag) {
 			return nil
 		}
 		t := time.NewTimer(backoff)

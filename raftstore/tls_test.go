@@ -175,7 +175,7 @@ func TestConfigValidation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.HeartbeatTimeout != defaultHeartbeatTimeout || got.LeaderLeaseTimeout > got.HeartbeatTimeout || got.Logger == nil {
+				if got.HeartbeatTimeout != defaultHeartbeatTimeout || got.LeaderLeaseTimeout > got.HeartbeatTimeout || got.Logger == nil || got.CatchUpLag != defaultCatchUpLag {
 					t.Errorf("defaults not applied: %+v", got)
 				}
 				return
@@ -184,6 +184,29 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("error %v, want one saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCaughtUp is the promotion rule for a joining server (CPL-1: a
+// replacement is promoted once it has caught up with the leader's log,
+// within the configured lag).
+func TestCaughtUp(t *testing.T) {
+	tests := []struct {
+		name                      string
+		last, target, commit, lag uint64
+		want                      bool
+	}{
+		{"exactly at the commit index", 100, 100, 100, 0, true},
+		{"short of what was committed when asked", 99, 100, 100, 64, false},
+		{"within the lag of a moving commit index", 150, 100, 200, 64, true},
+		{"more than the lag behind", 135, 100, 200, 64, false},
+		{"a larger lag promotes sooner", 135, 100, 200, 100, true},
+		{"no lag needs the commit index", 199, 100, 200, 0, false},
+	}
+	for _, tt := range tests {
+		if got := caughtUp(tt.last, tt.target, tt.commit, tt.lag); got != tt.want {
+			t.Errorf("%s: caughtUp(last %d, target %d, commit %d, lag %d) = %v, want %v", tt.name, tt.last, tt.target, tt.commit, tt.lag, got, tt.want)
+		}
 	}
 }
 

@@ -141,6 +141,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.DurationVar(&cfg.StateHashInterval, "state-hash-interval", time.Minute, "how often this server compares a hash of its state with the other servers' at the same raft index; a server that differs fails /readyz (GET /debug/statehash shows the last comparison)")
 	f.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks whether to snapshot (0: 2m)")
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
+	f.Uint64Var(&cfg.CatchUpLag, "raft-catch-up-lag", 64, "a joining server (a replacement too) is promoted to voter once it holds every entry committed when it asked and is at most this many entries behind the leader's commit index; the leader's setting counts")
 	// Hidden: a server that acknowledges writes it may lose on a power
 	// cut, only for the power-loss test to prove it notices.
 	f.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync the raft log (loses acknowledged writes on power loss; tests only)")

@@ -162,6 +162,9 @@ type Config struct {
 	UnsafeNoFsync     bool
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// CatchUpLag is raftstore's: how far behind the commit index a joining
+	// server may be when it is promoted (0: 64 entries).
+	CatchUpLag uint64
 }
 
 // withDefaults fills in defaults and checks what cannot be defaulted.

@@ -176,6 +176,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		SnapshotThreshold:  cfg.SnapshotThreshold,
 		TrailingLogs:       cfg.TrailingLogs,
 		SnapshotInterval:   cfg.SnapshotInterval,
+		CatchUpLag:         cfg.CatchUpLag,
 		UnsafeNoSync:       cfg.UnsafeNoFsync,
 		Dial:               cfg.Dial,
 		StateHash:          st.StateHash,
