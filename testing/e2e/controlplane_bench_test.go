@@ -72,7 +72,7 @@ func benchReplaceOnce(b *testing.B, pods int) replacement {
 		{name: "h4", zone: "a"}, {name: "h5", zone: "b"}, {name: "h6", zone: "c"}}
 	// No scheduler: the stored pods are for the snapshot's size, not to
 	// run (the agents would try).
-	c := startControlPlane(b, ctx, root, hosts, []string{"--no-default-scheduler"})
+	c := startControlPlane(b, ctx, root, hosts, 3, []string{"--no-default-scheduler"})
 	t0 := time.Now()
 	storePods(b, ctx, c, pods)
 	b.Logf("stored %d pods in %v", pods, time.Since(t0).Round(time.Second))
@@ -98,12 +98,7 @@ func benchReplaceOnce(b *testing.B, pods int) replacement {
 	}
 	b.Logf("killing %s, the leader's host; %s (zone %s) replaces it", victim.name, spare.name, spare.zone)
 	b.StartTimer()
-	r := measureReplacement(b, ctx, c, spare.name, victim.name, 16, func() {
-		_ = victim.srv.Process.Kill()
-		victim.agent.kill9()
-		killUnder(b, victim.agent.dir)
-		victim.h.Cut(b)
-	})
+	r := measureReplacement(b, ctx, c, spare.name, victim.name, 16, func() { victim.kill(b) })
 	b.StopTimer()
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,22 +32,47 @@ type cpHost struct {
 	h     *netns.Host
 	agent *agentNode
 	srv   *exec.Cmd
+	// startServer starts (or starts again) the host's first-member server.
+	startServer func()
+}
+
+// kill ends the host as a power cut would, seen from the network: every
+// process of it is SIGKILLed and its link cut.
+func (h *cpHost) kill(t testing.TB) {
+	t.Helper()
+	if h.srv != nil {
+		_ = h.srv.Process.Kill()
+		_ = h.srv.Wait()
+	}
+	h.agent.kill9()
+	killUnder(t, h.agent.dir)
+	h.h.Cut(t)
+}
+
+// revive brings a killed first member back: its link, its server (on its
+// data) and its agent.
+func (h *cpHost) revive(t testing.TB) {
+	t.Helper()
+	h.h.Restore(t)
+	h.startServer()
+	h.agent.start()
 }
 
 // serverProcess starts `outpost server` inside host h, bound to its
-// address, with raft ID name; the three first members form the cluster
-// together (bootstrap-expect 3). Gossip goes on 6446: the host's agent
-// has 6445 (as the agent's server role does).
+// address, with raft ID name; the first members (as many as join lists)
+// form the cluster together. Gossip goes on 6446: the host's agent has
+// 6445 (as the agent's server role does). A server started again on the
+// same host appends to the same log.
 func serverProcess(t testing.TB, h *netns.Host, name, dir, secretFile string, join []string, extra ...string) *exec.Cmd {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(dir, name+"-server.log"))
+	logf, err := os.OpenFile(filepath.Join(dir, name+"-server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("ip", "netns", "exec", h.Name, outpostBin, "server",
 		"--id", name, "--data-dir", filepath.Join(dir, name+"-server"),
 		"--api-addr", h.Addr+":6443", "--raft-addr", h.Addr+":6444", "--gossip-port", "6446",
-		"--bootstrap-expect", "3", "--join", strings.Join(join, ","),
+		"--bootstrap-expect", strconv.Itoa(len(join)), "--join", strings.Join(join, ","),
 		"--cluster-secret-file", secretFile, "--log-level", "info")
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -137,12 +163,7 @@ func (v *voterWatch) sample(ctx context.Context, cl *client.Client) {
 	if err != nil {
 		return
 	}
-	n := 0
-	for _, p := range peers {
-		if p.Suffrage == "Voter" {
-			n++
-		}
-	}
+	n := voterCount(peers)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.samples == 0 || n < v.min {
@@ -185,7 +206,7 @@ func TestControlPlaneReplacement(t *testing.T) {
 	defer cancel()
 	root := t.TempDir()
 	hosts := []*cpHost{{name: "h1", zone: "a"}, {name: "h2", zone: "b"}, {name: "h3", zone: "c"}, {name: "h4", zone: "a"}, {name: "h5", zone: "b"}, {name: "h6", zone: "a"}}
-	c := startControlPlane(t, ctx, root, hosts, nil)
+	c := startControlPlane(t, ctx, root, hosts, 3, nil)
 
 	// 1. delete machine h1: h4, zone a's spare, replaces it.
 	replaced(t, ctx, c, "h4", "h1", func() { c.mustCLI(ctx, "delete", "machine", "h1", "--wait=false") })
@@ -206,12 +227,7 @@ func TestControlPlaneReplacement(t *testing.T) {
 	// health check deletes its machine once its node has been unready
 	// for 10 s, and h5, zone b's spare, replaces it.
 	c.apply(ctx, "mhc", controlPlaneHealthCheck)
-	replaced(t, ctx, c, "h5", "h2", func() {
-		_ = hosts[1].srv.Process.Kill()
-		hosts[1].agent.kill9()
-		killUnder(t, hosts[1].agent.dir)
-		hosts[1].h.Cut(t)
-	})
+	replaced(t, ctx, c, "h5", "h2", func() { hosts[1].kill(t) })
 	evs, _, err = c.cl.List(ctx, api.ResourceForKind("Event"), "default", client.ListOptions{FieldSelector: "reason=MachineDeleted"})
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +262,86 @@ func TestControlPlaneReplacement(t *testing.T) {
 	if len(evs) != 1 || !strings.Contains(evs[0].(*api.Event).Message, "deleting machine h3") {
 		t.Errorf("Rebalancing events %v, want one deleting h3", evs)
 	}
+}
+
+// TestControlPlaneTwoLost (SPEC CPL-4, CPL-2; issue 11's "two server
+// hosts killed at once"): five members in three zones (a and b hold two,
+// c one) and a spare in zone c. h2 and h3 are killed together: raft keeps
+// its quorum (three of five), and the health check, whose maxUnhealthy is
+// 1, deletes neither machine but says why (RemediationAllowed=False,
+// event RemediationRestricted). h2 comes back: one unhealthy machine is
+// within the limit, so the check deletes h3's and h6, zone c's spare,
+// replaces it, while the cluster keeps serving writes.
+func TestControlPlaneTwoLost(t *testing.T) {
+	requireReal(t)
+	enableForwarding(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	hosts := []*cpHost{{name: "h1", zone: "a"}, {name: "h2", zone: "b"}, {name: "h3", zone: "c"}, {name: "h4", zone: "a"}, {name: "h5", zone: "b"}, {name: "h6", zone: "c"}}
+	c := startControlPlane(t, ctx, root, hosts, 5, nil)
+	c.admin = filepath.Join(root, "h1-server", "admin.conf") // h1 lives throughout
+	c.apply(ctx, "mhc", controlPlaneHealthCheck)
+
+	hosts[1].kill(t)
+	hosts[2].kill(t)
+	t0 := time.Now()
+	waitFor(t, 2*time.Minute, "the health check refusing to act on two unhealthy machines", func() (bool, string) {
+		obj, err := c.cl.Get(ctx, api.ResourceForKind("MachineHealthCheck"), "", "control-plane", client.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := obj.(*api.MachineHealthCheck).Status
+		for _, cd := range st.Conditions {
+			if cd.Type == api.RemediationAllowed && cd.Status == api.ConditionFalse && cd.Reason == "TooManyUnhealthy" {
+				return true, cd.Message
+			}
+		}
+		return false, fmt.Sprintf("%+v", st)
+	})
+	t.Logf("the health check stopped acting %v after the kill", time.Since(t0).Round(100*time.Millisecond))
+	evs, _, err := c.cl.List(ctx, api.ResourceForKind("Event"), "", client.ListOptions{FieldSelector: "reason=RemediationRestricted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || !strings.Contains(evs[0].(*api.Event).Message, "maxUnhealthy") {
+		t.Errorf("RemediationRestricted events %v, want one naming maxUnhealthy", evs)
+	}
+	for _, h := range []string{"h2", "h3"} {
+		obj, err := c.cl.Get(ctx, api.ResourceForKind("Machine"), "", h, client.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetObjectMeta().DeletionTimestamp != nil {
+			t.Errorf("machine %s is being deleted with two of the check's machines unhealthy (maxUnhealthy 1)", h)
+		}
+	}
+	if n := voterCount(mustPeers(t, ctx, c.cl)); n != 5 {
+		t.Errorf("%d voters with two hosts down, want all 5 still members (no action)", n)
+	}
+
+	replaced(t, ctx, c, "h6", "h3", func() { hosts[1].revive(t) })
+	obj, err := c.cl.Get(ctx, api.ResourceForKind("Machine"), "", "h2", client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetObjectMeta().DeletionTimestamp != nil {
+		t.Error("h2's machine is being deleted after it came back")
+	}
+	ps := mustPeers(t, ctx, c.cl)
+	if n := voterCount(ps); n != 5 || !slices.ContainsFunc(ps, func(p client.RaftPeer) bool { return p.ID == "h2" && p.Suffrage == "Voter" }) {
+		t.Errorf("voters after the heal: %s; want 5 with h2 and h6", describePeers(ps))
+	}
+}
+
+func voterCount(ps []client.RaftPeer) int {
+	n := 0
+	for _, p := range ps {
+		if p.Suffrage == "Voter" {
+			n++
+		}
+	}
+	return n
 }
 
 func mustPeers(t testing.TB, ctx context.Context, cl *client.Client) []client.RaftPeer {
@@ -454,11 +550,11 @@ func measureReplacement(t testing.TB, ctx context.Context, c *testCluster, in, o
 }
 
 // startControlPlane makes the hosts (network namespaces), starts a server
-// on the first three (bootstrap-expect 3) and an eligible agent on every
-// one, labelled with its zone, and makes the control plane machine set
-// (3 replicas, domains by zone). The client fails over between every
-// host; the admin config is h3's.
-func startControlPlane(t testing.TB, ctx context.Context, root string, hosts []*cpHost, serverArgs []string) *testCluster {
+// on the first members (3 or 5) and an eligible agent on every host,
+// labelled with its zone, and makes the control plane machine set
+// (members replicas, domains by zone). The client fails over between
+// every host; the admin config is the third host's.
+func startControlPlane(t testing.TB, ctx context.Context, root string, hosts []*cpHost, members int, serverArgs []string) *testCluster {
 	t.Helper()
 	secret := make([]byte, 24)
 	_, _ = rand.Read(secret)
@@ -470,15 +566,16 @@ func startControlPlane(t testing.TB, ctx context.Context, root string, hosts []*
 		h.h = netns.New(t, 61+i)
 	}
 	var raftAddrs []string
-	for _, h := range hosts[:3] {
+	for _, h := range hosts[:members] {
 		raftAddrs = append(raftAddrs, h.h.Addr+":6444")
 	}
-	for _, h := range hosts[:3] {
-		h.srv = serverProcess(t, h.h, h.name, root, secretFile, raftAddrs, serverArgs...)
+	for _, h := range hosts[:members] {
+		h.startServer = func() { h.srv = serverProcess(t, h.h, h.name, root, secretFile, raftAddrs, serverArgs...) }
+		h.startServer()
 	}
-	// h3 serves throughout; the client fails over between every host.
-	c := &testCluster{t: t, dir: root, admin: filepath.Join(root, "h3-server", "admin.conf")}
-	waitFor(t, 90*time.Second, "three servers serving", func() (bool, string) {
+	// The client fails over between every host.
+	c := &testCluster{t: t, dir: root, admin: filepath.Join(root, hosts[2].name+"-server", "admin.conf")}
+	waitFor(t, 90*time.Second, "the first members serving", func() (bool, string) {
 		cfg, err := client.LoadConfig(c.admin)
 		if err != nil {
 			return false, err.Error()
@@ -503,7 +600,7 @@ func startControlPlane(t testing.TB, ctx context.Context, root string, hosts []*
 			}
 		}
 		c.cl = cl
-		return voters == 3, describePeers(peers)
+		return voters == members, describePeers(peers)
 	})
 	join := c.joinString(ctx)
 	for _, h := range hosts {
@@ -523,7 +620,7 @@ kind: ControlPlaneMachineSet
 metadata:
   name: cluster
 spec:
-  replicas: 3
+  replicas: `+strconv.Itoa(members)+`
   state: Active
   strategy:
     type: RollingUpdate
@@ -536,7 +633,7 @@ spec:
 			return false, err.Error()
 		}
 		st := obj.(*api.ControlPlaneMachineSet).Status
-		return st.ReadyReplicas == 3 && len(st.Conditions) == 1 && st.Conditions[0].Reason == "Balanced", fmt.Sprintf("%+v", st)
+		return int(st.ReadyReplicas) == members && len(st.Conditions) == 1 && st.Conditions[0].Reason == "Balanced", fmt.Sprintf("%+v", st)
 	})
 	return c
 }
