@@ -105,6 +105,9 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if cfg.DataDir == "" {
 				return fmt.Errorf("--data-dir is required")
 			}
+			if cfg.HeartbeatTimeout < 5*time.Millisecond {
+				return fmt.Errorf("--raft-heartbeat-timeout %s: must be at least 5ms", cfg.HeartbeatTimeout)
+			}
 			if err := sched.apply(&cfg); err != nil {
 				return err
 			}
@@ -141,6 +144,8 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.DurationVar(&cfg.StateHashInterval, "state-hash-interval", time.Minute, "how often this server compares a hash of its state with the other servers' at the same raft index; a server that differs fails /readyz (GET /debug/statehash shows the last comparison)")
 	f.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks whether to snapshot (0: 2m)")
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
+	f.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "how long a follower waits without hearing from the leader before it stands for election (the election timeout is the same, the leader's lease half): "+
+		"lower moves the leadership sooner when the leader's host dies, higher rides out slow or lossy links without needless elections; every server should have the same")
 	f.Uint64Var(&cfg.CatchUpLag, "raft-catch-up-lag", 64, "a joining server (a replacement too) is promoted to voter once it holds every entry committed when it asked and is at most this many entries behind the leader's commit index; the leader's setting counts")
 	// Hidden: a server that acknowledges writes it may lose on a power
 	// cut, only for the power-loss test to prove it notices.

@@ -52,8 +52,9 @@ const (
 	DefaultControlPlaneSize = 3
 	componentQuorumGuard    = "quorum-guard"
 	// guardRetry is how often a guard that waits looks again (raft's
-	// membership has no event the informers see).
-	guardRetry = 2 * time.Second
+	// membership has no event the informers see): a replacement's
+	// promotion is seen within it.
+	guardRetry = time.Second
 )
 
 type quorumGuard struct {
@@ -127,15 +128,15 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		return 0, c.setHook(ctx, m, false)
 	}
 	// A voter whose machine is being deleted: how many reachable voters
-	// would be left? The cached listing says whether to look closer; a
-	// removal is decided on a fresh one, one removal at a time (two
-	// deleted machines' syncs must not both count the same voters).
+	// would be left? The listing says whether to look closer; a removal
+	// is decided one at a time (two deleted machines' syncs must not both
+	// count the same voters), on a listing taken since the last removal
+	// ended: each removal forgets the cached one when it is done.
 	keep := c.size()
 	left := votersLeft(members, m.Name)
 	if len(left) >= keep {
 		c.removeMu.Lock()
 		defer c.removeMu.Unlock()
-		c.forgetMembers()
 		if members, err = c.currentMembers(ctx); err != nil {
 			return 0, fmt.Errorf("quorum guard: raft members: %w", err)
 		}
@@ -164,7 +165,10 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		}
 		return guardRetry, nil
 	}
-	if err := c.raft.Remove(ctx, m.Name); err != nil {
+	err = c.raft.Remove(ctx, m.Name)
+	// A listing taken while the removal ran may not show it.
+	c.forgetMembers()
+	if err != nil {
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "RemoveRefused", err.Error())
 		return guardRetry, nil
 	}
@@ -178,7 +182,9 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 // members; raftstore checks quorum again at every removal.
 const membersTTL = time.Second
 
-// currentMembers is the raft membership, at most membersTTL old.
+// currentMembers is the raft membership, at most membersTTL old. The
+// listing runs under mu, so a forgetMembers that overlaps one clears it
+// once it is stored.
 func (c *quorumGuard) currentMembers(ctx context.Context) ([]RaftMember, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
