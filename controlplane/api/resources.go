@@ -47,6 +47,8 @@ var Resources = []*Resource{
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineSet", Plural: "machinesets", Singular: "machineset", ShortNames: []string{"ms"}, HasStatus: true, New: func() Object { return &MachineSet{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "ControlPlaneMachineSet", Plural: "controlplanemachinesets", Singular: "controlplanemachineset", ShortNames: []string{"cpms"}, HasStatus: true, New: func() Object { return &ControlPlaneMachineSet{} }},
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineHealthCheck", Plural: "machinehealthchecks", Singular: "machinehealthcheck", ShortNames: []string{"mhc"}, HasStatus: true, New: func() Object { return &MachineHealthCheck{} }},
+	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig", Plural: "machineconfigs", Singular: "machineconfig", ShortNames: []string{"mc"}, New: func() Object { return &MachineConfig{} }},
+	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool", Plural: "machineconfigpools", Singular: "machineconfigpool", ShortNames: []string{"mcp"}, HasStatus: true, New: func() Object { return &MachineConfigPool{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -122,6 +124,10 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[13]
 	case *MachineHealthCheck:
 		return Resources[14]
+	case *MachineConfig:
+		return Resources[15]
+	case *MachineConfigPool:
+		return Resources[16]
 	}
 	return nil
 }

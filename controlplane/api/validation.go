@@ -68,6 +68,12 @@ func Validate(obj Object) ErrorList {
 	case *MachineHealthCheck:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachineHealthCheck(o)...)
+	case *MachineConfig:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateMachineConfig(o)...)
+	case *MachineConfigPool:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateMachineConfigPool(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

@@ -181,6 +181,8 @@ var resourceGroup = map[string]string{
 	"machinehealthchecks":     "machine.openshift.io",
 	"machinesets":             "machine.openshift.io",
 	"controlplanemachinesets": "machine.openshift.io",
+	"machineconfigs":          "machineconfiguration.openshift.io",
+	"machineconfigpools":      "machineconfiguration.openshift.io",
 	"tokens":                  "outpost.io",
 	"schedulerpolicies":       "outpost.io",
 	ResourceNodeCredentials:   "outpost.io",
@@ -276,7 +278,9 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 			return readableSub(req.Subresource)
 		}
 		return false
-	case "services", "namespaces":
+	case "services", "namespaces", "machineconfigs", "machineconfigpools":
+		// Configs and pools: the agent reads the rendered config its
+		// node is to run (UPD-8).
 		return isRead(req.Verb) && readableSub(req.Subresource)
 	case ResourceServers:
 		return req.Verb == VerbList

@@ -293,6 +293,23 @@ func TestGet(t *testing.T) {
 		}
 	}
 
+	// Machine config pools print the seed's columns exactly (UPD-9).
+	f.put(api.ResourceForKind("MachineConfigPool"), `{"metadata":{"name":"worker"},"spec":{"nodeSelector":{"matchLabels":{"node-role.kubernetes.io/worker":""}},"configuration":{"name":"rendered-worker-new"}},
+		"status":{"configuration":{"name":"rendered-worker-1d871ac76e1951d32b2fe92369879826"},"machineCount":2,"readyMachineCount":1,"updatedMachineCount":1,"degradedMachineCount":0,
+		"conditions":[{"type":"Updated","status":"False"},{"type":"Updating","status":"True"},{"type":"Degraded","status":"False"}]}}`)
+	expect(t, "get mcp", f.run("get", "mcp"), 0,
+		"NAME     CONFIG                                             UPDATED   UPDATING   DEGRADED   MACHINECOUNT   READYMACHINECOUNT   UPDATEDMACHINECOUNT   DEGRADEDMACHINECOUNT   AGE\n"+
+			"worker   rendered-worker-1d871ac76e1951d32b2fe92369879826   False     True       False      2              1                   1                     0                      120m\n", "")
+	f.put(api.ResourceForKind("MachineConfig"), `{"metadata":{"name":"99-worker-ssh"},"spec":{"config":{"ignition":{"version":"3.2.0"}}}}`)
+	expect(t, "get mc", f.run("get", "mc"), 0,
+		"NAME            GENERATEDBYCONTROLLER   IGNITIONVERSION   AGE\n99-worker-ssh                           3.2.0             120m\n", "")
+	res = f.run("describe", "mcp", "worker")
+	for _, want := range []string{"Target Config:", "rendered-worker-new", "Node Selector:", "node-role.kubernetes.io/worker=", "Updating  True"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("describe mcp lacks %q:\n%s", want, res.stdout)
+		}
+	}
+
 	expect(t, "bad type", f.run("get", "gadgets"), 1, "", "error: the server doesn't have a resource type \"gadgets\"\n")
 	expect(t, "bad output", f.run("get", "pods", "-o", "toml"), 1, "",
 		"error: unable to match a printer suitable for the output format \"toml\", allowed formats are: json,name,wide,yaml\nSee 'outpost get --help' for usage.\n")

@@ -282,6 +282,8 @@ func (d *describer) describe(w io.Writer, r *api.Resource, obj api.Object) error
 		d.line(0, "Description", orNone(o.Spec.Description))
 	case *api.Machine:
 		d.machine(o)
+	case *api.MachineConfigPool:
+		d.machineConfigPool(o)
 	case *api.Event:
 		d.meta(m)
 		ref := o.InvolvedObject
@@ -615,6 +617,15 @@ func (d *describer) node(n *api.Node) {
 	}
 	d.line(0, "Unschedulable", strconv.FormatBool(n.Spec.Unschedulable))
 	d.line(0, "Zone", d.zoneState(n))
+	if want, ok := n.Annotations[api.AnnotationDesiredConfig]; ok {
+		d.section(0, "Machine Config")
+		d.line(1, "State", orNone(n.Annotations[api.AnnotationMCState]))
+		if r := n.Annotations[api.AnnotationMCReason]; r != "" {
+			d.line(1, "Reason", r)
+		}
+		d.line(1, "Current", orNone(n.Annotations[api.AnnotationCurrentConfig]))
+		d.line(1, "Desired", want)
+	}
 	d.section(0, "Conditions")
 	rows := [][]string{
 		{"Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"},
@@ -686,6 +697,57 @@ func (d *describer) machine(m *api.Machine) {
 	rows := [][]string{{"Type", "Status", "LastTransitionTime", "Reason", "Message"}, {"----", "------", "------------------", "------", "-------"}}
 	for _, c := range m.Status.Conditions {
 		rows = append(rows, []string{c.Type, c.Status, timestamp(c.LastTransitionTime), c.Reason, c.Message})
+	}
+	d.table(1, rows)
+}
+
+// machineConfigPool shows a pool as `oc describe mcp` does the parts
+// that matter: what it selects, its target and counts, its conditions,
+// and each of its nodes with its update state (UPD-9).
+func (d *describer) machineConfigPool(p *api.MachineConfigPool) {
+	d.meta(&p.ObjectMeta)
+	d.line(0, "Machine Config Selector", selectorString(p.Spec.MachineConfigSelector))
+	d.line(0, "Node Selector", selectorString(p.Spec.NodeSelector))
+	maxU := "1"
+	if p.Spec.MaxUnavailable != nil {
+		maxU = p.Spec.MaxUnavailable.String()
+	}
+	d.line(0, "Max Unavailable", maxU)
+	d.line(0, "Paused", strconv.FormatBool(p.Spec.Paused))
+	d.line(0, "Target Config", orNone(p.Spec.Configuration.Name))
+	var sources []string
+	for _, s := range p.Spec.Configuration.Source {
+		sources = append(sources, s.Name)
+	}
+	d.line(0, "Rendered From", orNone(strings.Join(sources, ", ")))
+	d.line(0, "Current Config", orNone(p.Status.Configuration.Name))
+	st := p.Status
+	d.line(0, "Machines", fmt.Sprintf("%d total, %d updated, %d ready, %d unavailable, %d degraded",
+		st.MachineCount, st.UpdatedMachineCount, st.ReadyMachineCount, st.UnavailableMachineCount, st.DegradedMachineCount))
+	if len(st.Conditions) > 0 {
+		d.section(0, "Conditions")
+		rows := [][]string{{"Type", "Status", "LastTransitionTime", "Reason", "Message"}, {"----", "------", "------------------", "------", "-------"}}
+		for _, c := range st.Conditions {
+			rows = append(rows, []string{c.Type, c.Status, timestamp(c.LastTransitionTime), c.Reason, c.Message})
+		}
+		d.table(1, rows)
+	}
+	sel, err := api.SelectorFromLabelSelector(p.Spec.NodeSelector)
+	if p.Spec.NodeSelector == nil || err != nil {
+		return
+	}
+	nodes, _, err := d.cl.List(d.ctx, api.ResourceForKind("Node"), "", client.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		fmt.Fprintf(d.stderr, "warning: listing the pool's nodes: %v\n", err)
+		return
+	}
+	d.section(0, "Nodes")
+	rows := [][]string{{"Name", "State", "Current", "Desired", "Unschedulable", "Reason"}, {"----", "-----", "-------", "-------", "-------------", "------"}}
+	for _, o := range nodes {
+		n := o.(*api.Node)
+		a := n.Annotations
+		rows = append(rows, []string{n.Name, orNone(a[api.AnnotationMCState]), orNone(a[api.AnnotationCurrentConfig]), orNone(a[api.AnnotationDesiredConfig]),
+			strconv.FormatBool(n.Spec.Unschedulable), a[api.AnnotationMCReason]})
 	}
 	d.table(1, rows)
 }

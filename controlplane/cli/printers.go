@@ -247,6 +247,30 @@ func tableColumns(r *api.Resource) columns {
 			}
 			return []string{h.Name, maxU, count(h.Status.ExpectedMachines), count(h.Status.CurrentHealthy), age(now, h.CreationTimestamp)}
 		}}
+	case "MachineConfig":
+		return columns{header: []string{"NAME", "GENERATEDBYCONTROLLER", "IGNITIONVERSION", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			mc := obj.(*api.MachineConfig)
+			return []string{mc.Name, mc.Annotations["machineconfiguration.openshift.io/generated-by-controller-version"],
+				mc.Spec.Config.Ignition.Version, age(now, mc.CreationTimestamp)}
+		}}
+	case "MachineConfigPool":
+		// The seed's columns, exactly (UPD-9).
+		return columns{header: []string{"NAME", "CONFIG", "UPDATED", "UPDATING", "DEGRADED", "MACHINECOUNT", "READYMACHINECOUNT", "UPDATEDMACHINECOUNT", "DEGRADEDMACHINECOUNT", "AGE"},
+			row: func(obj api.Object, now time.Time, _ bool) []string {
+				p := obj.(*api.MachineConfigPool)
+				cond := func(typ string) string {
+					for _, c := range p.Status.Conditions {
+						if c.Type == typ {
+							return c.Status
+						}
+					}
+					return ""
+				}
+				st := p.Status
+				n := func(v int32) string { return strconv.Itoa(int(v)) }
+				return []string{p.Name, st.Configuration.Name, cond(api.PoolUpdated), cond(api.PoolUpdating), cond(api.PoolDegraded),
+					n(st.MachineCount), n(st.ReadyMachineCount), n(st.UpdatedMachineCount), n(st.DegradedMachineCount), age(now, p.CreationTimestamp)}
+			}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

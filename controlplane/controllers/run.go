@@ -96,7 +96,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf, mcInf, mcpInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -143,6 +143,8 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.mhcInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineHealthCheck"), log)
 	s.msInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineSet"), log)
 	s.cpmsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ControlPlaneMachineSet"), log)
+	s.mcInf = controller.NewInformer(cfg.Client, machineConfigsResource, log)
+	s.mcpInf = controller.NewInformer(cfg.Client, machineConfigPools, log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -161,6 +163,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	mc := newMachineController(s, cfg.MachineProvider, cfg.Raft)
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
+	mcc := newMachineConfigController(s)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
 	if cfg.Raft != nil {
@@ -210,6 +213,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		te.onNode(ev)
 		mc.onNode(ev)
 		hc.onChange(ev)
+		mcc.onChange(ev)
 		if h.delivered != nil {
 			m := ev.Object.GetObjectMeta()
 			h.delivered("Node", m.Name, m.ResourceVersion)
@@ -237,10 +241,15 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		if cps != nil {
 			cps.poke(ev)
 		}
+	}}, {s.mcInf, mcc.onChange}, {s.mcpInf, func(ev controller.Event) {
+		mcc.onChange(ev)
+		if ev.Type == api.Deleted {
+			mcc.q.Add(ev.Object.GetObjectMeta().Name) // its rendered configs go
+		}
 	}}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop}
 	if qg != nil {
 		loops = append(loops, qg.loop, cps.loop)
 	}
@@ -250,7 +259,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf, s.mcInf, s.mcpInf} {
 		select {
 		case <-ctx.Done():
 			return nil

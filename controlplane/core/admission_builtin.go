@@ -15,10 +15,55 @@ import (
 // builtinAdmission is what every server runs before Config.Admission:
 // rules of the spec that no configuration may leave out. These steps only
 // refuse; they never change obj, so validation need not run after them.
-func builtinAdmission() []admission.Interface {
+func builtinAdmission(objects func(*api.Resource) ([]api.Object, uint64, error)) []admission.Interface {
 	// Each step only refuses: admission.KeepsValid, so the chain does not
 	// validate again after them.
-	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}}
+	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}, machineConfigAdmission{objects}}
+}
+
+var machineConfigsResource = api.ResourceForKind("MachineConfig")
+
+// machineConfigAdmission refuses a MachineConfig that writes a file
+// differently from another config of the same priority (SPEC UPD-8):
+// configs merge in name order, and between 50-a and 50-b that order would
+// be an accident of naming. Rendered configs are the controller's and
+// are not compared. Two such writes racing each other can both pass;
+// the render then fails and the pool says so (RenderDegraded).
+type machineConfigAdmission struct {
+	objects func(*api.Resource) ([]api.Object, uint64, error)
+}
+
+func (machineConfigAdmission) KeepsValid() {}
+
+func (machineConfigAdmission) Applies(op string, _ *auth.Identity, r *api.Resource) bool {
+	return r == machineConfigsResource && (op == admission.OpCreate || op == admission.OpUpdate)
+}
+
+func (a machineConfigAdmission) Admit(_ context.Context, op string, _ *auth.Identity, obj, _ api.Object) error {
+	mc, ok := obj.(*api.MachineConfig)
+	if !ok || a.objects == nil || strings.HasPrefix(mc.Name, api.RenderedPrefix) {
+		return nil
+	}
+	others, _, err := a.objects(machineConfigsResource)
+	if err != nil {
+		return fmt.Errorf("machine configs: %w", err)
+	}
+	var errs api.ErrorList
+	for _, o := range others {
+		other := o.(*api.MachineConfig)
+		if strings.HasPrefix(other.Name, api.RenderedPrefix) {
+			continue
+		}
+		for _, i := range api.ConfigConflicts(mc, other) {
+			errs = append(errs, api.Invalid(api.Root("spec").Child("config", "storage", "files").Index(i).Child("path"), mc.Spec.Config.Storage.Files[i].Path,
+				fmt.Sprintf("config %s, of the same priority %q, writes this file differently: which wins would depend on the names; give one a higher number",
+					other.Name, api.ConfigPriority(mc.Name))))
+		}
+	}
+	if len(errs) > 0 {
+		return api.NewInvalid("MachineConfig", mc.Name, errs)
+	}
+	return nil
 }
 
 // podNodeNameAdmission is the first half of ADM-1: only users allowed to
@@ -120,14 +165,33 @@ func (nodeRestrictionAdmission) Admit(_ context.Context, op string, id *auth.Ide
 		if !taintsEqual(n.Spec.Taints, o.Spec.Taints) {
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change spec.taints", id.NodeName), nodeRestrictionRule)
 		}
-		if n.Spec.Unschedulable != o.Spec.Unschedulable {
+		if n.Spec.Unschedulable != o.Spec.Unschedulable && !updateCordon(n, o) {
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change spec.unschedulable", id.NodeName), nodeRestrictionRule)
+		}
+		if n.Annotations[api.AnnotationDesiredConfig] != o.Annotations[api.AnnotationDesiredConfig] {
+			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change annotation %s", id.NodeName, api.AnnotationDesiredConfig),
+				"the machine config pool sets the configuration a node should run")
 		}
 		if key, changed := changedLabel(n.Labels, o.Labels); changed {
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change label %q", id.NodeName, key), nodeRestrictionRule)
 		}
 	}
 	return nil
+}
+
+// updateCordon reports whether a node's change of spec.unschedulable is
+// its agent's own cordon for a config update (SPEC UPD-8): cordoning
+// while the pool wants a config it does not run yet, marked with
+// AnnotationUpdateCordoned; or lifting a cordon so marked, with the mark.
+// A cordon an administrator set is not the agent's to lift.
+func updateCordon(n, old *api.Node) bool {
+	_, marked := n.Annotations[api.AnnotationUpdateCordoned]
+	_, wasMarked := old.Annotations[api.AnnotationUpdateCordoned]
+	if n.Spec.Unschedulable {
+		desired := old.Annotations[api.AnnotationDesiredConfig]
+		return marked && !wasMarked && desired != "" && desired != old.Annotations[api.AnnotationCurrentConfig]
+	}
+	return wasMarked && !marked
 }
 
 // nodeRestrictionRule is what a refusal tells the node's operator.

@@ -36,3 +36,51 @@ func TestNodeRestrictionAdmitsDirectly(t *testing.T) {
 		t.Error("Applies picks the wrong requests")
 	}
 }
+
+// A node's agent cordons itself for a config update the pool assigned and
+// lifts only that cordon; it never sets the config it should run (UPD-8).
+func TestNodeRestrictionUpdateCordon(t *testing.T) {
+	n1 := &auth.Identity{Name: "system:node:n1", Role: api.RoleNode, NodeName: "n1"}
+	var a nodeRestrictionAdmission
+	node := func(unschedulable bool, ann map[string]string) *api.Node {
+		n := testNode("n1", nil, nil, unschedulable)
+		n.Annotations = ann
+		return n
+	}
+	assigned := map[string]string{api.AnnotationCurrentConfig: "rendered-worker-a", api.AnnotationDesiredConfig: "rendered-worker-b"}
+	with := func(m map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	without := func(m map[string]string, k string) map[string]string {
+		out := with(m)
+		delete(out, k)
+		return out
+	}
+	cordoned := with(assigned, api.AnnotationUpdateCordoned, "true")
+	for _, tt := range []struct {
+		name     string
+		old, new *api.Node
+		ok       bool
+	}{
+		{"cordon for an assigned update, marked", node(false, assigned), node(true, cordoned), true},
+		{"cordon unmarked", node(false, assigned), node(true, assigned), false},
+		{"cordon with nothing to update", node(false, with(assigned, api.AnnotationDesiredConfig, "rendered-worker-a")), node(true, with(cordoned, api.AnnotationDesiredConfig, "rendered-worker-a")), false},
+		{"lift its own cordon, dropping the mark", node(true, cordoned), node(false, without(cordoned, api.AnnotationUpdateCordoned)), true},
+		{"lift an administrator's cordon", node(true, assigned), node(false, assigned), false},
+		{"lift its cordon but keep the mark", node(true, cordoned), node(false, cordoned), false},
+		{"set its own desired config", node(false, assigned), node(false, with(assigned, api.AnnotationDesiredConfig, "rendered-worker-c")), false},
+		{"report its current config and state", node(false, assigned), node(false, with(assigned, api.AnnotationCurrentConfig, "rendered-worker-b", api.AnnotationMCState, api.MCStateDone)), true},
+	} {
+		err := a.Admit(t.Context(), admission.OpUpdate, n1, tt.new, tt.old)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: %v, want allowed=%v", tt.name, err, tt.ok)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func New(cfg Config) (*Core, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{})}
-	c.admit = append(append(builtinAdmission(), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
+	c.admit = append(append(builtinAdmission(cfg.Store.Objects), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }
 

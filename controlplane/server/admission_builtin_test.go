@@ -192,3 +192,31 @@ func TestDefaultTolerationSecondsThroughTheAPI(t *testing.T) {
 		t.Errorf("with the older unreachable key: %+v, want it kept and only not-ready added", p.Spec.Tolerations)
 	}
 }
+
+// UPD-8: a MachineConfig that writes a file differently from another of
+// the same priority is refused with the file's field path; one of a
+// higher priority may. Nodes read configs and pools, and write neither.
+func TestMachineConfigConflictAndAccess(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := admin(t, s)
+	const path = "/apis/machineconfiguration.openshift.io/v1/machineconfigs"
+	mc := func(name, contents string) map[string]any {
+		return map[string]any{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"config": map[string]any{"ignition": map[string]any{"version": "3.2.0"},
+				"storage": map[string]any{"files": []any{
+					map[string]any{"path": "/etc/same", "contents": map[string]any{"source": "data:,same"}},
+					map[string]any{"path": "/etc/x", "contents": map[string]any{"source": "data:," + contents}},
+				}}}}}
+	}
+	c.must(http.StatusCreated, "POST", path, mc("50-a", "a"))
+	r := c.must(http.StatusUnprocessableEntity, "POST", path, mc("50-b", "b"))
+	if b := string(r.body); !strings.Contains(b, "spec.config.storage.files[1].path") || !strings.Contains(b, "50-a") || strings.Contains(b, "files[0]") {
+		t.Errorf("conflicting config refused with %s; want files[1] (not files[0], written alike) naming 50-a", r.body)
+	}
+	c.must(http.StatusCreated, "POST", path, mc("60-b", "b"))
+
+	node := c.as(addToken(t, c, api.TokenSpec{Role: api.RoleNode, NodeName: "n1"}))
+	node.must(http.StatusOK, "GET", path+"/50-a", nil)
+	node.must(http.StatusOK, "GET", "/apis/machineconfiguration.openshift.io/v1/machineconfigpools", nil)
+	node.must(http.StatusForbidden, "POST", path, mc("70-c", "c"))
+}

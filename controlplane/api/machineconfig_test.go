@@ -1,0 +1,207 @@
+package api
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// An MCO MachineConfig as OpenShift's documentation writes them (a chrony
+// file, base64 data URL, mode in decimal, a unit with a drop-in, kernel
+// arguments) applies as it is (SPEC UPD-8).
+func TestMachineConfigOpenShiftShape(t *testing.T) {
+	doc := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  labels:
+    machineconfiguration.openshift.io/role: worker
+  name: 99-worker-chrony
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - contents:
+          source: data:text/plain;charset=utf-8;base64,cG9vbCAwLnJoZWwucG9vbC5udHAub3JnIGlidXJzdAo=
+        mode: 420
+        overwrite: true
+        path: /etc/chrony.conf
+      - contents:
+          source: data:,hello%20world%0A
+        path: /etc/hello
+    systemd:
+      units:
+      - name: hello.service
+        enabled: true
+        contents: |
+          [Service]
+          ExecStart=/bin/true
+        dropins:
+        - name: 10-env.conf
+          contents: |
+            [Service]
+            Environment=A=1
+  kernelArguments:
+  - nosmt
+  fips: false
+  kernelType: default
+`
+	objs, _, err := DecodeYAMLOrJSON([]byte(doc))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("decode: %v (%d objects)", err, len(objs))
+	}
+	mc, ok := objs[0].(*MachineConfig)
+	if !ok {
+		t.Fatalf("decoded %T, want *MachineConfig", objs[0])
+	}
+	if errs := Validate(mc); len(errs) > 0 {
+		t.Fatalf("valid config refused: %v", errs)
+	}
+	f := mc.Spec.Config.Storage.Files
+	if b, err := DecodeFileContents(f[0].Contents); err != nil || string(b) != "pool 0.rhel.pool.ntp.org iburst\n" || f[0].FileMode() != 0o644 {
+		t.Errorf("chrony file: %q %v mode %o", b, err, f[0].FileMode())
+	}
+	if b, err := DecodeFileContents(f[1].Contents); err != nil || string(b) != "hello world\n" {
+		t.Errorf("percent-encoded file: %q %v", b, err)
+	}
+}
+
+func TestDecodeFileContentsGzip(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte("compressed\n"))
+	_ = zw.Close()
+	c := IgnitionContents{Source: "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()), Compression: "gzip"}
+	if b, err := DecodeFileContents(c); err != nil || string(b) != "compressed\n" {
+		t.Errorf("gzip contents: %q %v", b, err)
+	}
+	// A bomb: more than the limit once inflated.
+	buf.Reset()
+	zw = gzip.NewWriter(&buf)
+	_, _ = zw.Write(make([]byte, maxFileBytes+1))
+	_ = zw.Close()
+	c.Source = "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+	if _, err := DecodeFileContents(c); err == nil {
+		t.Error("contents over the limit once inflated were accepted")
+	}
+}
+
+// Bad configs are refused with every problem listed by field path.
+func TestMachineConfigValidation(t *testing.T) {
+	mode := 0o10000
+	yes := true
+	neg := -1
+	mc := &MachineConfig{ObjectMeta: ObjectMeta{Name: "bad"}, Spec: MachineConfigSpec{
+		Config: IgnitionConfig{
+			Ignition: IgnitionMeta{Version: "2.2.0"},
+			Storage: IgnitionStorage{Files: []IgnitionFile{
+				{Path: "etc/relative", Contents: IgnitionContents{Source: "data:,x"}},
+				{Path: "/etc/a/../b"},
+				{Path: "/etc/x", Mode: &mode, Contents: IgnitionContents{Source: "https://example.com/x"}},
+				{Path: "/etc/x", Contents: IgnitionContents{Source: "data:;base64,!!!"}},
+				{Path: "/etc/y", Contents: IgnitionContents{Source: "data:,x", Compression: "xz"}},
+				{Path: "/etc/z", User: &IgnitionNodeUser{ID: &neg}},
+			}},
+			Systemd: IgnitionSystemd{Units: []IgnitionUnit{
+				{Name: "nosuffix"},
+				{Name: "a.service", Mask: &yes, Enabled: &yes, Dropins: []IgnitionDropin{{Name: "x.txt"}, {Name: ""}}},
+				{Name: "a.service"},
+				{Name: "../x.service"},
+			}},
+		},
+		KernelArguments: []string{"ok", " "},
+		FIPS:            true,
+		KernelType:      "realtime",
+		Extensions:      []string{"usbguard"},
+		HealthCheck:     &ConfigHealthCheck{Timeout: "soon"},
+	}}
+	errs := Validate(mc)
+	got := map[string]bool{}
+	for _, e := range errs {
+		got[e.Field] = true
+	}
+	for _, want := range []string{
+		"spec.config.ignition.version",
+		"spec.config.storage.files[0].path",
+		"spec.config.storage.files[1].path",
+		"spec.config.storage.files[2].mode",
+		"spec.config.storage.files[2].contents.source",
+		"spec.config.storage.files[3].path",
+		"spec.config.storage.files[3].contents.source",
+		"spec.config.storage.files[4].contents.compression",
+		"spec.config.storage.files[5].user.id",
+		"spec.config.systemd.units[0].name",
+		"spec.config.systemd.units[1].enabled",
+		"spec.config.systemd.units[1].dropins[0].name",
+		"spec.config.systemd.units[1].dropins[1].name",
+		"spec.config.systemd.units[2].name",
+		"spec.config.systemd.units[3].name",
+		"spec.kernelArguments[1]",
+		"spec.fips",
+		"spec.kernelType",
+		"spec.extensions",
+		"spec.healthCheck.command",
+		"spec.healthCheck.timeout",
+	} {
+		if !got[want] {
+			t.Errorf("no error for %s; got %v", want, errs)
+		}
+	}
+	if len(errs) != 21 {
+		t.Errorf("%d errors, want 21: %v", len(errs), errs)
+	}
+}
+
+// Sections a running host does not take are refused by name.
+func TestMachineConfigUnknownSection(t *testing.T) {
+	doc := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: disks
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      disks:
+      - device: /dev/sdb
+`
+	_, _, err := DecodeYAMLOrJSON([]byte(doc))
+	if err == nil || !strings.Contains(err.Error(), "disks") {
+		t.Errorf("a config with storage.disks: %v, want a refusal naming it", err)
+	}
+}
+
+func TestMachineConfigPoolValidation(t *testing.T) {
+	for _, tt := range []struct {
+		max  IntOrString
+		want string
+	}{
+		{FromInt(0), "spec.maxUnavailable"},
+		{FromString("0%"), "spec.maxUnavailable"},
+		{FromString("150%"), "spec.maxUnavailable"},
+		{FromString("ten"), "spec.maxUnavailable"},
+		{FromInt(2), ""},
+		{FromString("10%"), ""},
+	} {
+		p := &MachineConfigPool{ObjectMeta: ObjectMeta{Name: "worker"}, Spec: MachineConfigPoolSpec{MaxUnavailable: &tt.max,
+			NodeSelector: &LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}}}
+		errs := Validate(p)
+		if tt.want == "" && len(errs) > 0 || tt.want != "" && (len(errs) != 1 || errs[0].Field != tt.want) {
+			t.Errorf("maxUnavailable %s: %v, want an error on %q", tt.max.String(), errs, tt.want)
+		}
+	}
+	// 10% of 1,000 nodes is 100; of 5 nodes it rounds down to 0, and a
+	// pool always updates at least one.
+	ten := FromString("10%")
+	s := MachineConfigPoolSpec{MaxUnavailable: &ten}
+	if a, b := s.MaxUnavailableOf(1000), s.MaxUnavailableOf(5); a != 100 || b != 1 {
+		t.Errorf("10%% of 1000 = %d (want 100), of 5 = %d (want 1)", a, b)
+	}
+	if n := (&MachineConfigPoolSpec{}).MaxUnavailableOf(5); n != 1 {
+		t.Errorf("default maxUnavailable = %d, want 1", n)
+	}
+}
