@@ -36,7 +36,7 @@ deps:
 # host-deps installs, as root on Debian, what the agent and its tests
 # drive for real: containerd and runc (the agent starts its own
 # containerd), iproute2 (test hosts in network namespaces), procps.
-HOST_PKGS := containerd runc iproute2 procps
+HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container
 host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		need=""; for p in $(HOST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \
