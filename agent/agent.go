@@ -184,6 +184,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer a.state.Close()
+	upd, err := a.newUpdater()
+	if err != nil {
+		return err
+	}
 
 	rt, stopRuntime, err := a.startRuntime(ctx)
 	if err != nil {
@@ -236,6 +240,9 @@ func Run(ctx context.Context, cfg Config) error {
 	a.wg.Go(func() { a.reportLoop(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })
 	a.wg.Go(func() { a.refreshServers(runCtx) })
+	if upd != nil {
+		a.wg.Go(func() { a.osUpdateLoop(runCtx, upd) })
+	}
 	a.wg.Go(func() {
 		t := time.NewTicker(10 * time.Second)
 		defer t.Stop()

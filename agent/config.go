@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/osupdate"
 )
 
 // Errors of this package.
@@ -107,6 +108,19 @@ type Config struct {
 	// ServerRole runs the server role (default: systemd's unit when the
 	// host booted with systemd, else a child process).
 	ServerRole ServerRole
+
+	// OSSystemd, when set, makes the agent apply its pool's
+	// MachineConfigs (SPEC UPD-8) through it: files under OSRoot (default
+	// /), units, the OS through OSBackend (default: none, which refuses a
+	// config that changes the OS image or kernel arguments), and a reboot;
+	// OSRunDir keeps the boot's ID (default /run/outpost, a tmpfs).
+	// OSUpdateInterval is how often the agent looks for a new desired
+	// config (default 5s).
+	OSSystemd        osupdate.Systemd
+	OSBackend        osupdate.Backend
+	OSRoot           string
+	OSRunDir         string
+	OSUpdateInterval time.Duration
 
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime

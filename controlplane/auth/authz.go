@@ -255,10 +255,13 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 			// its spec.nodeName.
 			return readableSub(req.Subresource)
 		}
-		// Its own pods only: their status, and the delete that finishes
-		// a graceful one once the agent has stopped the containers.
+		// Its own pods only: their status, the delete that finishes a
+		// graceful one once the agent has stopped the containers, and
+		// their eviction when the agent drains its node for a config
+		// update (UPD-8; the pods' budgets still decide).
 		own := (req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == SubresourceStatus ||
-			req.Verb == VerbDelete && req.Subresource == ""
+			req.Verb == VerbDelete && req.Subresource == "" ||
+			req.Verb == VerbCreate && req.Subresource == SubresourceEviction
 		if own && pods != nil && req.Name != "" {
 			node, ok := pods.PodNodeName(req.Namespace, req.Name)
 			return ok && node == id.NodeName

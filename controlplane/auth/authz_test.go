@@ -129,6 +129,12 @@ func TestAuthorize(t *testing.T) {
 		{"node delete pods collection", node, res("delete", "pods", "", "team-a", ""), false},
 		{"node create pod", node, res("create", "pods", "", "team-a", "p"), false},
 		{"node binding", node, res("create", "pods", "binding", "team-a", "mine"), false},
+		// A node drains itself for a config update (UPD-8): its own pods only.
+		{"node evict own pod", node, res("create", "pods", "eviction", "team-a", "mine"), true},
+		{"node evict pod bound elsewhere", node, res("create", "pods", "eviction", "team-a", "theirs"), false},
+		{"node read machine configs", node, Request{Verb: "get", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "rendered-worker-1"}, true},
+		{"node write machine configs", node, Request{Verb: "create", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "x"}, false},
+		{"node update machine config pool status", node, Request{Verb: "update", Resource: "machineconfigpools", Subresource: "status", Group: "machineconfiguration.openshift.io", Name: "worker"}, false},
 		{"node create event anywhere", node, res("create", "events", "", "team-z", "e"), true},
 		{"node update event", node, res("update", "events", "", "default", "e"), true},
 		{"node delete event", node, res("delete", "events", "", "default", "e"), false},

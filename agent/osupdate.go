@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/osupdate"
+)
+
+// The agent's side of a pool's rolling update (SPEC UPD-8): it looks at
+// its Node's desiredConfig and lets osupdate take the host there. The
+// update's record lives in the agent's state file, so it survives the
+// reboot it asks for and a kill at any step.
+
+var (
+	keyOSUpdate             = []byte("osupdate")
+	machineConfigsResource  = api.ResourceForKind("MachineConfig")
+	defaultOSUpdateInterval = 5 * time.Second
+)
+
+// osJournal keeps osupdate's record in the state file's meta bucket;
+// bbolt syncs before Save returns.
+type osJournal struct{ s *state }
+
+func (j osJournal) Load() (osupdate.Record, error) {
+	var rec osupdate.Record
+	err := j.s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMeta).Get(keyOSUpdate)
+		if b == nil {
+			return nil
+		}
+		return json.Unmarshal(b, &rec)
+	})
+	return rec, err
+}
+
+func (j osJournal) Save(rec osupdate.Record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return j.s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOSUpdate, b) })
+}
+
+// osCluster is osupdate's view of the control plane, through the node's
+// own credential (NodeRestriction lets it cordon itself for an assigned
+// update, and lift only that cordon).
+type osCluster struct{ a *Agent }
+
+func (c osCluster) Node(ctx context.Context) (*api.Node, error) {
+	obj, err := c.a.cl.Get(ctx, nodesResource, "", c.a.cfg.NodeName, client.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	n, ok := obj.(*api.Node)
+	if !ok {
+		return nil, fmt.Errorf("%w: node is a %T", ErrBadReply, obj)
+	}
+	return n, nil
+}
+
+func (c osCluster) UpdateNode(ctx context.Context, fn func(*api.Node)) error {
+	for attempt := 0; ; attempt++ {
+		n, err := c.Node(ctx)
+		if err != nil {
+			return err
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		fn(n)
+		_, _, err = c.a.cl.Update(ctx, n)
+		if err == nil || !api.IsConflict(err) || attempt >= 5 {
+			return err
+		}
+	}
+}
+
+func (c osCluster) MachineConfig(ctx context.Context, name string) (*api.MachineConfig, error) {
+	obj, err := c.a.cl.Get(ctx, machineConfigsResource, "", name, client.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	mc, ok := obj.(*api.MachineConfig)
+	if !ok {
+		return nil, fmt.Errorf("%w: machine config is a %T", ErrBadReply, obj)
+	}
+	return mc, nil
+}
+
+// drained are the pods an update's drain evicts: not daemon set pods
+// (their controller tolerates the cordon and would put them back), not
+// those already done.
+func drained(p *api.Pod) bool {
+	if p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return false
+		}
+	}
+	return true
+}
+
+func (c osCluster) podsOnNode(ctx context.Context) ([]*api.Pod, error) {
+	objs, _, err := c.a.cl.List(ctx, podsResource, "", client.ListOptions{FieldSelector: "spec.nodeName=" + c.a.cfg.NodeName})
+	if err != nil {
+		return nil, err
+	}
+	var out []*api.Pod
+	for _, o := range objs {
+		if p, ok := o.(*api.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Drain evicts the node's pods through the eviction API (their budgets
+// decide; a refusal is tried again) and waits until they are gone.
+func (c osCluster) Drain(ctx context.Context) error {
+	backoff := time.Second
+	for {
+		pods, err := c.podsOnNode(ctx)
+		if err != nil {
+			return fmt.Errorf("list the node's pods: %w", err)
+		}
+		var left, refused []string
+		for _, p := range pods {
+			if !drained(p) {
+				continue
+			}
+			left = append(left, p.Namespace+"/"+p.Name)
+			if p.DeletionTimestamp != nil {
+				continue // evicted, stopping
+			}
+			if err := c.a.cl.Evict(ctx, p.Namespace, p.Name, nil); err != nil && !api.IsNotFound(err) {
+				refused = append(refused, fmt.Sprintf("%s/%s: %v", p.Namespace, p.Name, err))
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if len(refused) > 0 {
+				return fmt.Errorf("%d pods not evicted: %s", len(refused), strings.Join(refused, "; "))
+			}
+			return fmt.Errorf("%d pods still stopping: %s", len(left), strings.Join(left, ", "))
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// PodsRunning: every pod bound to the node that is not done or being
+// deleted runs again.
+func (c osCluster) PodsRunning(ctx context.Context) error {
+	pods, err := c.podsOnNode(ctx)
+	if err != nil {
+		return err
+	}
+	var notRunning []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+			continue
+		}
+		if p.Status.Phase != api.PodRunning {
+			notRunning = append(notRunning, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, p.Status.Phase))
+		}
+	}
+	slices.Sort(notRunning)
+	if len(notRunning) > 0 {
+		return fmt.Errorf("not running: %s", strings.Join(notRunning, ", "))
+	}
+	return nil
+}
+
+// osUpdateLoop runs the updater: at start (an update a reboot
+// interrupted goes on), then every OSUpdateInterval, sooner when a step
+// asks to be retried.
+func (a *Agent) osUpdateLoop(ctx context.Context, u *osupdate.Updater) {
+	interval := a.osUpdateInterval()
+	for {
+		after, err := u.Sync(ctx)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("config update", "error", err)
+		}
+		wait := interval
+		if after > 0 {
+			wait = max(after, interval)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) osUpdateInterval() time.Duration {
+	if a.cfg.OSUpdateInterval > 0 {
+		return a.cfg.OSUpdateInterval
+	}
+	return defaultOSUpdateInterval
+}
+
+// newUpdater makes the updater from the agent's config, or nil when the
+// host takes no config updates.
+func (a *Agent) newUpdater() (*osupdate.Updater, error) {
+	if a.cfg.OSSystemd == nil {
+		return nil, nil
+	}
+	backend := a.cfg.OSBackend
+	if backend == nil {
+		backend = osupdate.NoneBackend{}
+	}
+	u, err := osupdate.New(osupdate.Config{
+		Cluster: osCluster{a}, Systemd: a.cfg.OSSystemd, Backend: backend, Journal: osJournal{a.state},
+		Root: a.cfg.OSRoot, RunDir: a.cfg.OSRunDir, Logger: a.log.With("component", "osupdate"),
+		// A failed step (a drain a budget refuses) waits a few looks.
+		RetryAfter: 6 * a.osUpdateInterval(),
+	})
+	if err != nil {
+		return nil, errors.Join(ErrConfig, err)
+	}
+	return u, nil
+}

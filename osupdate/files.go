@@ -1,0 +1,239 @@
+package osupdate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// unitDir is where a config's units and drop-ins are written, as the MCO
+// does.
+const unitDir = "/etc/systemd/system"
+
+// fileOp is one path the update writes (data) or removes (remove).
+type fileOp struct {
+	path     string
+	data     []byte
+	mode     os.FileMode
+	uid, gid int // -1: keep
+	remove   bool
+	// keep: the file is written only if absent (overwrite: false).
+	keep bool
+}
+
+// hostFiles is what a config puts on the host as files: its storage
+// files, and its units' and drop-ins' files.
+func hostFiles(mc *api.MachineConfig) ([]fileOp, error) {
+	if mc == nil {
+		return nil, nil
+	}
+	var out []fileOp
+	for _, f := range mc.Spec.Config.Storage.Files {
+		data, err := api.DecodeFileContents(f.Contents)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: %w", f.Path, err)
+		}
+		uid, err := lookupID(f.User, false)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: user: %w", f.Path, err)
+		}
+		gid, err := lookupID(f.Group, true)
+		if err != nil {
+			return nil, fmt.Errorf("file %s: group: %w", f.Path, err)
+		}
+		out = append(out, fileOp{path: f.Path, data: data, mode: os.FileMode(f.FileMode()), uid: uid, gid: gid, keep: !f.Overwrites()})
+	}
+	for _, u := range mc.Spec.Config.Systemd.Units {
+		if u.Contents != "" {
+			out = append(out, fileOp{path: filepath.Join(unitDir, u.Name), data: []byte(u.Contents), mode: 0o644, uid: -1, gid: -1})
+		}
+		for _, d := range u.Dropins {
+			if d.Contents != "" {
+				out = append(out, fileOp{path: filepath.Join(unitDir, u.Name+".d", d.Name), data: []byte(d.Contents), mode: 0o644, uid: -1, gid: -1})
+			}
+		}
+	}
+	return out, nil
+}
+
+func lookupID(u *api.IgnitionNodeUser, group bool) (int, error) {
+	switch {
+	case u == nil:
+		return -1, nil
+	case u.ID != nil:
+		return *u.ID, nil
+	case u.Name == "":
+		return -1, nil
+	case group:
+		g, err := user.LookupGroup(u.Name)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(g.Gid)
+	default:
+		usr, err := user.Lookup(u.Name)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(usr.Uid)
+	}
+}
+
+// fileOps is what moving from prev to want does to files: want's written,
+// prev's that want has not removed (the MCO removes them too).
+func fileOps(prev, want *api.MachineConfig) ([]fileOp, error) {
+	next, err := hostFiles(want)
+	if err != nil {
+		return nil, err
+	}
+	old, err := hostFiles(prev)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range old {
+		if !slices.ContainsFunc(next, func(n fileOp) bool { return n.path == o.path }) {
+			next = append(next, fileOp{path: o.path, remove: true})
+		}
+	}
+	return next, nil
+}
+
+// files writes below root ("/" on a host, a directory in tests).
+type files struct{ root string }
+
+func (f files) abs(p string) string { return filepath.Join(f.root, p) }
+
+// backup records how p is now.
+func (f files) backup(p string) (Backup, error) {
+	b := Backup{Path: p}
+	st, err := os.Lstat(f.abs(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return b, nil
+	}
+	if err != nil {
+		return b, fmt.Errorf("back up %s: %w", p, err)
+	}
+	if !st.Mode().IsRegular() {
+		return b, fmt.Errorf("back up %s: not a regular file (%s)", p, st.Mode().Type())
+	}
+	data, err := os.ReadFile(f.abs(p))
+	if err != nil {
+		return b, fmt.Errorf("back up %s: %w", p, err)
+	}
+	b.Existed, b.Mode, b.Data = true, st.Mode().Perm(), data
+	b.UID, b.GID = -1, -1
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		b.UID, b.GID = int(sys.Uid), int(sys.Gid)
+	}
+	return b, nil
+}
+
+// changes reports whether op would change the file.
+func (f files) changes(op fileOp) bool {
+	st, err := os.Stat(f.abs(op.path))
+	if op.remove {
+		return err == nil
+	}
+	if err != nil {
+		return true
+	}
+	if op.keep {
+		return false
+	}
+	data, err := os.ReadFile(f.abs(op.path))
+	return err != nil || !bytes.Equal(data, op.data) || st.Mode().Perm() != op.mode
+}
+
+// apply writes or removes one file. A write is atomic: a temporary file
+// beside it, synced, renamed over it, and the directory synced, so a
+// power cut leaves the old file or the new one.
+func (f files) apply(op fileOp) error {
+	p := f.abs(op.path)
+	if op.remove {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", op.path, err)
+		}
+		return syncDir(filepath.Dir(p))
+	}
+	if op.keep {
+		if _, err := os.Lstat(p); err == nil {
+			return nil
+		}
+	}
+	return writeAtomic(p, op.data, op.mode, op.uid, op.gid)
+}
+
+// restore puts a backed-up path back as it was.
+func (f files) restore(b Backup) error {
+	if !b.Existed {
+		return f.apply(fileOp{path: b.Path, remove: true})
+	}
+	return writeAtomic(f.abs(b.Path), b.Data, b.Mode, b.UID, b.GID)
+}
+
+func writeAtomic(p string, data []byte, mode os.FileMode, uid, gid int) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".outpost-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: mode: %w", p, err)
+	}
+	if uid >= 0 || gid >= 0 {
+		if err := tmp.Chown(uid, gid); err != nil {
+			tmp.Close()
+			return fmt.Errorf("write %s: owner: %w", p, err)
+		}
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: sync: %w", p, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	done = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
