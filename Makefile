@@ -11,7 +11,7 @@ DATA ?= $(HOME)/.local/share/outpost
 # Packages whose tests exercise concurrency run under the race detector.
 RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./controlplane/server/... ./controlplane/client/... \
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
-	./runtime/... ./gossip/...
+	./runtime/... ./gossip/... ./osupdate/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
 	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/...
 
@@ -35,7 +35,9 @@ deps:
 
 # host-deps installs, as root on Debian, what the agent and its tests
 # drive for real: containerd and runc (the agent starts its own
-# containerd), iproute2 (test hosts in network namespaces), procps.
+# containerd), iproute2 (test hosts in network namespaces), procps,
+# debootstrap and systemd-container (test hosts that boot a real systemd
+# under systemd-nspawn; their Debian rootfs is built once and cached).
 HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container
 host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

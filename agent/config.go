@@ -114,8 +114,9 @@ type Config struct {
 	// /), units, the OS through OSBackend (default: none, which refuses a
 	// config that changes the OS image or kernel arguments), and a reboot;
 	// OSRunDir keeps the boot's ID (default /run/outpost, a tmpfs).
-	// OSUpdateInterval is how often the agent looks for a new desired
-	// config (default 5s).
+	// OSUpdateInterval is how often the agent looks at its update without
+	// being woken (default 30s; a watch of its Node wakes it when its pool
+	// gives it a config), and how long a failed step waits.
 	OSSystemd        osupdate.Systemd
 	OSBackend        osupdate.Backend
 	OSRoot           string

@@ -24,7 +24,7 @@ import (
 var (
 	keyOSUpdate             = []byte("osupdate")
 	machineConfigsResource  = api.ResourceForKind("MachineConfig")
-	defaultOSUpdateInterval = 5 * time.Second
+	defaultOSUpdateInterval = 30 * time.Second
 )
 
 // osJournal keeps osupdate's record in the state file's meta bucket;
@@ -193,6 +193,26 @@ func (c osCluster) PodsRunning(ctx context.Context) error {
 // asks to be retried.
 func (a *Agent) osUpdateLoop(ctx context.Context, u *osupdate.Updater) {
 	interval := a.osUpdateInterval()
+	// A watch of the node's own object wakes the loop when its pool gives
+	// it a config (or anything else of it changes): the update starts at
+	// once rather than at the next look.
+	poke := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+	}
+	var desired string
+	go a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{FieldSelector: "metadata.name=" + a.cfg.NodeName}, client.ListWatchHandler{
+		Reset: func([]api.Object) { wake() },
+		Event: func(_ string, obj api.Object) {
+			if n, ok := obj.(*api.Node); ok && n.Annotations[api.AnnotationDesiredConfig] != desired {
+				desired = n.Annotations[api.AnnotationDesiredConfig]
+				wake()
+			}
+		},
+	})
 	for {
 		after, err := u.Sync(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -208,6 +228,8 @@ func (a *Agent) osUpdateLoop(ctx context.Context, u *osupdate.Updater) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-poke:
+			t.Stop()
 		}
 	}
 }
@@ -232,8 +254,8 @@ func (a *Agent) newUpdater() (*osupdate.Updater, error) {
 	u, err := osupdate.New(osupdate.Config{
 		Cluster: osCluster{a}, Systemd: a.cfg.OSSystemd, Backend: backend, Journal: osJournal{a.state},
 		Root: a.cfg.OSRoot, RunDir: a.cfg.OSRunDir, Logger: a.log.With("component", "osupdate"),
-		// A failed step (a drain a budget refuses) waits a few looks.
-		RetryAfter: 6 * a.osUpdateInterval(),
+		// A failed step (a drain a budget refuses) waits one look.
+		RetryAfter: a.osUpdateInterval(),
 	})
 	if err != nil {
 		return nil, errors.Join(ErrConfig, err)

@@ -83,18 +83,12 @@ func TestConfigUpdate(t *testing.T) {
 	e.createPod("web", nil)
 	e.waitPhase("web", api.PodRunning, nil)
 
-	objs, _, err := api.DecodeYAMLOrJSON([]byte(`apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata:
-  name: worker
-spec:
-  machineConfigSelector:
-    matchLabels:
-      machineconfiguration.openshift.io/role: worker
-  nodeSelector:
-    matchLabels:
-      node-role.kubernetes.io/worker: ""
----
+	// The README's example pool, and a config of the test's.
+	pool, err := os.ReadFile("../examples/machineconfig/00-pool-worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := api.DecodeYAMLOrJSON([]byte(string(pool) + `---
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata:

@@ -50,7 +50,7 @@ func hostFiles(mc *api.MachineConfig) ([]fileOp, error) {
 		if err != nil {
 			return nil, fmt.Errorf("file %s: group: %w", f.Path, err)
 		}
-		out = append(out, fileOp{path: f.Path, data: data, mode: os.FileMode(f.FileMode()), uid: uid, gid: gid, keep: !f.Overwrites()})
+		out = append(out, fileOp{path: f.Path, data: data, mode: fileModeOf(f.FileMode()), uid: uid, gid: gid, keep: !f.Overwrites()})
 	}
 	for _, u := range mc.Spec.Config.Systemd.Units {
 		if u.Contents != "" {
@@ -64,6 +64,25 @@ func hostFiles(mc *api.MachineConfig) ([]fileOp, error) {
 	}
 	return out, nil
 }
+
+// fileModeOf turns Unix permission bits (0o4755) into Go's FileMode,
+// whose setuid, setgid and sticky bits are elsewhere.
+func fileModeOf(m int) os.FileMode {
+	fm := os.FileMode(m) & os.ModePerm
+	if m&0o4000 != 0 {
+		fm |= os.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		fm |= os.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		fm |= os.ModeSticky
+	}
+	return fm
+}
+
+// modeBits is what of a file's mode a config sets.
+const modeBits = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
 
 func lookupID(u *api.IgnitionNodeUser, group bool) (int, error) {
 	switch {
@@ -129,7 +148,7 @@ func (f files) backup(p string) (Backup, error) {
 	if err != nil {
 		return b, fmt.Errorf("back up %s: %w", p, err)
 	}
-	b.Existed, b.Mode, b.Data = true, st.Mode().Perm(), data
+	b.Existed, b.Mode, b.Data = true, st.Mode()&modeBits, data
 	b.UID, b.GID = -1, -1
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		b.UID, b.GID = int(sys.Uid), int(sys.Gid)
@@ -150,7 +169,7 @@ func (f files) changes(op fileOp) bool {
 		return false
 	}
 	data, err := os.ReadFile(f.abs(op.path))
-	return err != nil || !bytes.Equal(data, op.data) || st.Mode().Perm() != op.mode
+	return err != nil || !bytes.Equal(data, op.data) || st.Mode()&modeBits != op.mode
 }
 
 // apply writes or removes one file. A write is atomic: a temporary file

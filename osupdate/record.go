@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Step is how far an update has got on this host; each is recorded before
@@ -42,6 +43,9 @@ type Record struct {
 	Desired  string `json:"desired,omitempty"`
 	Previous string `json:"previous,omitempty"`
 	Step     Step   `json:"step,omitempty"`
+	// StepAt is when Step was recorded: each step's time goes to the log
+	// ("update step"), across the reboot too.
+	StepAt time.Time `json:"stepAt,omitzero"`
 	// BootID is the boot a reboot was asked from (BootID()).
 	BootID string `json:"bootID,omitempty"`
 	// Backups are what the write replaced, to restore on rollback.

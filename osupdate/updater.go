@@ -139,11 +139,25 @@ func (u *Updater) Sync(ctx context.Context) (time.Duration, error) {
 		case next == nil:
 			return 0, nil
 		}
+		if next.Step != rec.Step {
+			now := time.Now()
+			if rec.Step != "" {
+				u.log.Info("update step", "config", rec.Desired, "step", string(rec.Step), "next", stepName(next.Step), "took", now.Sub(rec.StepAt).Round(time.Millisecond))
+			}
+			next.StepAt = now
+		}
 		if err := u.cfg.Journal.Save(*next); err != nil {
 			return u.cfg.RetryAfter, fmt.Errorf("osupdate: journal: %w", err)
 		}
 	}
 	return u.cfg.RetryAfter, errors.New("osupdate: too many steps in one sync")
+}
+
+func stepName(s Step) string {
+	if s == "" {
+		return "Done"
+	}
+	return string(s)
 }
 
 // step does what rec's step says and returns the record of the next one
@@ -223,6 +237,9 @@ func (u *Updater) step(ctx context.Context, rec Record) (*Record, error) {
 // it runs, and was not rolled back here already.
 func (u *Updater) start(ctx context.Context, rec Record) (*Record, error) {
 	n, err := u.cfg.Cluster.Node(ctx)
+	if api.IsNotFound(err) {
+		return nil, nil // not registered yet
+	}
 	if err != nil {
 		return nil, fmt.Errorf("osupdate: read node: %w", err)
 	}

@@ -3,6 +3,8 @@ package osupdate
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -251,5 +253,25 @@ func TestUpdateRetriedWriteKeepsTheFirstBackup(t *testing.T) {
 	syncOK(t, h.updater())
 	if s, _ := h.file("/etc/chrony.conf"); s != "old\n" {
 		t.Errorf("after the rollback /etc/chrony.conf = %q, want the contents from before the first try", s)
+	}
+}
+
+// A setuid file's mode is written and verified as such (Ignition's mode
+// is Unix bits; Go keeps setuid elsewhere): no endless rollback.
+func TestUpdateSetuidFile(t *testing.T) {
+	h := newHost(t)
+	mc := config("rendered-worker-1", map[string]string{"/usr/local/bin/tool": "x"})
+	mode := 0o4755
+	mc.Spec.Config.Storage.Files[0].Mode = &mode
+	h.desire(mc, "")
+	syncOK(t, h.updater())
+	h.reboot()
+	syncOK(t, h.updater())
+	if a := h.cluster.annotations(); a[api.AnnotationMCState] != api.MCStateDone {
+		t.Fatalf("setuid file: %v", a)
+	}
+	st, err := os.Stat(filepath.Join(h.root, "usr/local/bin/tool"))
+	if err != nil || st.Mode()&os.ModeSetuid == 0 || st.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v %v, want setuid 0755", st.Mode(), err)
 	}
 }

@@ -87,6 +87,12 @@ type Config struct {
 	// instead, as agents did before the heartbeat call (to measure the
 	// difference; testing/bench).
 	StatusEveryHeartbeat bool
+	// UpdateDuration, when above 0, makes each node play a config update
+	// (SPEC UPD-8) when its pool gives it a desiredConfig: it reports
+	// Working and cordons itself, and UpdateDuration later (its apply and
+	// reboot) reports the config current, Done, and uncordons, as a real
+	// agent does through the same node annotations.
+	UpdateDuration time.Duration
 	// DisablePods leaves pods alone, for pure scheduler benchmarks:
 	// pods bound to the nodes stay Pending.
 	DisablePods bool
@@ -164,6 +170,10 @@ type simNode struct {
 
 	timerMu sync.Mutex
 	timer   *time.Timer
+
+	// updating is the config a simulated update is applying ("" when
+	// none).
+	updating atomic.Pointer[string]
 }
 
 // arm makes fire run after d, replacing the timer armed before: an extra

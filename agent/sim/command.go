@@ -148,6 +148,7 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 		pods        bool
 		workers     int
 		quiet       bool
+		update      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "agents -f nodes.yaml [--count N]",
@@ -185,6 +186,8 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 				Heartbeat:   heartbeat,
 				DisablePods: !pods,
 				Workers:     workers,
+				// A config update each node plays (UPD-8).
+				UpdateDuration: update,
 
 				StatusEveryHeartbeat: statusEvery,
 				Logger:               slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
@@ -201,6 +204,7 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 	f.BoolVar(&pods, "pods", true, "mark pods bound to the nodes Running; --pods=false leaves them Pending")
 	f.IntVar(&workers, "workers", DefaultWorkers, "writes in flight at most, for each of registration, heartbeats and pods")
 	f.BoolVarP(&quiet, "quiet", "q", false, "log only warnings (not each node going quiet or resuming)")
+	f.DurationVar(&update, "update-duration", 0, "play config updates: a node its pool gives a desiredConfig reports Working and cordons itself, and this long later (its simulated apply and reboot) Done (0: nodes ignore configs)")
 	return cmd
 }
 

@@ -36,6 +36,7 @@ func (a *Agents) nodeEvent(typ string, obj api.Object) {
 		return
 	}
 	n.serverReady.Store(readyTrue(node.Status.Conditions))
+	a.maybeUpdate(n, node)
 	ann := node.Annotations[SilencedAnnotation]
 	if prev := n.annotation.Swap(&ann); prev != nil && *prev == ann {
 		return

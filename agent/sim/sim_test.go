@@ -625,3 +625,73 @@ func TestCommandNeedsServer(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoConfig", err)
 	}
 }
+
+// With UpdateDuration the simulated nodes play a config update through
+// the real controller (UPD-8): Working and cordoned when given a config,
+// Done, current and uncordoned after it; at most maxUnavailable at once.
+func TestAgentsPlayConfigUpdates(t *testing.T) {
+	adminCfg, _, _ := startServerWith(t)
+	admin, err := client.New(adminCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpls, _, err := LoadNodes([]byte("apiVersion: v1\nkind: Node\nmetadata:\n  name: upd\n  labels:\n    node-role.kubernetes.io/worker: \"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := Start(ctx, Config{Client: adminCfg, Nodes: tmpls, Count: 4, Heartbeat: 100 * time.Millisecond, DisablePods: true,
+		UpdateDuration: 200 * time.Millisecond, Logger: testLogger(t, slog.LevelInfo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	objs, _, err := api.DecodeYAMLOrJSON([]byte(`apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: worker
+spec:
+  maxUnavailable: 2
+  machineConfigSelector:
+    matchLabels: {machineconfiguration.openshift.io/role: worker}
+  nodeSelector:
+    matchLabels: {node-role.kubernetes.io/worker: ""}
+---
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-x
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.2.0}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if _, _, err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maxBusy := 0
+	waitFor(t, "every node updated", 30*time.Second, func() bool {
+		busy, done := 0, 0
+		for _, name := range a.Names() {
+			n := getNode(t, admin, name)
+			if n.Spec.Unschedulable {
+				busy++
+			}
+			if want := n.Annotations[api.AnnotationDesiredConfig]; want != "" && n.Annotations[api.AnnotationCurrentConfig] == want &&
+				n.Annotations[api.AnnotationMCState] == api.MCStateDone && !n.Spec.Unschedulable {
+				done++
+			}
+		}
+		maxBusy = max(maxBusy, busy)
+		return done == 4
+	})
+	if maxBusy > 2 || maxBusy == 0 {
+		t.Errorf("at most %d nodes seen cordoned at once, want 1 or 2 (maxUnavailable 2)", maxBusy)
+	}
+}

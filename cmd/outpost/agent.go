@@ -38,6 +38,10 @@ type agentFile struct {
 	ClusterSecretFile    string   `json:"clusterSecretFile,omitempty"`
 	ServerDataDir        string   `json:"serverDataDir,omitempty"`
 	ServerArgs           []string `json:"serverArgs,omitempty"`
+	// Config updates (SPEC UPD-8).
+	OSUpdates    string `json:"osUpdates,omitempty"`
+	OSBackend    string `json:"osBackend,omitempty"`
+	OSBackendDir string `json:"osBackendDir,omitempty"`
 }
 
 func newAgentCommand() *cobra.Command {
@@ -48,6 +52,7 @@ func newAgentCommand() *cobra.Command {
 		labels     string
 		taints     string
 		reserved   string
+		osf        osUpdateFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --server URL --token JOIN-STRING",
@@ -103,6 +108,11 @@ up. When the host's machine is deleted, the agent stops that server.`,
 			}
 			cfg.Logger = log
 			cfg.Ready = agent.NotifyReady(log)
+			stop, err := osf.apply(cmd.Context(), &cfg, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
@@ -129,6 +139,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "the cluster secret's file (mode 0600), for the server this host may be asked to run")
 	f.StringVar(&cfg.ServerDataDir, "server-data-dir", "", "data dir of that server (default DATA-DIR/server)")
 	f.StringArrayVar(&cfg.ServerArgs, "server-arg", nil, "an extra argument for that server, after the agent's own (repeat it; e.g. --server-arg=--config=/etc/outpost/server.yaml)")
+	osf.add(cmd)
 	logs.add(cmd)
 	return cmd
 }
@@ -166,6 +177,13 @@ func loadAgentFile(path string, cfg *agent.Config, cmd *cobra.Command) error {
 	str("server-data-dir", &cfg.ServerDataDir, fc.ServerDataDir)
 	if fc.ControlPlaneEligible {
 		set("control-plane-eligible", func() { cfg.ControlPlaneEligible = true })
+	}
+	for _, kv := range []struct{ flag, v string }{{"os-updates", fc.OSUpdates}, {"os-backend", fc.OSBackend}, {"os-backend-dir", fc.OSBackendDir}} {
+		if kv.v != "" && !cmd.Flags().Changed(kv.flag) {
+			if err := cmd.Flags().Set(kv.flag, kv.v); err != nil {
+				return fmt.Errorf("--config %s: %s: %w", path, kv.flag, err)
+			}
+		}
 	}
 	if len(fc.ServerArgs) > 0 {
 		set("server-arg", func() { cfg.ServerArgs = fc.ServerArgs })

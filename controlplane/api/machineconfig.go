@@ -213,6 +213,28 @@ const (
 	LabelMachineConfigRole = "machineconfiguration.openshift.io/role"
 )
 
+// AnnotationFleetLockHolders is on a MachineConfigPool: the FleetLock
+// clients (hosts that update themselves, as Zincati does) holding a
+// reboot lock of the pool, a JSON list of FleetLockHolder. They count
+// toward the pool's maxUnavailable with its own updating nodes.
+const AnnotationFleetLockHolders = "outpost.io/fleetlock-holders"
+
+// FleetLockHolder is one holder of a pool's reboot lock.
+type FleetLockHolder struct {
+	ID    string `json:"id"`
+	Since Time   `json:"since"`
+}
+
+// FleetLockHolders reads a pool's holders (none when the annotation is
+// absent or unreadable).
+func FleetLockHolders(p *MachineConfigPool) []FleetLockHolder {
+	var out []FleetLockHolder
+	if v := p.Annotations[AnnotationFleetLockHolders]; v != "" {
+		_ = json.Unmarshal([]byte(v), &out)
+	}
+	return out
+}
+
 // Node update states (AnnotationMCState).
 const (
 	MCStateDone      = "Done"
@@ -364,11 +386,11 @@ func validateMachineConfig(mc *MachineConfig) ErrorList {
 			errs = append(errs, Invalid(fp.Child("mode"), *f.Mode, "must be permission bits between 0 and 07777 (4095), written in decimal as Ignition does: 420 is 0644"))
 		}
 		if _, err := DecodeFileContents(f.Contents); err != nil {
-			field := "source"
+			field, value := "source", truncateValue(f.Contents.Source)
 			if c := f.Contents.Compression; c != "" && c != "gzip" {
-				field = "compression"
+				field, value = "compression", c
 			}
-			errs = append(errs, Invalid(fp.Child("contents", field), truncateValue(f.Contents.Source), err.Error()))
+			errs = append(errs, Invalid(fp.Child("contents", field), value, err.Error()))
 		}
 		for _, u := range []struct {
 			name string
@@ -390,6 +412,9 @@ func validateMachineConfig(mc *MachineConfig) ErrorList {
 		units[u.Name] = true
 		if u.Mask != nil && *u.Mask && u.Enabled != nil && *u.Enabled {
 			errs = append(errs, Invalid(up.Child("enabled"), true, "a masked unit cannot be enabled"))
+		}
+		if u.Mask != nil && *u.Mask && (u.Contents != "" || len(u.Dropins) > 0) {
+			errs = append(errs, Invalid(up.Child("mask"), true, "a masked unit has no contents or drop-ins: masking links it to /dev/null, which systemd refuses over a unit file in /etc/systemd/system"))
 		}
 		dropins := map[string]bool{}
 		for j, d := range u.Dropins {

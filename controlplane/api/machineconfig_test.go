@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -135,6 +137,7 @@ func TestMachineConfigValidation(t *testing.T) {
 		"spec.config.storage.files[5].user.id",
 		"spec.config.systemd.units[0].name",
 		"spec.config.systemd.units[1].enabled",
+		"spec.config.systemd.units[1].mask",
 		"spec.config.systemd.units[1].dropins[0].name",
 		"spec.config.systemd.units[1].dropins[1].name",
 		"spec.config.systemd.units[2].name",
@@ -150,8 +153,8 @@ func TestMachineConfigValidation(t *testing.T) {
 			t.Errorf("no error for %s; got %v", want, errs)
 		}
 	}
-	if len(errs) != 21 {
-		t.Errorf("%d errors, want 21: %v", len(errs), errs)
+	if len(errs) != 22 {
+		t.Errorf("%d errors, want 22: %v", len(errs), errs)
 	}
 }
 
@@ -203,5 +206,28 @@ func TestMachineConfigPoolValidation(t *testing.T) {
 	}
 	if n := (&MachineConfigPoolSpec{}).MaxUnavailableOf(5); n != 1 {
 		t.Errorf("default maxUnavailable = %d, want 1", n)
+	}
+}
+
+// The README's examples decode and validate as they are.
+func TestMachineConfigExamples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/machineconfig/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, _, err := DecodeYAMLOrJSON(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, o := range objs {
+			if errs := Validate(o); len(errs) > 0 {
+				t.Errorf("%s: %v", f, errs)
+			}
+		}
 	}
 }

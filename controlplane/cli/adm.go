@@ -23,10 +23,11 @@ import (
 func newAdmCommand(o *options) *cobra.Command {
 	adm := &cobra.Command{
 		Use:   "adm",
-		Short: "Cluster administration: tokens, raft membership, node placement, scheduler policies",
+		Short: "Cluster administration: tokens, raft membership, node placement, scheduler policies, node updates",
 	}
 	adm.AddCommand(newTokenCommand(o), newRaftCommand(o), newTaintCommand(o),
-		newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newSchedulerCommand())
+		newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newSchedulerCommand(),
+		newUpgradeCommand(o), newFleetLockCommand(o))
 	return adm
 }
 

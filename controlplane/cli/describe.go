@@ -724,6 +724,11 @@ func (d *describer) machineConfigPool(p *api.MachineConfigPool) {
 	st := p.Status
 	d.line(0, "Machines", fmt.Sprintf("%d total, %d updated, %d ready, %d unavailable, %d degraded",
 		st.MachineCount, st.UpdatedMachineCount, st.ReadyMachineCount, st.UnavailableMachineCount, st.DegradedMachineCount))
+	var holders []string
+	for _, h := range api.FleetLockHolders(p) {
+		holders = append(holders, h.ID+" (for "+age(d.now, &h.Since)+")")
+	}
+	d.line(0, "FleetLock Holders", orNone(strings.Join(holders, ", ")))
 	if len(st.Conditions) > 0 {
 		d.section(0, "Conditions")
 		rows := [][]string{{"Type", "Status", "LastTransitionTime", "Reason", "Message"}, {"----", "------", "------------------", "------", "-------"}}

@@ -252,3 +252,38 @@ func TestDescribeUnschedulablePod(t *testing.T) {
 		}
 	}
 }
+
+// adm upgrade nodes pauses and resumes a pool; adm fleetlock lists and
+// releases FleetLock clients' reboot locks (UPD-8).
+func TestNodeUpdateCommands(t *testing.T) {
+	f := newFakeAPI(t)
+	poolR := poolResource
+	f.put(poolR, `{"metadata":{"name":"worker","annotations":{"outpost.io/fleetlock-holders":"[{\"id\":\"host-a\",\"since\":\"2026-11-26T08:00:00Z\"},{\"id\":\"host-b\",\"since\":\"2026-11-26T09:00:00Z\"}]"}},"spec":{"maxUnavailable":2}}`)
+	f.put(poolR, `{"metadata":{"name":"infra"},"spec":{}}`)
+	paused := func() any { return f.get(poolR, "", "worker")["spec"].(map[string]any)["paused"] }
+
+	expect(t, "pause", f.run("adm", "upgrade", "nodes", "--pool", "worker", "--pause"), 0, "machineconfigpool/worker paused\n", "")
+	if paused() != true {
+		t.Errorf("spec.paused = %v after --pause", paused())
+	}
+	expect(t, "pause again", f.run("adm", "upgrade", "nodes", "--pool", "worker", "--pause"), 0, "machineconfigpool/worker already paused\n", "")
+	expect(t, "resume", f.run("adm", "upgrade", "nodes", "--pool", "worker", "--resume"), 0, "machineconfigpool/worker resumed\n", "")
+	if paused() != false {
+		t.Errorf("spec.paused = %v after --resume", paused())
+	}
+	expect(t, "neither", f.run("adm", "upgrade", "nodes", "--pool", "worker"), 1, "", "error: give one of --pause and --resume\nSee 'outpost adm upgrade nodes --help' for usage.\n")
+	expect(t, "no pool", f.run("adm", "upgrade", "nodes", "--pause"), 1, "", "error: --pool is required\nSee 'outpost adm upgrade nodes --help' for usage.\n")
+
+	res := f.run("adm", "fleetlock", "list")
+	if res.code != 0 || !strings.Contains(res.stdout, "POOL") || !strings.Contains(res.stdout, "worker   host-a") || !strings.Contains(res.stdout, "worker   host-b") {
+		t.Errorf("fleetlock list: %d %q %q", res.code, res.stdout, res.stderr)
+	}
+	expect(t, "release", f.run("adm", "fleetlock", "release", "host-a", "--pool", "worker"), 0, "released the reboot lock of host-a in pool worker\n", "")
+	ann := f.get(poolR, "", "worker")["metadata"].(map[string]any)["annotations"].(map[string]any)
+	if v := ann["outpost.io/fleetlock-holders"].(string); strings.Contains(v, "host-a") || !strings.Contains(v, "host-b") {
+		t.Errorf("holders after release: %s", v)
+	}
+	expect(t, "release unknown", f.run("adm", "fleetlock", "release", "host-z", "--pool", "worker"), 1, "", "error: host-z holds no reboot lock of pool worker\n")
+	expect(t, "release last", f.run("adm", "fleetlock", "release", "host-b", "--pool", "worker"), 0, "released the reboot lock of host-b in pool worker\n", "")
+	expect(t, "list none", f.run("adm", "fleetlock", "list", "--pool", "worker"), 0, "", "No reboot locks held\n")
+}

@@ -209,12 +209,13 @@ type poolPlan struct {
 // maxUnavailable are unavailable; an unavailable node costs nothing more
 // to give it to. Nothing starts while paused, or once target has
 // degraded a node.
-func planPool(target string, nodes []poolNode, maxUnavailable int32, paused bool) poolPlan {
+func planPool(target string, nodes []poolNode, maxUnavailable int32, paused bool, lockHolders int32) poolPlan {
 	nodes = slices.Clone(nodes)
 	slices.SortFunc(nodes, func(a, b poolNode) int { return strings.Compare(a.name, b.name) })
 	var p poolPlan
 	st := &p.status
-	unavailable := int32(0)
+	// FleetLock clients rebooting share the pool's limit (UPD-8 item 6).
+	unavailable := lockHolders
 	for _, n := range nodes {
 		st.MachineCount++
 		if n.updatedTo(target) {
@@ -233,7 +234,7 @@ func planPool(target string, nodes []poolNode, maxUnavailable int32, paused bool
 			}
 		}
 	}
-	st.UnavailableMachineCount = unavailable
+	st.UnavailableMachineCount = unavailable - lockHolders
 	if paused || len(p.failed) > 0 || target == "" {
 		return p
 	}
@@ -336,7 +337,7 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 			ambiguous = append(ambiguous, n.Name)
 		}
 	}
-	plan := planPool(target, nodes, pool.Spec.MaxUnavailableOf(int32(len(nodes))), pool.Spec.Paused)
+	plan := planPool(target, nodes, pool.Spec.MaxUnavailableOf(int32(len(nodes))), pool.Spec.Paused, int32(len(api.FleetLockHolders(pool))))
 	for _, name := range plan.assign {
 		if err := c.assign(ctx, nodeObjs[name], target); err != nil {
 			return 0, err

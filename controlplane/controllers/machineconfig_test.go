@@ -127,7 +127,7 @@ func TestPlanPoolSeedExample(t *testing.T) {
 	}
 	step := func(want ...string) {
 		t.Helper()
-		p := planPool(target, list(), 3, false)
+		p := planPool(target, list(), 3, false, 0)
 		if !slices.Equal(p.assign, want) {
 			t.Fatalf("assigned %v, want %v", p.assign, want)
 		}
@@ -159,7 +159,7 @@ func TestPlanPoolSeedExample(t *testing.T) {
 		finish(n)
 		step()
 	}
-	p := planPool(target, list(), 3, false)
+	p := planPool(target, list(), 3, false, 0)
 	if st := p.status; st.MachineCount != 5 || st.UpdatedMachineCount != 5 || st.ReadyMachineCount != 5 || st.UnavailableMachineCount != 0 {
 		t.Errorf("final status %+v: want 5 machines all updated and ready", st)
 	}
@@ -173,22 +173,26 @@ func TestPlanPoolStops(t *testing.T) {
 		return poolNode{name: n, ready: true, current: old, desired: old, state: api.MCStateDone}
 	}
 	bad := poolNode{name: "a", ready: true, current: old, desired: target, state: api.MCStateDegraded, reason: "health check failed"}
-	p := planPool(target, []poolNode{bad, done("b"), done("c")}, 2, false)
+	p := planPool(target, []poolNode{bad, done("b"), done("c")}, 2, false, 0)
 	if len(p.assign) != 0 || !slices.Equal(p.failed, []string{"a"}) || p.status.DegradedMachineCount != 1 {
 		t.Errorf("after a failure: assign %v failed %v status %+v; want nothing assigned, a failed", p.assign, p.failed, p.status)
 	}
 	// A newer config goes to the degraded node too.
-	p = planPool("rendered-worker-newer", []poolNode{bad, done("b"), done("c")}, 2, false)
+	p = planPool("rendered-worker-newer", []poolNode{bad, done("b"), done("c")}, 2, false, 0)
 	if !slices.Equal(p.assign, []string{"a", "b"}) {
 		t.Errorf("a newer config assigned to %v, want a (already unavailable) and b", p.assign)
 	}
-	if p := planPool(target, []poolNode{done("a"), done("b")}, 1, true); len(p.assign) != 0 {
+	if p := planPool(target, []poolNode{done("a"), done("b")}, 1, true, 0); len(p.assign) != 0 {
 		t.Errorf("paused pool assigned %v", p.assign)
 	}
 	down := done("a")
 	down.ready = false
-	if p := planPool(target, []poolNode{down, done("b"), done("c")}, 1, false); !slices.Equal(p.assign, []string{"a"}) {
+	if p := planPool(target, []poolNode{down, done("b"), done("c")}, 1, false, 0); !slices.Equal(p.assign, []string{"a"}) {
 		t.Errorf("with a down, maxUnavailable 1: assigned %v, want only a", p.assign)
+	}
+	// A FleetLock client holding the pool's lock takes a place.
+	if p := planPool(target, []poolNode{done("a"), done("b"), done("c")}, 2, false, 1); !slices.Equal(p.assign, []string{"a"}) {
+		t.Errorf("maxUnavailable 2 with a FleetLock holder: assigned %v, want only a", p.assign)
 	}
 }
 

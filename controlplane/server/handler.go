@@ -105,9 +105,26 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		writeError(w, unavailable(reason+"; retry shortly", 1))
 		return
 	}
+	fleetOp, fleetToken, fleet := fleetLockRoute(path)
+	if fleetToken != "" {
+		// FleetLock clients carry their token in the URL (fleetlock.go):
+		// it moves to the header, and out of the path that logs and a
+		// forward to the leader would show.
+		r.Header.Set("Authorization", "Bearer "+fleetToken)
+		r.URL.Path, r.URL.RawPath = "/v1/"+fleetOp, ""
+	}
 	id, err := s.authenticate(r)
 	if err != nil {
+		if fleet {
+			w.label(verbCreate, "fleetlock")
+			writeFleetLockError(w, http.StatusUnauthorized, "unauthorized", "a valid token is required: base_url https://SERVER:6443/fleetlock/TOKEN/")
+			return
+		}
 		writeError(w, err)
+		return
+	}
+	if fleet {
+		s.serveFleetLock(w, r, id, fleetOp)
 		return
 	}
 	var segs [10]string

@@ -46,12 +46,15 @@ func main() {
 		machB    = flag.Bool("machines", true, "run the control-plane replacement measurement (issue 11; needs root, containerd, runc)")
 		machO    = flag.Bool("machines-only", false, "run only the control-plane replacement measurement")
 		machPods = flag.Int("machines-pods", 100000, "pods stored during the control-plane replacement measurement")
+		updB     = flag.Bool("updates", true, "run the rolling node update measurement (issue 12)")
+		updO     = flag.Bool("updates-only", false, "run only the rolling node update measurement")
+		updN     = flag.Int("update-nodes", 1000, "simulated nodes in the rolling node update measurement")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	others := !*hbO && *evO == "" && !*machO
+	others := !*hbO && *evO == "" && !*machO && !*updO
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -69,7 +72,7 @@ func main() {
 		}
 		r.sched = schedMarkdown(res, algo)
 	}
-	if (*hbB && !*only && !*agentO && *evO == "" && !*machO) || *hbO {
+	if (*hbB && !*only && !*agentO && others) || *hbO {
 		r.heartbeats = hbMarkdown(runHeartbeatBench(ctx, *bin, *hbN), fmt.Sprintf("go run ./testing/bench -bin %s -heartbeats-only -heartbeat-nodes %d", *bin, *hbN))
 	}
 	if (*evB && others && !*only && !*agentO) || *evO != "" {
@@ -99,6 +102,11 @@ func main() {
 		r.machines = machinesMarkdown(e2eBench(ctx, *bin, "BenchmarkControlPlaneReplacement", "1x", "controlplane_bench_test.go",
 			[]string{fmt.Sprintf("OUTPOST_BENCH_PODS=%d", *machPods)}),
 			fmt.Sprintf("go run ./testing/bench -bin %s -machines-only -machines-pods %d", *bin, *machPods))
+	}
+	if (*updB && others && !*only && !*agentO) || *updO {
+		r.updates = nodeUpdatesMarkdown(runNodeUpdateBench(ctx, *bin, *updN, 5*time.Second),
+			fmt.Sprintf("go run ./testing/bench -bin %s -updates-only -update-nodes %d", *bin, *updN),
+			e2eBench(ctx, *bin, "BenchmarkConfigUpdateRealSystemd", "1x", "osupdate_bench_test.go", nil))
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
@@ -134,6 +142,7 @@ type report struct {
 	heartbeats string
 	eviction   string
 	machines   string
+	updates    string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -513,6 +522,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.agent)
 	b.WriteString(r.eviction)
 	b.WriteString(r.machines)
+	b.WriteString(r.updates)
 	return b.String()
 }
 

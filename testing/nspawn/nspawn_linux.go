@@ -185,12 +185,39 @@ func Boot(t testing.TB, opts Options) *Host {
 	return h
 }
 
+// netSysfsUnit shows a host in a network namespace its own interfaces
+// under /sys/class/net (see setUp).
+const netSysfsUnit = "outpost-test-netsysfs.service"
+
+const netSysfsUnitText = `[Unit]
+Description=sysfs of this network namespace under /sys/class/net (test harness)
+DefaultDependencies=no
+Before=sysinit.target network-pre.target
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'mkdir -p /run/netsysfs && mount -t sysfs sysfs /run/netsysfs && mount --bind /run/netsysfs/class/net /sys/class/net && mount --bind /run/netsysfs/devices/virtual/net /sys/devices/virtual/net'
+[Install]
+WantedBy=sysinit.target
+`
+
 func (h *Host) setUp(base string, opts Options) error {
 	if err := h.makeRoot(base); err != nil {
 		return err
 	}
 	if err := writeFiles(h.root, opts.Files); err != nil {
 		return err
+	}
+	if opts.NetNS != "" {
+		// nspawn joining a network namespace by path leaves the sysfs it
+		// mounts showing this machine's interfaces, not the host's, so a
+		// program inside that looks its interface up there (the agent's
+		// network check) finds it absent. A unit early in each boot binds
+		// a sysfs mounted from inside the namespace over the net parts.
+		if err := writeFiles(h.root, map[string]File{"/etc/systemd/system/" + netSysfsUnit: {Content: netSysfsUnitText}}); err != nil {
+			return err
+		}
+		opts.Enable = append(slices.Clone(opts.Enable), netSysfsUnit)
 	}
 	if len(opts.Enable) > 0 {
 		// The host's systemctl would need the host running; this

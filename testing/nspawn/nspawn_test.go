@@ -94,6 +94,12 @@ func TestBootRebootPoweroff(t *testing.T) {
 	if got := run("ip", "-4", "-o", "addr", "show"); !strings.Contains(got, " "+ns.Addr+"/24 ") {
 		t.Errorf("address %s not configured inside:\n%s", ns.Addr, got)
 	}
+	// /sys/class/net shows the namespace's interfaces, not this
+	// machine's: a program inside looks its interface up there.
+	links := run("sh", "-c", "ip -o link show | cut -d: -f2 | cut -d@ -f1 | tr -d ' ' | sort | tr '\\n' ' '")
+	if got := run("sh", "-c", "ls /sys/class/net | sort | tr '\\n' ' '"); got != links {
+		t.Errorf("/sys/class/net inside lists %q, the namespace has %q", got, links)
+	}
 	if got := run("systemctl", "is-active", "probe.service"); got != "active" {
 		t.Errorf("probe.service %q after boot, want active", got)
 	}

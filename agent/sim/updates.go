@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+// maybeUpdate starts a simulated config update of n when the stored node
+// wants a config it does not run and none is under way.
+func (a *Agents) maybeUpdate(n *simNode, node *api.Node) {
+	if a.cfg.UpdateDuration <= 0 {
+		return
+	}
+	want := node.Annotations[api.AnnotationDesiredConfig]
+	if want == "" || want == node.Annotations[api.AnnotationCurrentConfig] {
+		return
+	}
+	if cur := n.updating.Load(); cur != nil && *cur == want {
+		return
+	}
+	n.updating.Store(&want)
+	a.wg.Go(func() { a.simulateUpdate(n, want) })
+}
+
+// simulateUpdate is an agent's update as the control plane sees it: two
+// writes of the node's annotations (and its cordon), UpdateDuration
+// apart.
+func (a *Agents) simulateUpdate(n *simNode, want string) {
+	ctx := a.ctx
+	err := a.updateNode(ctx, n, func(node *api.Node) {
+		node.Annotations[api.AnnotationMCState] = api.MCStateWorking
+		if !node.Spec.Unschedulable {
+			node.Spec.Unschedulable = true
+			node.Annotations[api.AnnotationUpdateCordoned] = "true"
+		}
+	})
+	if err != nil {
+		a.warn("simulated update: start", "node", n.name, "error", err)
+		n.updating.Store(nil)
+		return
+	}
+	t := time.NewTimer(a.cfg.UpdateDuration)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return
+	case <-t.C:
+	}
+	err = a.updateNode(ctx, n, func(node *api.Node) {
+		node.Annotations[api.AnnotationCurrentConfig] = want
+		node.Annotations[api.AnnotationMCState] = api.MCStateDone
+		delete(node.Annotations, api.AnnotationMCReason)
+		if _, ok := node.Annotations[api.AnnotationUpdateCordoned]; ok {
+			node.Spec.Unschedulable = false
+			delete(node.Annotations, api.AnnotationUpdateCordoned)
+		}
+	})
+	if err != nil {
+		a.warn("simulated update: done", "node", n.name, "error", err)
+		n.updating.Store(nil)
+	}
+}
+
+// updateNode reads n's Node, changes it and writes it with n's own
+// credential, again on a conflict.
+func (a *Agents) updateNode(ctx context.Context, n *simNode, change func(*api.Node)) error {
+	for range 5 {
+		err := a.updateNodeOnce(ctx, n, change)
+		if !api.IsConflict(err) {
+			return err
+		}
+	}
+	return a.updateNodeOnce(ctx, n, change)
+}
+
+func (a *Agents) updateNodeOnce(ctx context.Context, n *simNode, change func(*api.Node)) error {
+	return retry(ctx, func() error {
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		defer cancel()
+		obj, err := n.cl.Get(wctx, nodesResource, "", n.name, client.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node, ok := obj.(*api.Node)
+		if !ok {
+			return ErrBadReply
+		}
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		change(node)
+		_, _, err = n.cl.Update(wctx, node)
+		return err
+	})
+}
