@@ -247,6 +247,10 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 				changed = true
 			}
 		}
+		updates := a.configUpdatesAnnotation()
+		if node.Annotations[api.AnnotationConfigUpdates] != updates {
+			changed = true
+		}
 		if !changed {
 			return node
 		}
@@ -256,6 +260,15 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 			upd.Labels = map[string]string{}
 		}
 		maps.Copy(upd.Labels, want)
+		upd.Annotations = maps.Clone(node.Annotations)
+		if updates == "" {
+			delete(upd.Annotations, api.AnnotationConfigUpdates)
+		} else {
+			if upd.Annotations == nil {
+				upd.Annotations = map[string]string{}
+			}
+			upd.Annotations[api.AnnotationConfigUpdates] = updates
+		}
 		res, _, err := a.cl.Update(rctx, &upd)
 		if err != nil {
 			a.log.Warn("update node labels", "err", err)
@@ -274,6 +287,9 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 			ObjectMeta: api.ObjectMeta{Name: a.cfg.NodeName, Labels: a.labels()},
 			Spec:       api.NodeSpec{Taints: a.cfg.Taints},
 			Status:     st,
+		}
+		if v := a.configUpdatesAnnotation(); v != "" {
+			node.Annotations = map[string]string{api.AnnotationConfigUpdates: v}
 		}
 		sentAt := a.fence.now()
 		res, _, err := a.cl.Create(rctx, node)
@@ -297,6 +313,15 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 		a.offline(err)
 		return nil
 	}
+}
+
+// configUpdatesAnnotation is "off" when this agent takes no config
+// updates (its pool leaves the node out, and says so), else "".
+func (a *Agent) configUpdatesAnnotation() string {
+	if a.cfg.OSSystemd == nil {
+		return "off"
+	}
+	return ""
 }
 
 // sendNodeStatus writes the node's status st; it returns the stored

@@ -21,7 +21,10 @@ func (NoneBackend) Name() string { return "none" }
 
 func (NoneBackend) Booted(context.Context) (OSState, error) { return OSState{}, nil }
 
-func (NoneBackend) Stage(_ context.Context, want OSState) error {
+func (b NoneBackend) Stage(_ context.Context, want OSState) error { return b.CanStage(want) }
+
+// CanStage refuses any OS image or kernel argument.
+func (NoneBackend) CanStage(want OSState) error {
 	if want.Version != "" || len(want.KernelArgs) > 0 {
 		return fmt.Errorf("%w: OS image %q, kernel arguments %v (start the agent with --os-backend bootc, rpm-ostree or directory)", ErrNotSupported, want.Version, want.KernelArgs)
 	}
@@ -246,6 +249,27 @@ func (b *ImageBackend) Booted(ctx context.Context) (OSState, error) {
 		}
 	}
 	return s, nil
+}
+
+// CanStage refuses kernel arguments on bootc, which takes them from the
+// image.
+func (b *ImageBackend) CanStage(want OSState) error {
+	if b.Tool != "rpm-ostree" && len(want.KernelArgs) > 0 {
+		return fmt.Errorf("%w: bootc takes kernel arguments from the image (/usr/lib/bootc/kargs.d), not from a MachineConfig", ErrNotSupported)
+	}
+	return nil
+}
+
+// Rollback boots the previous deployment again (it is on disk: nothing
+// is fetched) and restores the kernel arguments outpost managed.
+func (b *ImageBackend) Rollback(ctx context.Context, prev OSState) error {
+	if _, err := b.run(ctx, "rollback"); err != nil {
+		return err
+	}
+	if b.SetManaged != nil {
+		return b.SetManaged(prev.KernelArgs)
+	}
+	return nil
 }
 
 func (b *ImageBackend) Stage(ctx context.Context, want OSState) error {

@@ -31,7 +31,8 @@ type fakeCluster struct {
 
 func newFakeCluster() *fakeCluster {
 	return &fakeCluster{
-		node:    &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1", Annotations: map[string]string{}}},
+		node: &api.Node{ObjectMeta: api.ObjectMeta{Name: "n1", Annotations: map[string]string{}},
+			Status: api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue}}}},
 		configs: map[string]*api.MachineConfig{},
 	}
 }

@@ -141,8 +141,16 @@ func (f files) backup(p string) (Backup, error) {
 	if err != nil {
 		return b, fmt.Errorf("back up %s: %w", p, err)
 	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(f.abs(p))
+		if err != nil {
+			return b, fmt.Errorf("back up %s: %w", p, err)
+		}
+		b.Existed, b.Link = true, target
+		return b, nil
+	}
 	if !st.Mode().IsRegular() {
-		return b, fmt.Errorf("back up %s: not a regular file (%s)", p, st.Mode().Type())
+		return b, fmt.Errorf("back up %s: not a regular file or a link (%s)", p, st.Mode().Type())
 	}
 	data, err := os.ReadFile(f.abs(p))
 	if err != nil {
@@ -195,6 +203,18 @@ func (f files) apply(op fileOp) error {
 func (f files) restore(b Backup) error {
 	if !b.Existed {
 		return f.apply(fileOp{path: b.Path, remove: true})
+	}
+	if b.Link != "" {
+		p := f.abs(b.Path)
+		tmp := p + ".outpost-link"
+		_ = os.Remove(tmp)
+		if err := os.Symlink(b.Link, tmp); err != nil {
+			return fmt.Errorf("restore %s: %w", b.Path, err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return fmt.Errorf("restore %s: %w", b.Path, err)
+		}
+		return syncDir(filepath.Dir(p))
 	}
 	return writeAtomic(f.abs(b.Path), b.Data, b.Mode, b.UID, b.GID)
 }

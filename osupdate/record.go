@@ -31,6 +31,9 @@ const (
 	StepRebooting Step = "Rebooting"
 	// StepBooted: the new boot is to be verified and health-checked.
 	StepBooted Step = "Booted"
+	// StepRestoring: the update failed its check (Reason); the previous
+	// files, units and OS are to be put back.
+	StepRestoring Step = "Restoring"
 	// StepRollingBack: the previous files, units and OS are back and a
 	// reboot was asked from BootID; a later boot reports Degraded.
 	StepRollingBack Step = "RollingBack"
@@ -71,8 +74,11 @@ type Backup struct {
 	Existed bool        `json:"existed"`
 	Mode    os.FileMode `json:"mode,omitempty"`
 	Data    []byte      `json:"data,omitempty"`
-	UID     int         `json:"uid"`
-	GID     int         `json:"gid"`
+	// Link is the target when the path was a symbolic link
+	// (/etc/resolv.conf, a unit masked to /dev/null).
+	Link string `json:"link,omitempty"`
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
 }
 
 // Journal keeps the Record across agent restarts and reboots; the agent

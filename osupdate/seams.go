@@ -50,3 +50,17 @@ type Backend interface {
 // ErrNotSupported is a backend asked to do what it cannot (the none
 // backend asked to change the OS image).
 var ErrNotSupported = errors.New("not supported by this OS backend")
+
+// Checker is a Backend that can tell, before anything is touched, that
+// it cannot stage an OS (the none backend and a new image; bootc and
+// kernel arguments): the update is refused without a cordon or a drain.
+type Checker interface {
+	CanStage(want OSState) error
+}
+
+// Rollbacker is a Backend that keeps the previous deployment and boots
+// it again without fetching anything (bootc rollback, rpm-ostree
+// rollback); others stage the previous OS.
+type Rollbacker interface {
+	Rollback(ctx context.Context, prev OSState) error
+}

@@ -53,6 +53,9 @@ type Config struct {
 	// RetryAfter is how long a failed step waits before it is tried
 	// again (default 30s).
 	RetryAfter time.Duration
+	// RebootWait is how long a reboot asked for may take to come before
+	// it is asked again (default 10m).
+	RebootWait time.Duration
 	// MaxReboots bounds the reboots one update may ask for (default 3):
 	// a host that does not reboot when asked is reported, not asked
 	// forever.
@@ -92,6 +95,9 @@ func New(cfg Config) (*Updater, error) {
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 30 * time.Second
+	}
+	if cfg.RebootWait <= 0 {
+		cfg.RebootWait = 10 * time.Minute
 	}
 	if cfg.MaxReboots <= 0 {
 		cfg.MaxReboots = 3
@@ -183,10 +189,12 @@ func (u *Updater) step(ctx context.Context, rec Record) (*Record, error) {
 		err := u.cfg.Cluster.Drain(dctx)
 		cancel()
 		if err != nil {
-			// Never reboot a node that did not drain: Degraded with the
-			// reason (the pool starts no other node meanwhile), retried.
+			// Never reboot a node that did not drain. It stays Working
+			// (it keeps its place in the pool's maxUnavailable) with the
+			// reason, and the drain is tried again: a budget refusing now
+			// may allow it later, and the config is not at fault.
 			u.log.Warn("drain failed; trying again later", "config", rec.Desired, "error", err)
-			if serr := u.setState(ctx, api.MCStateDegraded, "drain failed: "+err.Error(), nil); serr != nil {
+			if serr := u.setState(ctx, api.MCStateWorking, "drain blocked, retrying: "+err.Error(), nil); serr != nil {
 				return nil, serr
 			}
 			return nil, fmt.Errorf("drain for %s: %w", rec.Desired, err)
@@ -210,7 +218,12 @@ func (u *Updater) step(ctx context.Context, rec Record) (*Record, error) {
 			return nil, err
 		}
 		if boot == rec.BootID && u.asked == boot {
-			return nil, errWait // the reboot is under way
+			if time.Since(rec.StepAt) < u.cfg.RebootWait {
+				return nil, errWait // the reboot is under way
+			}
+			// Asked long ago and still the same boot: ask again (counted
+			// against MaxReboots).
+			u.asked = ""
 		}
 		if boot == rec.BootID {
 			// Still the boot that asked, and another process asked: the
@@ -229,6 +242,8 @@ func (u *Updater) step(ctx context.Context, rec Record) (*Record, error) {
 		return &rec, nil
 	case StepBooted:
 		return u.verify(ctx, rec)
+	case StepRestoring:
+		return u.restore(ctx, rec)
 	}
 	return nil, fmt.Errorf("osupdate: unknown step %q in the journal", rec.Step)
 }
@@ -255,8 +270,51 @@ func (u *Updater) start(ctx context.Context, rec Record) (*Record, error) {
 	case desired == rec.Failed:
 		return nil, nil // it failed here; a new config will be rendered
 	}
+	next := &Record{Desired: desired, Previous: current, Failed: rec.Failed}
+	prev, want, err := u.configs(ctx, *next)
+	if err != nil {
+		return nil, err
+	}
+	booted, err := u.cfg.Backend.Booted(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: booted OS: %w", u.cfg.Backend.Name(), err)
+	}
+	wantOS := osWanted(want, booted)
+	if c, ok := u.cfg.Backend.(Checker); ok {
+		if err := c.CanStage(wantOS); err != nil {
+			// Refused before anything is touched: no cordon, no drain.
+			return nil, u.fail(ctx, *next, fmt.Errorf("%s: %w", u.cfg.Backend.Name(), err))
+		}
+	}
+	if !u.changes(prev, want, booted) {
+		// Nothing on the host would change (a pool put over hosts that
+		// have its files already): report it, no cordon, no reboot.
+		u.log.Info("the pool's config changes nothing here", "config", desired)
+		err := u.cfg.Cluster.UpdateNode(ctx, func(n *api.Node) {
+			n.Annotations[api.AnnotationCurrentConfig] = desired
+			n.Annotations[api.AnnotationMCState] = api.MCStateDone
+			delete(n.Annotations, api.AnnotationMCReason)
+		})
+		return nil, err
+	}
 	u.log.Info("updating to the pool's config", "config", desired, "from", current)
-	return &Record{Desired: desired, Previous: current, Step: StepStarted, Failed: rec.Failed}, nil
+	next.Step = StepStarted
+	return next, nil
+}
+
+// changes reports whether moving from prev to want changes anything on
+// the host: a file, a unit's state, the OS.
+func (u *Updater) changes(prev, want *api.MachineConfig, booted OSState) bool {
+	ops, err := fileOps(prev, want)
+	if err != nil {
+		return true // the write reports it
+	}
+	for _, op := range ops {
+		if u.files.changes(op) {
+			return true
+		}
+	}
+	return !unitChanges(prev, want).empty() || !sameOS(osWanted(want, booted), booted)
 }
 
 // configs reads the desired config and the previous one (nil when the
@@ -352,6 +410,16 @@ func (u *Updater) fail(ctx context.Context, rec Record, err error) error {
 			u.log.Error("restore after a failed write", "path", b.Path, "error", rerr)
 		}
 	}
+	if prev, want, cerr := u.configs(ctx, rec); cerr == nil {
+		if rerr := unitChanges(want, prev).apply(ctx, u.cfg.Systemd); rerr != nil {
+			u.log.Error("restore units after a failed write", "error", rerr)
+		}
+	}
+	if rec.Backups != nil { // the OS was looked at: put back what may be staged
+		if rerr := u.cfg.Backend.Stage(ctx, rec.PrevOS); rerr != nil {
+			u.log.Error("restore the staged OS after a failed write", "error", rerr)
+		}
+	}
 	msg := fmt.Sprintf("%s cannot be applied: %v", rec.Desired, err)
 	if serr := u.setState(ctx, api.MCStateDegraded, msg, uncordonIfOurs); serr != nil {
 		return serr
@@ -376,7 +444,7 @@ func (u *Updater) reboot(ctx context.Context, rec Record, step Step, state, msg 
 	if err := u.cfg.Journal.Save(rec); err != nil {
 		return nil, fmt.Errorf("osupdate: journal: %w", err)
 	}
-	if err := u.setState(ctx, state, reasonIf(state != api.MCStateRebooting, msg), nil); err != nil {
+	if err := u.setState(ctx, state, reasonIf(step == StepRollingBack, msg), nil); err != nil {
 		return nil, err
 	}
 	u.log.Info("rebooting", "why", msg)
@@ -454,6 +522,11 @@ func (u *Updater) check(ctx context.Context, rec Record, want *api.MachineConfig
 			}
 		}
 		if last == "" {
+			if n, err := u.cfg.Cluster.Node(hctx); err != nil || !nodeReady(n) {
+				last = fmt.Sprintf("the node is not Ready (%v)", err)
+			}
+		}
+		if last == "" {
 			if err := u.cfg.Cluster.PodsRunning(hctx); err != nil {
 				last = "pods: " + err.Error()
 			}
@@ -479,36 +552,65 @@ func (u *Updater) check(ctx context.Context, rec Record, want *api.MachineConfig
 	return ""
 }
 
-// rollback restores the files, units and OS of before and reboots back.
-func (u *Updater) rollback(ctx context.Context, rec Record, want *api.MachineConfig, why string) (*Record, error) {
+// rollback records why and that a restore is to come; the restore (the
+// next step) puts back the files, units and OS of before and reboots
+// back. A restore killed halfway runs again from its record, reason kept.
+func (u *Updater) rollback(_ context.Context, rec Record, _ *api.MachineConfig, why string) (*Record, error) {
+	rec.Step, rec.Reason, rec.Reboots = StepRestoring, why, 0
+	return &rec, nil
+}
+
+func (u *Updater) restore(ctx context.Context, rec Record) (*Record, error) {
+	prev, want, err := u.configs(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range rec.Backups {
 		if err := u.files.restore(b); err != nil {
 			return nil, fmt.Errorf("roll back: %w", err)
 		}
 	}
-	prev, _, err := u.configs(ctx, Record{Desired: rec.Desired, Previous: rec.Previous})
-	if err != nil {
-		return nil, err
-	}
 	if err := unitChanges(want, prev).apply(ctx, u.cfg.Systemd); err != nil {
 		return nil, fmt.Errorf("roll back units: %w", err)
 	}
-	if err := u.cfg.Backend.Stage(ctx, rec.PrevOS); err != nil {
-		return nil, fmt.Errorf("roll back: %s: stage: %w", u.cfg.Backend.Name(), err)
+	if err := u.stageBack(ctx, rec.PrevOS); err != nil {
+		return nil, fmt.Errorf("roll back: %s: %w", u.cfg.Backend.Name(), err)
 	}
-	rec.Reason = why
-	rec.Reboots = 0
-	return u.reboot(ctx, rec, StepRollingBack, api.MCStateRebooting, "rolling back: "+why)
+	return u.reboot(ctx, rec, StepRollingBack, api.MCStateRebooting, "rolling back: "+rec.Reason)
+}
+
+// stageBack makes the next boot run prev again: the backend's own
+// rollback when it has one (bootc and rpm-ostree keep the previous
+// deployment: nothing to fetch), else a stage of prev.
+func (u *Updater) stageBack(ctx context.Context, prev OSState) error {
+	if rb, ok := u.cfg.Backend.(Rollbacker); ok {
+		return rb.Rollback(ctx, prev)
+	}
+	return u.cfg.Backend.Stage(ctx, prev)
 }
 
 // rolledBack reports the failure once the host booted back.
 func (u *Updater) rolledBack(ctx context.Context, rec Record) (*Record, error) {
 	msg := fmt.Sprintf("%s failed: %s; rolled back to %s", rec.Desired, rec.Reason, orNone(rec.Previous))
+	if booted, err := u.cfg.Backend.Booted(ctx); err != nil {
+		msg += fmt.Sprintf("; the booted OS is unknown (%v)", err)
+	} else if !sameOS(booted, rec.PrevOS) {
+		msg += fmt.Sprintf("; but the host booted %s %v, not the previous %s %v", booted.Version, booted.KernelArgs, rec.PrevOS.Version, rec.PrevOS.KernelArgs)
+	}
 	if err := u.setState(ctx, api.MCStateDegraded, msg, uncordonIfOurs); err != nil {
 		return nil, err
 	}
 	u.log.Warn("rolled back", "config", rec.Desired, "reason", rec.Reason)
 	return &Record{Failed: rec.Desired}, nil
+}
+
+func nodeReady(n *api.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == api.NodeReady {
+			return c.Status == api.ConditionTrue
+		}
+	}
+	return false
 }
 
 func orNone(s string) string {

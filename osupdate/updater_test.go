@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,8 +122,9 @@ func TestUpdateRollsBack(t *testing.T) {
 	}
 }
 
-// A drain that fails never leads to a reboot: the node is Degraded with
-// the reason, still cordoned, nothing written; the next try goes on.
+// A drain that fails never leads to a reboot: the node stays Working
+// (its place in the pool kept) with the reason, cordoned, nothing
+// written; the next try goes on.
 func TestUpdateDrainFails(t *testing.T) {
 	h := newHost(t)
 	h.desire(config("rendered-worker-1", map[string]string{"/etc/x": "x"}), "")
@@ -132,7 +134,8 @@ func TestUpdateDrainFails(t *testing.T) {
 		t.Fatal("Sync with a failing drain: no error")
 	}
 	a := h.cluster.annotations()
-	if a[api.AnnotationMCState] != api.MCStateDegraded || !strings.Contains(a[api.AnnotationMCReason], "disruption budget") || h.sd.rebootCount() != 0 {
+	if a[api.AnnotationMCState] != api.MCStateWorking || !strings.Contains(a[api.AnnotationMCReason], "drain blocked, retrying") ||
+		!strings.Contains(a[api.AnnotationMCReason], "disruption budget") || !h.cluster.unschedulable() || h.sd.rebootCount() != 0 {
 		t.Errorf("after a failed drain: %v, %d reboots", a, h.sd.rebootCount())
 	}
 	if _, ok := h.file("/etc/x"); ok {
@@ -223,8 +226,79 @@ func TestUpdateWithoutChangesSkipsTheReboot(t *testing.T) {
 	}
 	h.desire(config("rendered-worker-1", map[string]string{"/etc/x": "x"}), "")
 	syncOK(t, h.updater())
-	if a := h.cluster.annotations(); a[api.AnnotationMCState] != api.MCStateDone || h.sd.rebootCount() != 0 {
+	if a := h.cluster.annotations(); a[api.AnnotationMCState] != api.MCStateDone || a[api.AnnotationCurrentConfig] != "rendered-worker-1" || h.sd.rebootCount() != 0 {
 		t.Errorf("a config the host already has: %v, %d reboots", a, h.sd.rebootCount())
+	}
+	if h.cluster.drains != 0 || slices.ContainsFunc(h.cluster.history, func(s string) bool { return strings.HasSuffix(s, "cordoned=true") }) {
+		t.Errorf("a config that changes nothing cordoned or drained the node: %v, %d drains", h.cluster.history, h.cluster.drains)
+	}
+}
+
+// A config the OS backend cannot stage is refused before anything is
+// touched: Degraded with the reason, no cordon, no drain, no reboot.
+func TestUpdateRefusedByTheBackend(t *testing.T) {
+	h := newHost(t)
+	h.backend = nil
+	mc := config("rendered-worker-1", map[string]string{"/etc/x": "x"})
+	mc.Spec.OSImageURL = "quay.io/site/os:42"
+	h.desire(mc, "")
+	u, err := New(Config{Cluster: h.cluster, Systemd: h.sd, Backend: NoneBackend{}, Journal: h.journal, Root: h.root, RunDir: h.runDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncOK(t, u)
+	a := h.cluster.annotations()
+	if a[api.AnnotationMCState] != api.MCStateDegraded || !strings.Contains(a[api.AnnotationMCReason], "--os-backend") || h.cluster.unschedulable() || h.cluster.drains != 0 {
+		t.Errorf("an OS image on the none backend: %v cordoned %v drains %d", a, h.cluster.unschedulable(), h.cluster.drains)
+	}
+	if _, ok := h.file("/etc/x"); ok {
+		t.Error("a file was written for a config that was refused")
+	}
+	syncOK(t, u) // not tried again
+	if h.cluster.drains != 0 {
+		t.Error("the refused config was tried again")
+	}
+}
+
+// The rollback killed after each recorded step still ends with the old
+// files, the node Degraded with the check's own reason, uncordoned.
+func TestRollbackKilledAtEveryStep(t *testing.T) {
+	run := func(kill int) (*host, int) {
+		h := newHost(t)
+		h.writeFile("/etc/chrony.conf", "old\n")
+		mc := config("rendered-worker-2", map[string]string{"/etc/chrony.conf": "new"}, helloUnit())
+		mc.Spec.HealthCheck = &api.ConfigHealthCheck{Command: []string{"check"}}
+		h.desire(mc, "")
+		h.checkFn = func([]string) error { return errors.New("exit status 3: site check failed") }
+		h.journal.killAt = kill
+		seen := 0
+		for range 12 {
+			if _, err := h.updater().Sync(context.Background()); err != nil && !errors.Is(err, errKilled) {
+				t.Fatalf("kill at save %d: %v", kill, err)
+			}
+			if n := h.sd.rebootCount(); n > seen {
+				seen = n
+				h.reboot()
+			}
+			if h.cluster.annotations()[api.AnnotationMCState] == api.MCStateDegraded {
+				break
+			}
+		}
+		return h, h.journal.saves
+	}
+	_, saves := run(0)
+	for kill := 1; kill <= saves; kill++ {
+		h, _ := run(kill)
+		a := h.cluster.annotations()
+		if a[api.AnnotationMCState] != api.MCStateDegraded || !strings.Contains(a[api.AnnotationMCReason], "site check failed") || h.cluster.unschedulable() {
+			t.Errorf("kill at save %d: %v cordoned %v", kill, a, h.cluster.unschedulable())
+		}
+		if s, _ := h.file("/etc/chrony.conf"); s != "old\n" {
+			t.Errorf("kill at save %d: /etc/chrony.conf = %q after the rollback", kill, s)
+		}
+		if n := h.sd.rebootCount(); n > 3 {
+			t.Errorf("kill at save %d: %d reboots, want at most 3", kill, n)
+		}
 	}
 }
 
@@ -273,5 +347,33 @@ func TestUpdateSetuidFile(t *testing.T) {
 	st, err := os.Stat(filepath.Join(h.root, "usr/local/bin/tool"))
 	if err != nil || st.Mode()&os.ModeSetuid == 0 || st.Mode().Perm() != 0o755 {
 		t.Errorf("mode %v %v, want setuid 0755", st.Mode(), err)
+	}
+}
+
+// A path that is a symbolic link (/etc/resolv.conf) is replaced by the
+// config's file and comes back as the same link on a rollback.
+func TestUpdateOverASymlink(t *testing.T) {
+	h := newHost(t)
+	h.writeFile("/run/resolv.conf", "nameserver 10.0.0.1\n")
+	if err := os.MkdirAll(filepath.Join(h.root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../run/resolv.conf", filepath.Join(h.root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+	mc := config("rendered-worker-1", map[string]string{"/etc/resolv.conf": "nameserver%2010.0.0.2%0A"})
+	mc.Spec.HealthCheck = &api.ConfigHealthCheck{Command: []string{"check"}}
+	h.desire(mc, "")
+	h.checkFn = func([]string) error { return errors.New("exit status 1") }
+	syncOK(t, h.updater())
+	if st, err := os.Lstat(filepath.Join(h.root, "etc/resolv.conf")); err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("/etc/resolv.conf after the write: %v %v, want a regular file", st, err)
+	}
+	h.reboot()
+	syncOK(t, h.updater())
+	h.reboot()
+	syncOK(t, h.updater())
+	if target, err := os.Readlink(filepath.Join(h.root, "etc/resolv.conf")); err != nil || target != "../run/resolv.conf" {
+		t.Errorf("/etc/resolv.conf after the rollback: link %q %v, want the link back", target, err)
 	}
 }

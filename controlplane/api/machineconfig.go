@@ -208,6 +208,10 @@ const (
 	// for an update, so it may uncordon it (a node may not otherwise
 	// change spec.unschedulable: an administrator's cordon stays).
 	AnnotationUpdateCordoned = "outpost.io/update-cordoned"
+	// AnnotationConfigUpdates "off" on a Node says its agent takes no
+	// config updates (it runs without systemd, or with --os-updates
+	// off): its pool leaves it out and names it.
+	AnnotationConfigUpdates = "outpost.io/config-updates"
 	// LabelMachineConfigRole is the label the MCO's pools select their
 	// configs by (machineconfiguration.openshift.io/role=worker).
 	LabelMachineConfigRole = "machineconfiguration.openshift.io/role"
@@ -331,9 +335,14 @@ func SameFile(a, b IgnitionFile) bool {
 }
 
 // ConfigConflicts lists the files mc writes differently from other, a
-// config of the same priority: each as the index of mc's file.
+// config of the same priority for the same role: each as the index of
+// mc's file. Configs of different roles (99-master-chrony and
+// 99-worker-chrony) go to different pools and do not meet.
 func ConfigConflicts(mc, other *MachineConfig) []int {
 	if mc.Name == other.Name || ConfigPriority(mc.Name) != ConfigPriority(other.Name) {
+		return nil
+	}
+	if a, b := mc.Labels[LabelMachineConfigRole], other.Labels[LabelMachineConfigRole]; a != "" && b != "" && a != b {
 		return nil
 	}
 	var out []int

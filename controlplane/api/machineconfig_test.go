@@ -231,3 +231,30 @@ func TestMachineConfigExamples(t *testing.T) {
 		}
 	}
 }
+
+// Same-priority configs conflict on a file only within one role: the
+// MCO's 99-master-chrony and 99-worker-chrony go to different pools.
+func TestConfigConflictsByRole(t *testing.T) {
+	mk := func(name, role, data string) *MachineConfig {
+		mc := &MachineConfig{ObjectMeta: ObjectMeta{Name: name}}
+		if role != "" {
+			mc.Labels = map[string]string{LabelMachineConfigRole: role}
+		}
+		mc.Spec.Config.Storage.Files = []IgnitionFile{{Path: "/etc/chrony.conf", Contents: IgnitionContents{Source: "data:," + data}}}
+		return mc
+	}
+	for _, tt := range []struct {
+		a, b *MachineConfig
+		want int
+	}{
+		{mk("99-master-chrony", "master", "m"), mk("99-worker-chrony", "worker", "w"), 0},
+		{mk("99-a", "worker", "a"), mk("99-b", "worker", "b"), 1},
+		{mk("99-a", "", "a"), mk("99-b", "worker", "b"), 1},
+		{mk("99-a", "worker", "a"), mk("98-b", "worker", "b"), 0},
+		{mk("99-a", "worker", "same"), mk("99-b", "worker", "same"), 0},
+	} {
+		if got := len(ConfigConflicts(tt.a, tt.b)); got != tt.want {
+			t.Errorf("%s/%s vs %s/%s: %d conflicts, want %d", tt.a.Name, tt.a.Labels[LabelMachineConfigRole], tt.b.Name, tt.b.Labels[LabelMachineConfigRole], got, tt.want)
+		}
+	}
+}

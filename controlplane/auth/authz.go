@@ -281,10 +281,13 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 			return readableSub(req.Subresource)
 		}
 		return false
-	case "services", "namespaces", "machineconfigs", "machineconfigpools":
-		// Configs and pools: the agent reads the rendered config its
-		// node is to run (UPD-8).
+	case "services", "namespaces":
 		return isRead(req.Verb) && readableSub(req.Subresource)
+	case "machineconfigs":
+		// The agent reads the rendered configs its node runs and is to
+		// run (UPD-8), by name; not the configs they are rendered from,
+		// nor a list of them.
+		return req.Verb == VerbGet && req.Subresource == "" && strings.HasPrefix(req.Name, api.RenderedPrefix)
 	case ResourceServers:
 		return req.Verb == VerbList
 	case "events":

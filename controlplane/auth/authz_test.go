@@ -132,7 +132,10 @@ func TestAuthorize(t *testing.T) {
 		// A node drains itself for a config update (UPD-8): its own pods only.
 		{"node evict own pod", node, res("create", "pods", "eviction", "team-a", "mine"), true},
 		{"node evict pod bound elsewhere", node, res("create", "pods", "eviction", "team-a", "theirs"), false},
-		{"node read machine configs", node, Request{Verb: "get", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "rendered-worker-1"}, true},
+		{"node read a rendered config", node, Request{Verb: "get", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "rendered-worker-1"}, true},
+		{"node read a source config", node, Request{Verb: "get", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "99-worker-ssh"}, false},
+		{"node list machine configs", node, Request{Verb: "list", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io"}, false},
+		{"node read pools", node, Request{Verb: "get", Resource: "machineconfigpools", Group: "machineconfiguration.openshift.io", Name: "worker"}, false},
 		{"node write machine configs", node, Request{Verb: "create", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "x"}, false},
 		{"node update machine config pool status", node, Request{Verb: "update", Resource: "machineconfigpools", Subresource: "status", Group: "machineconfiguration.openshift.io", Name: "worker"}, false},
 		{"node create event anywhere", node, res("create", "events", "", "team-z", "e"), true},

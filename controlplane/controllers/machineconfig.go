@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -43,10 +44,19 @@ const workerPool = "worker"
 type machineConfigController struct {
 	*loop
 	s *shared
+	// track holds back a pool's next look until the caches show what its
+	// last look wrote: a node given a config and not yet seen so would be
+	// counted available, and one more given it.
+	track *tracker
+	// poolLock is shared with FleetLock (Config.PoolLock).
+	poolLock sync.Locker
 }
 
-func newMachineConfigController(s *shared) *machineConfigController {
-	c := &machineConfigController{s: s}
+func newMachineConfigController(s *shared, poolLock sync.Locker) *machineConfigController {
+	if poolLock == nil {
+		poolLock = &sync.Mutex{}
+	}
+	c := &machineConfigController{s: s, track: newTracker(), poolLock: poolLock}
 	c.loop = newLoop(s, "machineconfig", c.sync)
 	return c
 }
@@ -163,19 +173,23 @@ func renderedName(pool string, spec api.MachineConfigSpec) string {
 type poolNode struct {
 	name                 string
 	ready, unschedulable bool
-	current, desired     string
-	state, reason        string
+	// updateCordoned: the cordon is its update's, not an administrator's.
+	updateCordoned   bool
+	current, desired string
+	state, reason    string
 }
 
 func poolNodeOf(n *api.Node) poolNode {
+	_, marked := n.Annotations[api.AnnotationUpdateCordoned]
 	return poolNode{
-		name:          n.Name,
-		ready:         nodeReady(n),
-		unschedulable: n.Spec.Unschedulable,
-		current:       n.Annotations[api.AnnotationCurrentConfig],
-		desired:       n.Annotations[api.AnnotationDesiredConfig],
-		state:         n.Annotations[api.AnnotationMCState],
-		reason:        n.Annotations[api.AnnotationMCReason],
+		name:           n.Name,
+		ready:          nodeReady(n),
+		unschedulable:  n.Spec.Unschedulable,
+		updateCordoned: marked,
+		current:        n.Annotations[api.AnnotationCurrentConfig],
+		desired:        n.Annotations[api.AnnotationDesiredConfig],
+		state:          n.Annotations[api.AnnotationMCState],
+		reason:         n.Annotations[api.AnnotationMCReason],
 	}
 }
 
@@ -206,9 +220,12 @@ type poolPlan struct {
 
 // planPool decides a pool's next step toward target (UPD-8): nodes that
 // do not want target yet get it, in name order, while fewer than
-// maxUnavailable are unavailable; an unavailable node costs nothing more
-// to give it to. Nothing starts while paused, or once target has
-// degraded a node.
+// maxUnavailable are unavailable (FleetLock holders included). A node
+// that is unavailable already because an update degraded it, or one
+// still busy with an older config, gets it at no more cost (a newer
+// config is how a failed one is mended); a node that is not Ready or
+// that an administrator cordoned is left until it is back. Nothing
+// starts while paused, or once target has degraded a node.
 func planPool(target string, nodes []poolNode, maxUnavailable int32, paused bool, lockHolders int32) poolPlan {
 	nodes = slices.Clone(nodes)
 	slices.SortFunc(nodes, func(a, b poolNode) int { return strings.Compare(a.name, b.name) })
@@ -239,19 +256,19 @@ func planPool(target string, nodes []poolNode, maxUnavailable int32, paused bool
 		return p
 	}
 	for _, n := range nodes {
-		if n.desired == target {
-			continue
-		}
-		if n.unavailable() {
+		switch {
+		case n.desired == target:
+		case n.state == api.MCStateDegraded || n.ready && n.desired != n.current && (!n.unschedulable || n.updateCordoned):
+			p.assign = append(p.assign, n.name) // unavailable already
+		case !n.ready || n.unschedulable && !n.updateCordoned:
+			// Not Ready, or an administrator's cordon: left alone.
+		case unavailable >= maxUnavailable:
+		default:
+			unavailable++
 			p.assign = append(p.assign, n.name)
-			continue
 		}
-		if unavailable >= maxUnavailable {
-			continue
-		}
-		unavailable++
-		p.assign = append(p.assign, n.name)
 	}
+	st.UnavailableMachineCount = unavailable - lockHolders
 	return p
 }
 
@@ -275,6 +292,9 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 	obj, ok := c.s.mcpInf.Get("", name)
 	if !ok {
 		return 0, c.deleteOrphanRendered(ctx, name)
+	}
+	if !c.track.caughtUp(name) {
+		return cacheLagRetry, nil
 	}
 	pool := obj.(*api.MachineConfigPool)
 	now := c.s.now()
@@ -316,13 +336,19 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 		}
 	}
 
-	// 2. Roll out.
+	// 2. Roll out, under the lock FleetLock takes too, with the lock
+	// holders as the store has them now.
+	c.poolLock.Lock()
+	defer c.poolLock.Unlock()
+	if cur, err := c.s.client.Get(machineConfigPools, "", pool.Name); err == nil {
+		pool = cur.(*api.MachineConfigPool)
+	}
 	sel, err := nodeSelectorOf(pool)
 	if err != nil {
 		return 0, nil
 	}
 	var nodes []poolNode
-	var ambiguous []string
+	var ambiguous, noUpdates []string
 	nodeObjs := map[string]*api.Node{}
 	for _, o := range c.s.nodeInf.List() {
 		n := o.(*api.Node)
@@ -331,6 +357,10 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 		}
 		switch poolFor(c.poolsMatching(n)) {
 		case pool.Name:
+			if n.Annotations[api.AnnotationConfigUpdates] == "off" {
+				noUpdates = append(noUpdates, n.Name)
+				continue
+			}
 			nodes = append(nodes, poolNodeOf(n))
 			nodeObjs[n.Name] = n
 		case "":
@@ -339,8 +369,12 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 	}
 	plan := planPool(target, nodes, pool.Spec.MaxUnavailableOf(int32(len(nodes))), pool.Spec.Paused, int32(len(api.FleetLockHolders(pool))))
 	for _, name := range plan.assign {
-		if err := c.assign(ctx, nodeObjs[name], target); err != nil {
+		out, err := c.assign(ctx, nodeObjs[name], target)
+		if err != nil {
 			return 0, err
+		}
+		if out != nil {
+			c.track.wrote(pool.Name, c.s.nodeInf, out)
 		}
 	}
 	if len(plan.assign) > 0 {
@@ -356,7 +390,7 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 	if target != "" && st.UpdatedMachineCount == st.MachineCount {
 		st.Configuration = pool.Spec.Configuration
 	}
-	st.Conditions = poolConditions(pool, target, plan, nodes, ambiguous, renderErr, now)
+	st.Conditions = poolConditions(pool, target, plan, nodes, ambiguous, noUpdates, renderErr, now)
 	if !samePoolStatus(pool.Status, st) {
 		cp, err := controller.Copy(pool)
 		if err != nil {
@@ -364,8 +398,12 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 		}
 		upd := cp.(*api.MachineConfigPool)
 		upd.Status = st
-		if _, err := c.s.client.UpdateStatus(ctx, upd); ignoreGone(err) != nil {
+		out, err := c.s.client.UpdateStatus(ctx, upd)
+		if ignoreGone(err) != nil {
 			return 0, fmt.Errorf("pool %s: status: %w", pool.Name, err)
+		}
+		if out != nil {
+			c.track.wrote(pool.Name, c.s.mcpInf, out)
 		}
 	}
 	return 0, nil
@@ -437,28 +475,30 @@ func (c *machineConfigController) setPoolTarget(ctx context.Context, pool *api.M
 	return nil
 }
 
-// assign sets a node's desiredConfig, on the node as the store has it.
-func (c *machineConfigController) assign(ctx context.Context, n *api.Node, target string) error {
+// assign sets a node's desiredConfig, on the node as the store has it,
+// and returns the node written (nil when nothing was).
+func (c *machineConfigController) assign(ctx context.Context, n *api.Node, target string) (api.Object, error) {
 	cur, err := c.s.client.Get(nodesResource, "", n.Name)
 	if err != nil {
-		return ignoreGone(err)
+		return nil, ignoreGone(err)
 	}
 	cp, err := controller.Copy(cur)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	node := cp.(*api.Node)
 	if node.Annotations[api.AnnotationDesiredConfig] == target {
-		return nil
+		return nil, nil
 	}
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
 	node.Annotations[api.AnnotationDesiredConfig] = target
-	if _, err := c.s.client.Update(ctx, node); ignoreGone(err) != nil {
-		return fmt.Errorf("node %s: desired config %s: %w", n.Name, target, err)
+	out, err := c.s.client.Update(ctx, node)
+	if ignoreGone(err) != nil {
+		return nil, fmt.Errorf("node %s: desired config %s: %w", n.Name, target, err)
 	}
-	return nil
+	return out, nil
 }
 
 // deleteOrphanRendered deletes the rendered configs of a pool that is
@@ -479,7 +519,7 @@ func (c *machineConfigController) deleteOrphanRendered(ctx context.Context, pool
 
 // poolConditions are the MCO's: Updated, Updating, Degraded with its two
 // causes NodeDegraded and RenderDegraded.
-func poolConditions(pool *api.MachineConfigPool, target string, plan poolPlan, nodes []poolNode, ambiguous []string, renderErr error, now time.Time) []api.MachineConfigPoolCondition {
+func poolConditions(pool *api.MachineConfigPool, target string, plan poolPlan, nodes []poolNode, ambiguous, noUpdates []string, renderErr error, now time.Time) []api.MachineConfigPoolCondition {
 	st := plan.status
 	cond := func(typ string, on bool, reason, msg string) api.MachineConfigPoolCondition {
 		s := api.ConditionFalse
@@ -501,6 +541,9 @@ func poolConditions(pool *api.MachineConfigPool, target string, plan poolPlan, n
 	}
 	if len(ambiguous) > 0 {
 		updatedMsg += fmt.Sprintf("; nodes selected by more than one pool are left alone: %s", strings.Join(ambiguous, ", "))
+	}
+	if len(noUpdates) > 0 {
+		updatedMsg += fmt.Sprintf("; left out, their agents take no config updates (no systemd, or --os-updates off): %s", strings.Join(noUpdates, ", "))
 	}
 	var updatingReason, updatingMsg string
 	updating := !allUpdated && target != ""

@@ -185,10 +185,20 @@ func TestPlanPoolStops(t *testing.T) {
 	if p := planPool(target, []poolNode{done("a"), done("b")}, 1, true, 0); len(p.assign) != 0 {
 		t.Errorf("paused pool assigned %v", p.assign)
 	}
+	// A node that is not Ready, or that an administrator cordoned, is
+	// left until it is back; it counts as unavailable meanwhile.
 	down := done("a")
 	down.ready = false
-	if p := planPool(target, []poolNode{down, done("b"), done("c")}, 1, false, 0); !slices.Equal(p.assign, []string{"a"}) {
-		t.Errorf("with a down, maxUnavailable 1: assigned %v, want only a", p.assign)
+	if p := planPool(target, []poolNode{down, done("b"), done("c")}, 1, false, 0); len(p.assign) != 0 {
+		t.Errorf("with a down, maxUnavailable 1: assigned %v, want none", p.assign)
+	}
+	if p := planPool(target, []poolNode{down, done("b"), done("c")}, 2, false, 0); !slices.Equal(p.assign, []string{"b"}) || p.status.UnavailableMachineCount != 2 {
+		t.Errorf("with a down, maxUnavailable 2: assigned %v (unavailable %d), want b (2)", p.assign, p.status.UnavailableMachineCount)
+	}
+	maint := done("a")
+	maint.unschedulable = true
+	if p := planPool(target, []poolNode{maint, done("b")}, 2, false, 0); !slices.Equal(p.assign, []string{"b"}) {
+		t.Errorf("with a cordoned by an administrator: assigned %v, want b only", p.assign)
 	}
 	// A FleetLock client holding the pool's lock takes a place.
 	if p := planPool(target, []poolNode{done("a"), done("b"), done("c")}, 2, false, 1); !slices.Equal(p.assign, []string{"a"}) {
@@ -220,6 +230,9 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 		e.create(node)
 	}
 	e.create(newNode("other", nil))
+	off := newNode("w4", map[string]string{"node-role.kubernetes.io/worker": ""})
+	off.Annotations = map[string]string{api.AnnotationConfigUpdates: "off"}
+	e.create(off)
 	two := api.FromInt(2)
 	e.create(&api.MachineConfigPool{ObjectMeta: api.ObjectMeta{Name: "worker"}, Spec: api.MachineConfigPoolSpec{
 		MachineConfigSelector: &api.LabelSelector{MatchLabels: map[string]string{api.LabelMachineConfigRole: "worker"}},
@@ -245,7 +258,7 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	}
 	given := func() []string {
 		var out []string
-		for _, n := range []string{"w1", "w2", "w3", "other"} {
+		for _, n := range []string{"w1", "w2", "w3", "w4", "other"} {
 			if desired(n) == target {
 				out = append(out, n)
 			}
@@ -282,7 +295,8 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	e.waitFor("the pool Updated", func() (bool, string) {
 		p := pool()
 		st := p.Status
-		return st.UpdatedMachineCount == 3 && st.ReadyMachineCount == 3 && st.Configuration.Name == target &&
+		return st.MachineCount == 3 && st.UpdatedMachineCount == 3 && st.ReadyMachineCount == 3 && st.Configuration.Name == target &&
+			strings.Contains(conditionMessage(p, api.PoolUpdated), "take no config updates (no systemd, or --os-updates off): w4") &&
 			poolCondition(p, api.PoolUpdated) == api.ConditionTrue && poolCondition(p, api.PoolUpdating) == api.ConditionFalse, fmt.Sprintf("%+v", st)
 	})
 

@@ -32,6 +32,11 @@ type Config struct {
 	// Client reads the leader's store and writes through validation,
 	// admission and raft.
 	Client controller.Client
+	// PoolLock, when set, is held while the machine config controller
+	// picks a pool's next nodes and writes its status, and by whoever
+	// else hands out a place in a pool's maxUnavailable (the server's
+	// FleetLock): the two never count the same place twice.
+	PoolLock sync.Locker
 	// Logger gets the controllers' records; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for availability (minReadySeconds), conditions and
@@ -163,7 +168,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	mc := newMachineController(s, cfg.MachineProvider, cfg.Raft)
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
-	mcc := newMachineConfigController(s)
+	mcc := newMachineConfigController(s, cfg.PoolLock)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
 	if cfg.Raft != nil {

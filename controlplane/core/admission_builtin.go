@@ -168,6 +168,14 @@ func (nodeRestrictionAdmission) Admit(_ context.Context, op string, id *auth.Ide
 		if n.Spec.Unschedulable != o.Spec.Unschedulable && !updateCordon(n, o) {
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change spec.unschedulable", id.NodeName), nodeRestrictionRule)
 		}
+		// The mark goes on and off only with the cordon it marks: a mark
+		// added alone to an administrator's cordon would let the node
+		// lift that cordon next.
+		_, marked := n.Annotations[api.AnnotationUpdateCordoned]
+		_, wasMarked := o.Annotations[api.AnnotationUpdateCordoned]
+		if marked != wasMarked && n.Spec.Unschedulable == o.Spec.Unschedulable {
+			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change annotation %s without its cordon", id.NodeName, api.AnnotationUpdateCordoned), nodeRestrictionRule)
+		}
 		if n.Annotations[api.AnnotationDesiredConfig] != o.Annotations[api.AnnotationDesiredConfig] {
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change annotation %s", id.NodeName, api.AnnotationDesiredConfig),
 				"the machine config pool sets the configuration a node should run")

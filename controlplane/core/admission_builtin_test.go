@@ -77,6 +77,9 @@ func TestNodeRestrictionUpdateCordon(t *testing.T) {
 		{"lift its cordon but keep the mark", node(true, cordoned), node(false, cordoned), false},
 		{"set its own desired config", node(false, assigned), node(false, with(assigned, api.AnnotationDesiredConfig, "rendered-worker-c")), false},
 		{"report its current config and state", node(false, assigned), node(false, with(assigned, api.AnnotationCurrentConfig, "rendered-worker-b", api.AnnotationMCState, api.MCStateDone)), true},
+		// The mark alone on an administrator's cordon, then the lift.
+		{"mark an administrator's cordon", node(true, assigned), node(true, cordoned), false},
+		{"drop the mark alone", node(true, cordoned), node(true, assigned), false},
 	} {
 		err := a.Admit(t.Context(), admission.OpUpdate, n1, tt.new, tt.old)
 		if (err == nil) != tt.ok {

@@ -195,7 +195,7 @@ func TestDefaultTolerationSecondsThroughTheAPI(t *testing.T) {
 
 // UPD-8: a MachineConfig that writes a file differently from another of
 // the same priority is refused with the file's field path; one of a
-// higher priority may. Nodes read configs and pools, and write neither.
+// higher priority may. Nodes read rendered configs by name, nothing else of them.
 func TestMachineConfigConflictAndAccess(t *testing.T) {
 	s := startServer(t, testConfig(t))
 	c := admin(t, s)
@@ -216,7 +216,8 @@ func TestMachineConfigConflictAndAccess(t *testing.T) {
 	c.must(http.StatusCreated, "POST", path, mc("60-b", "b"))
 
 	node := c.as(addToken(t, c, api.TokenSpec{Role: api.RoleNode, NodeName: "n1"}))
-	node.must(http.StatusOK, "GET", path+"/50-a", nil)
-	node.must(http.StatusOK, "GET", "/apis/machineconfiguration.openshift.io/v1/machineconfigpools", nil)
+	node.must(http.StatusForbidden, "GET", path+"/50-a", nil) // a source config: rendered ones only
+	node.must(http.StatusForbidden, "GET", "/apis/machineconfiguration.openshift.io/v1/machineconfigpools", nil)
+	node.must(http.StatusNotFound, "GET", path+"/rendered-worker-0", nil)
 	node.must(http.StatusForbidden, "POST", path, mc("70-c", "c"))
 }

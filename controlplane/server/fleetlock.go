@@ -53,11 +53,11 @@ func writeFleetLockError(w *recorder, code int, kind, value string) {
 func fleetLockRoute(path string) (op, token string, ok bool) {
 	rest := path
 	if p, found := strings.CutPrefix(path, fleetLockPrefix); found {
-		tok, r, found := strings.Cut(p, "/")
-		if !found || tok == "" {
-			return "", "", false
-		}
+		// Anything under /fleetlock/ is FleetLock's, and its token is
+		// taken out of the path even when the rest is wrong (404).
+		tok, r, _ := strings.Cut(p, "/")
 		token, rest = tok, "/"+r
+		ok = true
 	}
 	switch rest {
 	case "/v1/pre-reboot":
@@ -65,7 +65,7 @@ func fleetLockRoute(path string) (op, token string, ok bool) {
 	case "/v1/steady-state":
 		return "steady-state", token, true
 	}
-	return "", "", false
+	return "", token, ok
 }
 
 // fleetLockRequest is the protocol's body.
@@ -80,6 +80,10 @@ type fleetLockRequest struct {
 // authenticated it.
 func (s *Server) serveFleetLock(w *recorder, r *http.Request, id *auth.Identity, op string) {
 	w.label(verbCreate, "fleetlock")
+	if op == "" {
+		writeFleetLockError(w, http.StatusNotFound, "not_found", "FleetLock serves POST /fleetlock/TOKEN/v1/pre-reboot and /v1/steady-state")
+		return
+	}
 	if r.Method != http.MethodPost {
 		writeFleetLockError(w, http.StatusMethodNotAllowed, "method_not_allowed", "FleetLock requests are POSTs")
 		return
@@ -120,6 +124,10 @@ func (s *Server) serveFleetLock(w *recorder, r *http.Request, id *auth.Identity,
 	if s.forwardIfFollowerBody(w, r, body) {
 		return
 	}
+	// The machine config controller gives nodes places under this lock
+	// and writes the pool's count before it lets go.
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
 	for range 5 {
 		obj, _, err := s.core.Get(mcpResource, "", group)
 		if api.IsNotFound(err) {
@@ -138,6 +146,10 @@ func (s *Server) serveFleetLock(w *recorder, r *http.Request, id *auth.Identity,
 		case "pre-reboot":
 			if held >= 0 {
 				writeJSON(w, http.StatusOK, struct{}{}) // it holds one already
+				return
+			}
+			if pool.Spec.Paused {
+				writeFleetLockError(w, http.StatusLocked, "paused", fmt.Sprintf("pool %s is paused: no host starts a reboot (outpost adm upgrade nodes --pool %s --resume)", group, group))
 				return
 			}
 			limit := pool.Spec.MaxUnavailableOf(pool.Status.MachineCount)

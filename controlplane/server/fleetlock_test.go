@@ -99,11 +99,22 @@ func TestFleetLock(t *testing.T) {
 		{"no id", zincati(anon, base, "pre-reboot", "", "default"), http.StatusBadRequest, "bad_params"},
 		{"bad JSON", anon.do(http.MethodPost, base+"v1/pre-reboot", []byte(`{"client_params":`), "fleet-lock-protocol", "true"), http.StatusBadRequest, "bad_body"},
 		{"unknown group", zincati(anon, base, "pre-reboot", "x", "gpu"), http.StatusNotFound, "unknown_group"},
+		{"unknown operation", zincati(anon, base, "reboot-now", "x", "default"), http.StatusNotFound, "not_found"},
 		{"developer token", zincati(anon, "/fleetlock/"+addToken(t, admin, api.TokenSpec{Role: api.RoleDeveloper, Namespaces: []string{"a"}})+"/", "pre-reboot", "x", "default"), http.StatusForbidden, "forbidden"},
 	} {
 		if e := fleetErr(t, tt.r); tt.r.code != tt.code || e.Kind != tt.kind {
 			t.Errorf("%s: %d %+v, want %d %s", tt.name, tt.r.code, e, tt.code, tt.kind)
 		}
+	}
+	// A paused pool grants no lock.
+	admin.must(http.StatusOK, "PUT", "/apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker", func() *api.MachineConfigPool {
+		var p api.MachineConfigPool
+		_ = json.Unmarshal(admin.must(http.StatusOK, "GET", "/apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker", nil).body, &p)
+		p.Spec.Paused = true
+		return &p
+	}())
+	if r := zincati(anon, base, "pre-reboot", "host-z", "worker"); r.code != http.StatusLocked || fleetErr(t, r).Kind != "paused" {
+		t.Errorf("lock of a paused pool: %d %s", r.code, r.body)
 	}
 	// An Authorization header works on /v1/... directly.
 	node := newTC(t, s, token)

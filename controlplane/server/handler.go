@@ -112,6 +112,9 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		// forward to the leader would show.
 		r.Header.Set("Authorization", "Bearer "+fleetToken)
 		r.URL.Path, r.URL.RawPath = "/v1/"+fleetOp, ""
+		if fleetOp == "" {
+			r.URL.Path = "/fleetlock/unknown"
+		}
 	}
 	id, err := s.authenticate(r)
 	if err != nil {

@@ -39,6 +39,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 				MachineProvider: s.cfg.MachineProvider,
 				Raft:            raftMembers{s},
 				Registerer:      s.cfg.Registry,
+				PoolLock:        &s.poolMu,
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)

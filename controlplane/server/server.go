@@ -50,6 +50,9 @@ const shutdownTimeout = 10 * time.Second
 
 // Server is one running control-plane server.
 type Server struct {
+	// poolMu is held by FleetLock and the machine config controller
+	// while either hands out a place in a pool's maxUnavailable.
+	poolMu       sync.Mutex
 	cfg          Config
 	log          *slog.Logger
 	secret       string

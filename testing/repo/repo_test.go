@@ -103,8 +103,13 @@ func TestBinaryDependencies(t *testing.T) {
 		"golang.org/x/text",
 		"google.golang.org/grpc",
 		"google.golang.org/genproto",
-		// go-systemd: sd_notify READY and the watchdog of the agent.
+		// go-systemd: sd_notify READY and the watchdog of the agent, and
+		// the D-Bus calls of a config update (osupdate/systemd: unit
+		// files, daemon-reload, unit states; logind's reboot through
+		// godbus, go-systemd's own D-Bus library).
 		"github.com/coreos/go-systemd/v22/daemon",
+		"github.com/coreos/go-systemd/v22/dbus",
+		"github.com/godbus/dbus/v5",
 	}
 	ps := goList(t, "github.com/outpost-edge/outpost/cmd/outpost")
 	if len(ps) != 1 {
