@@ -37,6 +37,9 @@ var (
 // sources names one above it.
 const defaultIgnitionVersion = "3.2.0"
 
+// assignWorkers bounds the desiredConfig writes in flight.
+const assignWorkers = 32
+
 // workerPool is the MCO's default pool: a node that a custom pool also
 // selects belongs to the custom pool.
 const workerPool = "worker"
@@ -368,14 +371,33 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 		}
 	}
 	plan := planPool(target, nodes, pool.Spec.MaxUnavailableOf(int32(len(nodes))), pool.Spec.Paused, int32(len(api.FleetLockHolders(pool))))
+	// The writes go out together: raft commits them in a few batches,
+	// and the first wave of a large pool starts at once rather than one
+	// node after the other.
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, assignWorkers)
+	)
 	for _, name := range plan.assign {
-		out, err := c.assign(ctx, nodeObjs[name], target)
-		if err != nil {
-			return 0, err
-		}
-		if out != nil {
-			c.track.wrote(pool.Name, c.s.nodeInf, out)
-		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out, err := c.assign(ctx, nodeObjs[name], target)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if out != nil {
+				c.track.wrote(pool.Name, c.s.nodeInf, out)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
 	}
 	if len(plan.assign) > 0 {
 		c.log.Info("nodes given the pool's config", "pool", pool.Name, "config", target, "nodes", strings.Join(plan.assign, ","))
