@@ -45,7 +45,7 @@ type systemdHost struct {
 func TestConfigUpdateRealSystemd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	c, hosts := startSystemdHosts(t, ctx)
+	c, hosts := startSystemdHosts(t, ctx, 3)
 
 	// Watch the nodes throughout: never more than maxUnavailable cordoned.
 	var mu sync.Mutex
@@ -171,10 +171,10 @@ spec:
 	}
 }
 
-// startSystemdHosts makes the server's host and three hosts that boot
-// systemd under nspawn, each running the agent as the packaged unit, and
-// waits until their nodes are Ready.
-func startSystemdHosts(tb testing.TB, ctx context.Context) (*testCluster, []*systemdHost) {
+// startSystemdHosts makes the server's host and count hosts (n1, n2,
+// ...) that boot systemd under nspawn, each running the agent as the
+// packaged unit, and waits until their nodes are Ready.
+func startSystemdHosts(tb testing.TB, ctx context.Context, count int) (*testCluster, []*systemdHost) {
 	tb.Helper()
 	requireReal(tb)
 	nspawn.Require(tb)
@@ -226,7 +226,8 @@ func startSystemdHosts(tb testing.TB, ctx context.Context) (*testCluster, []*sys
 		tb.Fatal(err)
 	}
 	var hosts []*systemdHost
-	for i, name := range []string{"n1", "n2", "n3"} {
+	for i := range count {
+		name := fmt.Sprintf("n%d", i+1)
 		n := netns.New(tb, 72+i)
 		dropin := fmt.Sprintf(`[Service]
 ExecStart=
