@@ -28,7 +28,8 @@ type AdminTokenRotation struct {
 
 // TokenSpec says who the token's holder is and what it may do.
 type TokenSpec struct {
-	// Role is one of RoleClusterAdmin, RoleNode, RoleDeveloper, RoleServer.
+	// Role is one of RoleClusterAdmin, RoleNode, RoleDeveloper, RoleServer,
+	// RoleFleetLock.
 	Role string `json:"role"`
 	// Namespaces limits a developer token to these namespaces.
 	Namespaces []string `json:"namespaces,omitempty"`
@@ -47,6 +48,10 @@ const (
 	RoleNode         = "node"
 	RoleDeveloper    = "developer"
 	RoleServer       = "server"
+	// RoleFleetLock may only take and release reboot locks over
+	// FleetLock (SPEC UPD-8): the token a self-updating host (Zincati)
+	// carries in its base_url, good for nothing else.
+	RoleFleetLock = "fleetlock"
 )
 
 // NodeCredentialRequest is the body of POST

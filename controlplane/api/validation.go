@@ -681,7 +681,7 @@ func validateSchedulerPolicy(p *SchedulerPolicy) ErrorList {
 func validateToken(t *Token) ErrorList {
 	sp := Root("spec")
 	var errs ErrorList
-	roles := []string{RoleClusterAdmin, RoleNode, RoleDeveloper, RoleServer}
+	roles := []string{RoleClusterAdmin, RoleNode, RoleDeveloper, RoleServer, RoleFleetLock}
 	switch {
 	case t.Spec.Role == "":
 		errs = append(errs, Required(sp.Child("role"), ""))

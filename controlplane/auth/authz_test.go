@@ -131,6 +131,8 @@ func TestAuthorize(t *testing.T) {
 		{"node binding", node, res("create", "pods", "binding", "team-a", "mine"), false},
 		// A node drains itself for a config update (UPD-8): its own pods only.
 		{"node evict own pod", node, res("create", "pods", "eviction", "team-a", "mine"), true},
+		{"fleetlock token reads nothing", &Identity{Name: "token:fl", Role: api.RoleFleetLock}, res("list", "nodes", "", "", ""), false},
+		{"fleetlock token writes nothing", &Identity{Name: "token:fl", Role: api.RoleFleetLock}, Request{Verb: "update", Resource: "machineconfigpools", Group: "machineconfiguration.openshift.io", Name: "worker"}, false},
 		{"node evict pod bound elsewhere", node, res("create", "pods", "eviction", "team-a", "theirs"), false},
 		{"node read a rendered config", node, Request{Verb: "get", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "rendered-worker-1"}, true},
 		{"node read a source config", node, Request{Verb: "get", Resource: "machineconfigs", Group: "machineconfiguration.openshift.io", Name: "99-worker-ssh"}, false},

@@ -44,7 +44,7 @@ func newTokenCommand(o *options) *cobra.Command {
 		description string
 	)
 	create := &cobra.Command{
-		Use:   "create --role cluster-admin|node|developer",
+		Use:   "create --role cluster-admin|node|developer|fleetlock",
 		Short: "Create a token and print it; the secret is shown only this once",
 		Long: "create makes a token here and stores only the hash of its secret in the cluster, so the\n" +
 			"secret never crosses the network. It prints the token, <id>.<secret>, on standard output.\n" +
@@ -55,7 +55,8 @@ func newTokenCommand(o *options) *cobra.Command {
 		Example: `  outpost adm token create --role developer -n team-a --ttl 720h
   outpost adm token create --role developer --namespaces team-a,team-b
   outpost adm token create --role node --ttl 1h --description "join edge-7"
-  outpost adm token create --role node --node edge-7`,
+  outpost adm token create --role node --node edge-7
+  outpost adm token create --role fleetlock --description "zincati, site 3"`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			all := tokenNamespaces(o.namespaces, namespaces)
@@ -90,7 +91,7 @@ func newTokenCommand(o *options) *cobra.Command {
 		},
 	}
 	f := create.Flags()
-	f.StringVar(&role, "role", "", "cluster-admin, node or developer")
+	f.StringVar(&role, "role", "", "cluster-admin, node, developer, or fleetlock (only FleetLock's reboot locks: the token of a self-updating host's base_url)")
 	f.StringSliceVar(&namespaces, "namespaces", nil, "for a developer token: the namespaces it may use, comma-separated (with those of -n)")
 	f.StringVar(&node, "node", "", "for a node token: the node it is bound to (without it, a join token)")
 	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid; 0 for ever")
@@ -247,11 +248,11 @@ func warnMissingNamespaces(ctx context.Context, cl *client.Client, namespaces []
 // (without the secret hash).
 func tokenSpec(role string, namespaces []string, node string, ttl time.Duration, description string, now time.Time) (api.TokenSpec, error) {
 	switch role {
-	case api.RoleClusterAdmin, api.RoleNode, api.RoleDeveloper:
+	case api.RoleClusterAdmin, api.RoleNode, api.RoleDeveloper, api.RoleFleetLock:
 	case "":
-		return api.TokenSpec{}, usagef("--role is required: cluster-admin, node or developer")
+		return api.TokenSpec{}, usagef("--role is required: cluster-admin, node, developer or fleetlock")
 	default:
-		return api.TokenSpec{}, usagef("--role %q is not one of cluster-admin, node, developer", role)
+		return api.TokenSpec{}, usagef("--role %q is not one of cluster-admin, node, developer, fleetlock", role)
 	}
 	if len(namespaces) > 0 && role != api.RoleDeveloper {
 		return api.TokenSpec{}, usagef("--namespace applies to developer tokens only")

@@ -575,7 +575,7 @@ func TestAdmToken(t *testing.T) {
 		t.Errorf("join token without a CA: %+v", join)
 	}
 	expect(t, "bad role", f.run("adm", "token", "create", "--role", "root"), 1, "",
-		"error: --role \"root\" is not one of cluster-admin, node, developer\nSee 'outpost adm token create --help' for usage.\n")
+		"error: --role \"root\" is not one of cluster-admin, node, developer, fleetlock\nSee 'outpost adm token create --help' for usage.\n")
 }
 
 func TestAdmRaft(t *testing.T) {

@@ -83,7 +83,8 @@ func newFleetLockCommand(o *options) *cobra.Command {
 		Long: `Hosts that update themselves (Fedora CoreOS's Zincati, Flatcar) ask the control
 plane for a reboot lock over FleetLock: give them
 base_url = "https://SERVER:6443/fleetlock/TOKEN/" with a token of
-'outpost adm token create --role node'. Their group names a machine config pool
+'outpost adm token create --role fleetlock' (good for nothing else). Their
+group names a machine config pool
 ("default" is worker); a lock takes a place in the pool's maxUnavailable,
 shared with the pool's own updating nodes, until the host reports steady
 state. A host that died holding one keeps it: release it here.`,

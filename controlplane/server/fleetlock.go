@@ -25,9 +25,10 @@ import (
 // written conditionally, so two servers cannot hand out one place twice).
 //
 // Zincati sends no credentials, so the token goes in the URL its config
-// names: base_url = "https://SERVER:6443/fleetlock/TOKEN/" (a node token,
-// as `outpost adm token create --role node` makes). A client that can send
-// an Authorization header may use /v1/... directly.
+// names: base_url = "https://SERVER:6443/fleetlock/TOKEN/" (a fleetlock
+// token, as `outpost adm token create --role fleetlock` makes: it can do
+// nothing else). A client that can send an Authorization header may use
+// /v1/... directly.
 
 const (
 	fleetLockHeader = "fleet-lock-protocol"
@@ -88,9 +89,9 @@ func (s *Server) serveFleetLock(w *recorder, r *http.Request, id *auth.Identity,
 		writeFleetLockError(w, http.StatusMethodNotAllowed, "method_not_allowed", "FleetLock requests are POSTs")
 		return
 	}
-	// A node's token (a join token too) or an administrator's.
-	if id == nil || (id.Role != api.RoleNode && id.Role != api.RoleClusterAdmin && id.Role != api.RoleServer) {
-		writeFleetLockError(w, http.StatusForbidden, "forbidden", "FleetLock needs a node token (outpost adm token create --role node)")
+	// A FleetLock token, good for nothing else, or an administrator's.
+	if id == nil || (id.Role != api.RoleFleetLock && id.Role != api.RoleClusterAdmin && id.Role != api.RoleServer) {
+		writeFleetLockError(w, http.StatusForbidden, "forbidden", "FleetLock needs a fleetlock token (outpost adm token create --role fleetlock)")
 		return
 	}
 	if r.Header.Get(fleetLockHeader) != "true" {

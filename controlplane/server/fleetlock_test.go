@@ -38,7 +38,7 @@ func TestFleetLock(t *testing.T) {
 		ObjectMeta: api.ObjectMeta{Name: "worker"},
 		Spec:       api.MachineConfigPoolSpec{MaxUnavailable: &two, NodeSelector: &api.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}},
 	})
-	token := addToken(t, admin, api.TokenSpec{Role: api.RoleNode, Description: "fleetlock"})
+	token := addToken(t, admin, api.TokenSpec{Role: api.RoleFleetLock, Description: "zincati"})
 	anon := newTC(t, s, "")
 	base := "/fleetlock/" + token + "/"
 
@@ -101,6 +101,7 @@ func TestFleetLock(t *testing.T) {
 		{"unknown group", zincati(anon, base, "pre-reboot", "x", "gpu"), http.StatusNotFound, "unknown_group"},
 		{"unknown operation", zincati(anon, base, "reboot-now", "x", "default"), http.StatusNotFound, "not_found"},
 		{"developer token", zincati(anon, "/fleetlock/"+addToken(t, admin, api.TokenSpec{Role: api.RoleDeveloper, Namespaces: []string{"a"}})+"/", "pre-reboot", "x", "default"), http.StatusForbidden, "forbidden"},
+		{"join token", zincati(anon, "/fleetlock/"+addToken(t, admin, api.TokenSpec{Role: api.RoleNode})+"/", "pre-reboot", "x", "default"), http.StatusForbidden, "forbidden"},
 	} {
 		if e := fleetErr(t, tt.r); tt.r.code != tt.code || e.Kind != tt.kind {
 			t.Errorf("%s: %d %+v, want %d %s", tt.name, tt.r.code, e, tt.code, tt.kind)
@@ -116,9 +117,13 @@ func TestFleetLock(t *testing.T) {
 	if r := zincati(anon, base, "pre-reboot", "host-z", "worker"); r.code != http.StatusLocked || fleetErr(t, r).Kind != "paused" {
 		t.Errorf("lock of a paused pool: %d %s", r.code, r.body)
 	}
-	// An Authorization header works on /v1/... directly.
+	// An Authorization header works on /v1/... directly; the token can
+	// do nothing else.
 	node := newTC(t, s, token)
 	if r := zincati(node, "/", "steady-state", "host-a", "worker"); r.code != http.StatusOK {
 		t.Errorf("steady-state with a header: %d %s", r.code, r.body)
+	}
+	if r := node.do(http.MethodGet, "/api/v1/nodes", nil); r.code != http.StatusForbidden {
+		t.Errorf("a fleetlock token listing nodes: %d, want 403", r.code)
 	}
 }
