@@ -511,6 +511,36 @@ func validateMachineConfigPool(p *MachineConfigPool) ErrorList {
 	return errs
 }
 
+// WorkerPool is the MCO's default pool: a node that a custom pool also
+// selects belongs to the custom pool.
+const WorkerPool = "worker"
+
+// PoolOf names the pool node n belongs to among pools: the only one whose
+// nodeSelector matches it, or the custom one of a custom pool and worker;
+// "" when none matches or it is ambiguous (no pool then updates it).
+func PoolOf(n *Node, pools []*MachineConfigPool) string {
+	var matching []string
+	for _, p := range pools {
+		if p.Spec.NodeSelector == nil {
+			continue
+		}
+		if sel, err := SelectorFromLabelSelector(p.Spec.NodeSelector); err == nil && sel.Matches(n.Labels) {
+			matching = append(matching, p.Name)
+		}
+	}
+	slices.Sort(matching)
+	switch {
+	case len(matching) == 1:
+		return matching[0]
+	case len(matching) == 2 && slices.Contains(matching, WorkerPool):
+		if matching[0] == WorkerPool {
+			return matching[1]
+		}
+		return matching[0]
+	}
+	return ""
+}
+
 // MaxUnavailableOf is how many of total nodes may be unavailable at once:
 // spec.maxUnavailable scaled down, at least 1 (default 1).
 func (s *MachineConfigPoolSpec) MaxUnavailableOf(total int32) int32 {

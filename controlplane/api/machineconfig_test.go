@@ -258,3 +258,32 @@ func TestConfigConflictsByRole(t *testing.T) {
 		}
 	}
 }
+
+// A node in a custom pool and worker belongs to the custom pool (the
+// MCO's rule); one in two custom pools to none.
+func TestPoolOf(t *testing.T) {
+	pool := func(name, label string) *MachineConfigPool {
+		return &MachineConfigPool{ObjectMeta: ObjectMeta{Name: name}, Spec: MachineConfigPoolSpec{NodeSelector: &LabelSelector{MatchLabels: map[string]string{label: ""}}}}
+	}
+	pools := []*MachineConfigPool{pool("worker", "node-role.kubernetes.io/worker"), pool("infra", "node-role.kubernetes.io/infra"), pool("gpu", "gpu")}
+	node := func(labels ...string) *Node {
+		n := &Node{ObjectMeta: ObjectMeta{Name: "n", Labels: map[string]string{}}}
+		for _, l := range labels {
+			n.Labels[l] = ""
+		}
+		return n
+	}
+	for _, tt := range []struct {
+		n    *Node
+		want string
+	}{
+		{node("node-role.kubernetes.io/worker"), "worker"},
+		{node("node-role.kubernetes.io/worker", "node-role.kubernetes.io/infra"), "infra"},
+		{node("node-role.kubernetes.io/infra", "gpu"), ""},
+		{node("other"), ""},
+	} {
+		if got := PoolOf(tt.n, pools); got != tt.want {
+			t.Errorf("PoolOf(%v) = %q, want %q", tt.n.Labels, got, tt.want)
+		}
+	}
+}

@@ -303,11 +303,19 @@ func TestGet(t *testing.T) {
 	f.put(api.ResourceForKind("MachineConfig"), `{"metadata":{"name":"99-worker-ssh"},"spec":{"config":{"ignition":{"version":"3.2.0"}}}}`)
 	expect(t, "get mc", f.run("get", "mc"), 0,
 		"NAME            GENERATEDBYCONTROLLER   IGNITIONVERSION   AGE\n99-worker-ssh                           3.2.0             120m\n", "")
+	// A node an infra pool takes is not listed under worker (the MCO's
+	// rule for a custom pool and worker).
+	f.put(api.ResourceForKind("MachineConfigPool"), `{"metadata":{"name":"infra"},"spec":{"nodeSelector":{"matchLabels":{"node-role.kubernetes.io/infra":""}}}}`)
+	f.put(nodeR, `{"metadata":{"name":"w-1","labels":{"node-role.kubernetes.io/worker":""},"annotations":{"machineconfiguration.openshift.io/state":"Working"}}}`)
+	f.put(nodeR, `{"metadata":{"name":"i-1","labels":{"node-role.kubernetes.io/worker":"","node-role.kubernetes.io/infra":""}}}`)
 	res = f.run("describe", "mcp", "worker")
-	for _, want := range []string{"Target Config:", "rendered-worker-new", "Node Selector:", "node-role.kubernetes.io/worker=", "Updating  True"} {
+	for _, want := range []string{"Target Config:", "rendered-worker-new", "Node Selector:", "node-role.kubernetes.io/worker=", "Updating  True", "w-1", "Working"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("describe mcp lacks %q:\n%s", want, res.stdout)
 		}
+	}
+	if strings.Contains(res.stdout, "i-1") {
+		t.Errorf("describe mcp worker lists i-1, the infra pool's node:\n%s", res.stdout)
 	}
 
 	expect(t, "bad type", f.run("get", "gadgets"), 1, "", "error: the server doesn't have a resource type \"gadgets\"\n")

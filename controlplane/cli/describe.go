@@ -746,10 +746,20 @@ func (d *describer) machineConfigPool(p *api.MachineConfigPool) {
 		fmt.Fprintf(d.stderr, "warning: listing the pool's nodes: %v\n", err)
 		return
 	}
+	// The pool's own nodes: a node a custom pool takes is not worker's.
+	var pools []*api.MachineConfigPool
+	if objs, _, err := d.cl.List(d.ctx, api.ResourceForKind("MachineConfigPool"), "", client.ListOptions{}); err == nil {
+		for _, o := range objs {
+			pools = append(pools, o.(*api.MachineConfigPool))
+		}
+	}
 	d.section(0, "Nodes")
 	rows := [][]string{{"Name", "State", "Current", "Desired", "Unschedulable", "Reason"}, {"----", "-----", "-------", "-------", "-------------", "------"}}
 	for _, o := range nodes {
 		n := o.(*api.Node)
+		if len(pools) > 0 && api.PoolOf(n, pools) != p.Name {
+			continue
+		}
 		a := n.Annotations
 		rows = append(rows, []string{n.Name, orNone(a[api.AnnotationMCState]), orNone(a[api.AnnotationCurrentConfig]), orNone(a[api.AnnotationDesiredConfig]),
 			strconv.FormatBool(n.Spec.Unschedulable), a[api.AnnotationMCReason]})

@@ -40,10 +40,6 @@ const defaultIgnitionVersion = "3.2.0"
 // assignWorkers bounds the desiredConfig writes in flight.
 const assignWorkers = 32
 
-// workerPool is the MCO's default pool: a node that a custom pool also
-// selects belongs to the custom pool.
-const workerPool = "worker"
-
 type machineConfigController struct {
 	*loop
 	s *shared
@@ -275,22 +271,6 @@ func planPool(target string, nodes []poolNode, maxUnavailable int32, paused bool
 	return p
 }
 
-// poolFor is the pool a node belongs to among those whose node selector
-// matches it: the only one, or the custom one of a custom pool and
-// worker; "" when it is ambiguous.
-func poolFor(matching []string) string {
-	switch {
-	case len(matching) == 1:
-		return matching[0]
-	case len(matching) == 2 && slices.Contains(matching, workerPool):
-		if matching[0] == workerPool {
-			return matching[1]
-		}
-		return matching[0]
-	}
-	return ""
-}
-
 func (c *machineConfigController) sync(ctx context.Context, name string) (time.Duration, error) {
 	obj, ok := c.s.mcpInf.Get("", name)
 	if !ok {
@@ -353,12 +333,16 @@ func (c *machineConfigController) sync(ctx context.Context, name string) (time.D
 	var nodes []poolNode
 	var ambiguous, noUpdates []string
 	nodeObjs := map[string]*api.Node{}
+	var pools []*api.MachineConfigPool
+	for _, o := range c.s.mcpInf.List() {
+		pools = append(pools, o.(*api.MachineConfigPool))
+	}
 	for _, o := range c.s.nodeInf.List() {
 		n := o.(*api.Node)
 		if !sel.Matches(n.Labels) {
 			continue
 		}
-		switch poolFor(c.poolsMatching(n)) {
+		switch api.PoolOf(n, pools) {
 		case pool.Name:
 			if n.Annotations[api.AnnotationConfigUpdates] == "off" {
 				noUpdates = append(noUpdates, n.Name)
@@ -436,19 +420,6 @@ func nodeSelectorOf(pool *api.MachineConfigPool) (api.Selector, error) {
 		return api.Nothing(), nil
 	}
 	return api.SelectorFromLabelSelector(pool.Spec.NodeSelector)
-}
-
-// poolsMatching names the pools whose node selector matches n.
-func (c *machineConfigController) poolsMatching(n *api.Node) []string {
-	var out []string
-	for _, o := range c.s.mcpInf.List() {
-		p := o.(*api.MachineConfigPool)
-		if sel, err := nodeSelectorOf(p); err == nil && sel.Matches(n.Labels) {
-			out = append(out, p.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func configNames(mcs []*api.MachineConfig) string {

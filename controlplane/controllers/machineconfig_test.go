@@ -206,17 +206,6 @@ func TestPlanPoolStops(t *testing.T) {
 	}
 }
 
-func TestPoolFor(t *testing.T) {
-	for _, tt := range []struct {
-		in   []string
-		want string
-	}{{[]string{"worker"}, "worker"}, {[]string{"infra", "worker"}, "infra"}, {[]string{"a", "b"}, ""}, {nil, ""}} {
-		if got := poolFor(tt.in); got != tt.want {
-			t.Errorf("poolFor(%v) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // The controller end to end on the fake store (UPD-8, UPD-9): the pool's
 // configs are rendered, nodes are given the rendered config two at a time
 // (maxUnavailable 2), a node the agent finishes makes room for the next,
