@@ -160,7 +160,11 @@ func (c *quorumGuard) sync(ctx context.Context, name string) (time.Duration, err
 		to := firstNotDeleting(left, deleting)
 		c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeNormal, "TransferringLeadership",
 			fmt.Sprintf("%s leads: handing the leadership to %s, which removes %s from raft", m.Name, to, m.Name))
-		if err := c.raft.TransferLeadership(ctx, to); err != nil {
+		err := c.raft.TransferLeadership(ctx, to)
+		// A listing taken while the hand-over ran may show the old
+		// leader, and would have it handed over again.
+		c.forgetMembers()
+		if err != nil {
 			c.s.rec.event(ctx, m, componentQuorumGuard, api.EventTypeWarning, "TransferRefused", err.Error())
 		}
 		return guardRetry, nil
