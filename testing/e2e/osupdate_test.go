@@ -207,49 +207,68 @@ func startSystemdHosts(tb testing.TB, ctx context.Context, count int) (*testClus
 	})
 	join := c.joinString(ctx)
 
-	// One containerd on this machine serves the agents (no pod runs in
-	// this test; containerd inside nspawn needs more than the harness
-	// gives, see testing/nspawn).
-	ctdDir, err := os.MkdirTemp("", "octd")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = os.RemoveAll(ctdDir) })
-	sup, err := containerd.StartSupervised(ctx, containerd.SupervisorConfig{Root: ctdDir})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { sup.Stop() })
-
-	unit, err := os.ReadFile(filepath.Join(repoRoot(tb), "packaging", "systemd", "outpost-agent.service"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ctdDir := sharedContainerd(tb, ctx)
 	var hosts []*systemdHost
 	for i := range count {
 		name := fmt.Sprintf("n%d", i+1)
-		n := netns.New(tb, 72+i)
-		dropin := fmt.Sprintf(`[Service]
-ExecStart=
-ExecStart=/usr/local/bin/outpost agent --server ${OUTPOST_SERVER} --data-dir /var/lib/outpost/agent --node-name %s --address %s --listen %s:10250 --containerd-socket /var/lib/outpost-test/containerd.sock --os-updates on --os-backend directory --heartbeat 1s --labels node-role.kubernetes.io/worker=
-`, name, n.Addr, n.Addr)
-		h := nspawn.Boot(tb, nspawn.Options{
-			NetNS: n.Name, Hostname: name,
-			Binds: []nspawn.Bind{{Source: outpostBin, Target: "/usr/local/bin/outpost", ReadOnly: true}, {Source: ctdDir, Target: "/var/lib/outpost-test"}},
-			Files: map[string]nspawn.File{
-				"/etc/systemd/system/outpost-agent.service":                {Content: string(unit)},
-				"/etc/systemd/system/outpost-agent.service.d/10-test.conf": {Content: dropin},
-				"/etc/outpost/agent.env":                                   {Content: "OUTPOST_SERVER=https://" + sh.Addr + ":6443\nOUTPOST_JOIN=" + join + "\n", Mode: 0o600},
-			},
-			Enable: []string{"outpost-agent.service"},
-		})
-		hosts = append(hosts, &systemdHost{name: name, n: n, h: h})
+		hosts = append(hosts, bootAgentHost(tb, name, 72+i, "https://"+sh.Addr+":6443", join, ctdDir,
+			[]string{"--os-updates", "on", "--os-backend", "directory", "--labels", "node-role.kubernetes.io/worker="}, nil))
 	}
 	for _, h := range hosts {
 		c.waitReady(h.name, "True", 2*time.Minute)
 	}
 
 	return c, hosts
+}
+
+// sharedContainerd starts one containerd on this machine for the agents
+// of nspawn hosts (bound in at /var/lib/outpost-test): containerd inside
+// nspawn needs more than the harness gives (see testing/nspawn), and
+// these tests run no pod.
+func sharedContainerd(tb testing.TB, ctx context.Context) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "octd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sup, err := containerd.StartSupervised(ctx, containerd.SupervisorConfig{Root: dir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = sup.Stop() })
+	return dir
+}
+
+// bootAgentHost boots host name in network namespace netnsN under
+// nspawn, running the agent as packaging/systemd's unit with a drop-in
+// for the test's flags (flags after the common ones) and files beside
+// the unit's; it joins server with join.
+func bootAgentHost(tb testing.TB, name string, netnsN int, server, join, ctdDir string, flags []string, files map[string]nspawn.File) *systemdHost {
+	tb.Helper()
+	unit, err := os.ReadFile(filepath.Join(repoRoot(tb), "packaging", "systemd", "outpost-agent.service"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := netns.New(tb, netnsN)
+	dropin := fmt.Sprintf(`[Service]
+ExecStart=
+ExecStart=/usr/local/bin/outpost agent --server ${OUTPOST_SERVER} --data-dir /var/lib/outpost/agent --node-name %[1]s --address %[2]s --listen %[2]s:10250 --containerd-socket /var/lib/outpost-test/containerd.sock --heartbeat 1s %[3]s
+`, name, n.Addr, strings.Join(flags, " "))
+	all := map[string]nspawn.File{
+		"/etc/systemd/system/outpost-agent.service":                {Content: string(unit)},
+		"/etc/systemd/system/outpost-agent.service.d/10-test.conf": {Content: dropin},
+		"/etc/outpost/agent.env":                                   {Content: "OUTPOST_SERVER=" + server + "\nOUTPOST_JOIN=" + join + "\n", Mode: 0o600},
+	}
+	for p, f := range files {
+		all[p] = f
+	}
+	h := nspawn.Boot(tb, nspawn.Options{
+		NetNS: n.Name, Hostname: name,
+		Binds: []nspawn.Bind{{Source: outpostBin, Target: "/usr/local/bin/outpost", ReadOnly: true}, {Source: ctdDir, Target: "/var/lib/outpost-test"}},
+		Files: all, Enable: []string{"outpost-agent.service"},
+	})
+	return &systemdHost{name: name, n: n, h: h}
 }
 
 // stepNames are the agent's update steps as it logs them ("update step"

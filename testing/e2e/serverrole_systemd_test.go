@@ -2,15 +2,12 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/outpost-edge/outpost/runtime/containerd"
-	"github.com/outpost-edge/outpost/testing/netns"
 	"github.com/outpost-edge/outpost/testing/nspawn"
 )
 
@@ -37,36 +34,10 @@ func TestServerRoleUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctdDir, err := os.MkdirTemp("", "octd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(ctdDir) })
-	sup, err := containerd.StartSupervised(ctx, containerd.SupervisorConfig{Root: ctdDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sup.Stop() })
-	unit, err := os.ReadFile(filepath.Join(repoRoot(t), "packaging", "systemd", "outpost-agent.service"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := netns.New(t, 64)
-	dropin := fmt.Sprintf(`[Service]
-ExecStart=
-ExecStart=/usr/local/bin/outpost agent --server ${OUTPOST_SERVER} --data-dir /var/lib/outpost/agent --node-name n4 --address %[1]s --listen %[1]s:10250 --containerd-socket /var/lib/outpost-test/containerd.sock --os-updates off --heartbeat 1s --labels topology.kubernetes.io/zone=a --control-plane-eligible --cluster-secret-file /etc/outpost/cluster-secret
-`, n.Addr)
-	h := nspawn.Boot(t, nspawn.Options{
-		NetNS: n.Name, Hostname: "n4",
-		Binds: []nspawn.Bind{{Source: outpostBin, Target: "/usr/local/bin/outpost", ReadOnly: true}, {Source: ctdDir, Target: "/var/lib/outpost-test"}},
-		Files: map[string]nspawn.File{
-			"/etc/systemd/system/outpost-agent.service":                {Content: string(unit)},
-			"/etc/systemd/system/outpost-agent.service.d/10-test.conf": {Content: dropin},
-			"/etc/outpost/agent.env":                                   {Content: "OUTPOST_SERVER=https://" + hosts[1].h.Addr + ":6443\nOUTPOST_JOIN=" + join + "\n", Mode: 0o600},
-			"/etc/outpost/cluster-secret":                              {Content: string(secret), Mode: 0o600},
-		},
-		Enable: []string{"outpost-agent.service"},
-	})
+	host := bootAgentHost(t, "n4", 64, "https://"+hosts[1].h.Addr+":6443", join, sharedContainerd(t, ctx),
+		[]string{"--os-updates", "off", "--labels", "topology.kubernetes.io/zone=a", "--control-plane-eligible", "--cluster-secret-file", "/etc/outpost/cluster-secret"},
+		map[string]nspawn.File{"/etc/outpost/cluster-secret": {Content: string(secret), Mode: 0o600}})
+	h := host.h
 	c.waitReady("n4", "True", 2*time.Minute)
 
 	r := replaced(t, ctx, c, "n4", "h1", func() { c.mustCLI(ctx, "delete", "machine", "h1", "--wait=false") })
