@@ -276,6 +276,15 @@ func zonedControlPlane(t *testing.T, zones map[string]string) *env {
 	e.create(&api.ControlPlaneMachineSet{ObjectMeta: api.ObjectMeta{Name: "cluster"}, Spec: api.ControlPlaneMachineSetSpec{
 		Replicas: &three, State: api.ControlPlaneActive, Strategy: api.ControlPlaneStrategy{Type: api.StrategyRollingUpdate},
 		FailureDomains: api.ControlPlaneFailureDomains{LabelKey: "topology.kubernetes.io/zone"}}})
+	// Only Running machines are asked to serve: a test that deletes a
+	// member before its spare host's machine runs would see the next
+	// host by name asked instead.
+	for n := range zones {
+		e.waitFor("machine "+n+" Running", func() (bool, string) {
+			m, ok := e.machine(n)
+			return ok && m.Status.Phase == api.MachineRunning, fmt.Sprintf("%+v", m)
+		})
+	}
 	return e
 }
 
