@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -22,9 +25,10 @@ import (
 // reboot it asks for and a kill at any step.
 
 var (
-	keyOSUpdate             = []byte("osupdate")
-	machineConfigsResource  = api.ResourceForKind("MachineConfig")
-	defaultOSUpdateInterval = 30 * time.Second
+	keyOSUpdate                   = []byte("osupdate")
+	machineConfigsResource        = api.ResourceForKind("MachineConfig")
+	machineConfigurationsResource = api.ResourceForKind("MachineConfiguration")
+	defaultOSUpdateInterval       = 30 * time.Second
 )
 
 // osJournal keeps osupdate's record in the state file's meta bucket;
@@ -93,6 +97,21 @@ func (c osCluster) MachineConfig(ctx context.Context, name string) (*api.Machine
 	mc, ok := obj.(*api.MachineConfig)
 	if !ok {
 		return nil, fmt.Errorf("%w: machine config is a %T", ErrBadReply, obj)
+	}
+	return mc, nil
+}
+
+func (c osCluster) DisruptionPolicy(ctx context.Context) (*api.MachineConfiguration, error) {
+	obj, err := c.a.cl.Get(ctx, machineConfigurationsResource, "", api.MachineConfigurationName, client.GetOptions{})
+	if api.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mc, ok := obj.(*api.MachineConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("%w: machine configuration is a %T", ErrBadReply, obj)
 	}
 	return mc, nil
 }
@@ -256,9 +275,48 @@ func (a *Agent) newUpdater() (*osupdate.Updater, error) {
 		Root: a.cfg.OSRoot, RunDir: a.cfg.OSRunDir, Logger: a.log.With("component", "osupdate"),
 		// A failed step (a drain a budget refuses) waits one look.
 		RetryAfter: a.osUpdateInterval(),
+		AfterStep:  holdAtSteps(a.log, a.cfg.OSRunDir, os.Getenv(envHoldUpdateSteps)),
 	})
 	if err != nil {
 		return nil, errors.Join(ErrConfig, err)
 	}
 	return u, nil
+}
+
+// envHoldUpdateSteps names update steps (comma-separated, as the journal
+// names them: Cordoned, Written...) at which the agent stops, once per
+// boot, after journaling the step: the end-to-end tests SIGKILL a real
+// agent there (issue 12's kill at each step). Unset in use.
+const envHoldUpdateSteps = "OUTPOST_TEST_HOLD_UPDATE_STEPS"
+
+// holdAtSteps is the hook for envHoldUpdateSteps (nil when it is unset).
+// A step held once in this boot is marked in runDir and not held again,
+// so the agent systemd starts after the kill goes on.
+func holdAtSteps(log *slog.Logger, runDir, steps string) func(context.Context, osupdate.Step) {
+	if steps == "" {
+		return nil
+	}
+	if runDir == "" {
+		runDir = "/run/outpost"
+	}
+	held := strings.Split(steps, ",")
+	return func(ctx context.Context, step osupdate.Step) {
+		if !slices.Contains(held, string(step)) {
+			return
+		}
+		mark := filepath.Join(runDir, "test-held-"+string(step))
+		if _, err := os.Stat(mark); err == nil {
+			return
+		}
+		if err := os.MkdirAll(runDir, 0o755); err != nil {
+			log.Error("test hold", "error", err)
+			return
+		}
+		if err := os.WriteFile(mark, nil, 0o644); err != nil {
+			log.Error("test hold", "error", err)
+			return
+		}
+		log.Warn("update held for a test", "step", string(step), "env", envHoldUpdateSteps)
+		<-ctx.Done()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ type recordingSystemd struct {
 	mu      sync.Mutex
 	enabled map[string]bool
 	reboots int
+	jobs    []string
 }
 
 func (s *recordingSystemd) DaemonReload(context.Context) error { return nil }
@@ -43,6 +45,23 @@ func (s *recordingSystemd) ActiveState(_ context.Context, unit string) (string, 
 		return "active", nil
 	}
 	return "inactive", nil
+}
+func (s *recordingSystemd) ReloadUnit(_ context.Context, unit string) error {
+	return s.job("reload " + unit)
+}
+func (s *recordingSystemd) RestartUnit(_ context.Context, unit string) error {
+	return s.job("restart " + unit)
+}
+func (s *recordingSystemd) job(what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs = append(s.jobs, what)
+	return nil
+}
+func (s *recordingSystemd) jobList() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.jobs)
 }
 func (s *recordingSystemd) Reboot(context.Context, string) error {
 	s.mu.Lock()
@@ -176,5 +195,51 @@ spec:
 	}
 	if n := sd.rebootCount(); n != 1 {
 		t.Errorf("%d reboots, want 1", n)
+	}
+
+	// With the cluster's node disruption policy restarting site.service
+	// for /etc/site.conf, a new contents of it is taken up without a
+	// reboot, a drain or a cordon: the agent reads the policy through
+	// its own credential.
+	policy, _, err := api.DecodeYAMLOrJSON([]byte(`apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  managementState: Managed
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/site.conf
+      actions:
+      - type: Restart
+        restart:
+          serviceName: site.service
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.admin.Create(e.ctx, policy[0]); err != nil {
+		t.Fatal(err)
+	}
+	before := node().Annotations[api.AnnotationCurrentConfig]
+	obj, err := e.admin.Get(e.ctx, api.ResourceForKind("MachineConfig"), "", "50-site", client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := obj.(*api.MachineConfig)
+	site.Spec.Config.Storage.Files[0].Contents.Source = "data:,site%3Db%0A"
+	if _, _, err := e.admin.Update(e.ctx, site); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new config Done without a reboot", 60*time.Second, func() (bool, string) {
+		a := node().Annotations
+		return a[api.AnnotationMCState] == api.MCStateDone && a[api.AnnotationCurrentConfig] != before && a[api.AnnotationCurrentConfig] == a[api.AnnotationDesiredConfig],
+			a[api.AnnotationMCState] + " " + a[api.AnnotationMCReason]
+	})
+	if b, err := os.ReadFile(filepath.Join(root, "etc/site.conf")); err != nil || string(b) != "site=b\n" {
+		t.Errorf("/etc/site.conf: %q %v", b, err)
+	}
+	if n := sd.rebootCount(); n != 1 || !slices.Contains(sd.jobList(), "restart site.service") || node().Spec.Unschedulable {
+		t.Errorf("%d reboots (want still 1), jobs %v (want site.service restarted), cordoned %v", n, sd.jobList(), node().Spec.Unschedulable)
 	}
 }

@@ -21,6 +21,7 @@ type fakeCluster struct {
 	mu       sync.Mutex
 	node     *api.Node
 	configs  map[string]*api.MachineConfig
+	policy   *api.MachineConfiguration
 	drainErr error
 	podsErr  error
 	drains   int
@@ -73,6 +74,12 @@ func (c *fakeCluster) MachineConfig(_ context.Context, name string) (*api.Machin
 	return mc, nil
 }
 
+func (c *fakeCluster) DisruptionPolicy(context.Context) (*api.MachineConfiguration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.policy, nil
+}
+
 func (c *fakeCluster) Drain(context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -107,12 +114,17 @@ type fakeSystemd struct {
 	failing map[string]bool
 	reboots int
 	reloads int
+	// jobs are the reloads and restarts asked ("reload x.service");
+	// a unit in failJobs fails them.
+	jobs     []string
+	failJobs map[string]bool
+	started  map[string]bool
 	// failReloads makes that many daemon-reloads fail.
 	failReloads int
 }
 
 func newFakeSystemd() *fakeSystemd {
-	return &fakeSystemd{enabled: map[string]bool{}, masked: map[string]bool{}, failing: map[string]bool{}}
+	return &fakeSystemd{enabled: map[string]bool{}, masked: map[string]bool{}, failing: map[string]bool{}, failJobs: map[string]bool{}, started: map[string]bool{}}
 }
 
 func (s *fakeSystemd) DaemonReload(context.Context) error {
@@ -144,6 +156,31 @@ func (s *fakeSystemd) DisableUnits(_ context.Context, u []string) error {
 func (s *fakeSystemd) MaskUnits(_ context.Context, u []string) error { return s.set(s.masked, u, true) }
 func (s *fakeSystemd) UnmaskUnits(_ context.Context, u []string) error {
 	return s.set(s.masked, u, false)
+}
+
+func (s *fakeSystemd) ReloadUnit(_ context.Context, unit string) error { return s.job("reload", unit) }
+
+func (s *fakeSystemd) RestartUnit(_ context.Context, unit string) error {
+	return s.job("restart", unit)
+}
+
+func (s *fakeSystemd) job(verb, unit string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs = append(s.jobs, verb+" "+unit)
+	if s.failJobs[unit] {
+		return fmt.Errorf("%s %s: the job ended failed (test)", verb, unit)
+	}
+	if verb == "restart" {
+		s.started[unit] = true
+	}
+	return nil
+}
+
+func (s *fakeSystemd) jobList() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.jobs)
 }
 
 func (s *fakeSystemd) ActiveState(_ context.Context, unit string) (string, error) {

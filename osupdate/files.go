@@ -28,6 +28,9 @@ type fileOp struct {
 	remove   bool
 	// keep: the file is written only if absent (overwrite: false).
 	keep bool
+	// unit is the unit whose file or drop-in this is: its change is
+	// the unit's, for the node disruption policy.
+	unit string
 }
 
 // hostFiles is what a config puts on the host as files: its storage
@@ -54,11 +57,11 @@ func hostFiles(mc *api.MachineConfig) ([]fileOp, error) {
 	}
 	for _, u := range mc.Spec.Config.Systemd.Units {
 		if u.Contents != "" {
-			out = append(out, fileOp{path: filepath.Join(unitDir, u.Name), data: []byte(u.Contents), mode: 0o644, uid: -1, gid: -1})
+			out = append(out, fileOp{path: filepath.Join(unitDir, u.Name), data: []byte(u.Contents), mode: 0o644, uid: -1, gid: -1, unit: u.Name})
 		}
 		for _, d := range u.Dropins {
 			if d.Contents != "" {
-				out = append(out, fileOp{path: filepath.Join(unitDir, u.Name+".d", d.Name), data: []byte(d.Contents), mode: 0o644, uid: -1, gid: -1})
+				out = append(out, fileOp{path: filepath.Join(unitDir, u.Name+".d", d.Name), data: []byte(d.Contents), mode: 0o644, uid: -1, gid: -1, unit: u.Name})
 			}
 		}
 	}
@@ -120,7 +123,7 @@ func fileOps(prev, want *api.MachineConfig) ([]fileOp, error) {
 	}
 	for _, o := range old {
 		if !slices.ContainsFunc(next, func(n fileOp) bool { return n.path == o.path }) {
-			next = append(next, fileOp{path: o.path, remove: true})
+			next = append(next, fileOp{path: o.path, remove: true, unit: o.unit})
 		}
 	}
 	return next, nil

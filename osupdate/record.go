@@ -55,9 +55,9 @@ type Record struct {
 	Backups []Backup `json:"backups,omitempty"`
 	// PrevOS is what the host booted before the update.
 	PrevOS OSState `json:"prevOS"`
-	// Reboot is whether the applied config changed anything a reboot
-	// must take up.
-	Reboot bool `json:"reboot,omitempty"`
+	// Plan is what the update does here: drain, reboot, or take the
+	// config up without (decided at the start).
+	Plan Plan `json:"plan,omitzero"`
 	// Reason is why a rollback began.
 	Reason string `json:"reason,omitempty"`
 	// Reboots counts reboots asked for this update (a loop guard).

@@ -18,6 +18,11 @@ type Systemd interface {
 	DisableUnits(ctx context.Context, units []string) error
 	MaskUnits(ctx context.Context, units []string) error
 	UnmaskUnits(ctx context.Context, units []string) error
+	// ReloadUnit and RestartUnit reload or (re)start a unit and wait for
+	// the job: an error says it failed (a config takes effect without a
+	// reboot through them).
+	ReloadUnit(ctx context.Context, unit string) error
+	RestartUnit(ctx context.Context, unit string) error
 	// ActiveState is a unit's ActiveState ("active", "failed", ...).
 	ActiveState(ctx context.Context, unit string) (string, error)
 	// Reboot asks systemd to reboot the host, respecting block inhibitor

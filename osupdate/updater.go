@@ -23,6 +23,9 @@ type Cluster interface {
 	UpdateNode(ctx context.Context, fn func(*api.Node)) error
 	// MachineConfig reads a config by name.
 	MachineConfig(ctx context.Context, name string) (*api.MachineConfig, error)
+	// DisruptionPolicy reads the cluster's MachineConfiguration (nil,
+	// nil when there is none): which changes need no drain or reboot.
+	DisruptionPolicy(ctx context.Context) (*api.MachineConfiguration, error)
 	// Drain evicts the node's pods (daemon set pods stay, as an update's
 	// drain leaves them) through the eviction API and waits until they
 	// are gone; an error says what is left and why.
@@ -62,7 +65,11 @@ type Config struct {
 	MaxReboots int
 	// RunCheck runs a config's health check command (default: exec).
 	RunCheck func(ctx context.Context, argv []string) error
-	Logger   *slog.Logger
+	// AfterStep, when set, is called once a step is journaled and before
+	// it is acted on: end-to-end tests hold a real agent there to
+	// SIGKILL it at that step.
+	AfterStep func(ctx context.Context, step Step)
+	Logger    *slog.Logger
 }
 
 // Updater applies the node's desired config, one step per Journal record.
@@ -155,6 +162,9 @@ func (u *Updater) Sync(ctx context.Context) (time.Duration, error) {
 		if err := u.cfg.Journal.Save(*next); err != nil {
 			return u.cfg.RetryAfter, fmt.Errorf("osupdate: journal: %w", err)
 		}
+		if u.cfg.AfterStep != nil && next.Step != rec.Step {
+			u.cfg.AfterStep(ctx, next.Step)
+		}
 	}
 	return u.cfg.RetryAfter, errors.New("osupdate: too many steps in one sync")
 }
@@ -173,6 +183,15 @@ func (u *Updater) step(ctx context.Context, rec Record) (*Record, error) {
 	case "":
 		return u.start(ctx, rec)
 	case StepStarted:
+		if !rec.Plan.Drain {
+			// The policy spares the drain: the pods keep running, and
+			// so the node is not cordoned either.
+			if err := u.setState(ctx, api.MCStateWorking, "", nil); err != nil {
+				return nil, err
+			}
+			rec.Step = StepDrained
+			return &rec, nil
+		}
 		err := u.setState(ctx, api.MCStateWorking, "", func(n *api.Node) {
 			if !n.Spec.Unschedulable {
 				n.Spec.Unschedulable = true
@@ -207,9 +226,8 @@ func (u *Updater) step(ctx context.Context, rec Record) (*Record, error) {
 	case StepDrained:
 		return u.write(ctx, rec)
 	case StepWritten:
-		if !rec.Reboot {
-			rec.Step = StepBooted
-			return &rec, nil
+		if !rec.Plan.Reboot {
+			return u.takeUpWritten(ctx, rec)
 		}
 		return u.reboot(ctx, rec, StepRebooting, api.MCStateRebooting, "rebooting into "+rec.Desired)
 	case StepRebooting, StepRollingBack:
@@ -286,7 +304,8 @@ func (u *Updater) start(ctx context.Context, rec Record) (*Record, error) {
 			return nil, u.fail(ctx, *next, fmt.Errorf("%s: %w", u.cfg.Backend.Name(), err))
 		}
 	}
-	if !u.changes(prev, want, booted) {
+	changed, units, osChanged := u.diff(prev, want, booted)
+	if len(changed) == 0 && len(units) == 0 && !osChanged {
 		// Nothing on the host would change (a pool put over hosts that
 		// have its files already): report it, no cordon, no reboot.
 		u.log.Info("the pool's config changes nothing here", "config", desired)
@@ -297,24 +316,47 @@ func (u *Updater) start(ctx context.Context, rec Record) (*Record, error) {
 		})
 		return nil, err
 	}
-	u.log.Info("updating to the pool's config", "config", desired, "from", current)
+	policy, err := u.cfg.Cluster.DisruptionPolicy(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the node disruption policy: %w", err)
+	}
+	next.Plan = planFor(policy, changed, units, osChanged)
+	u.log.Info("updating to the pool's config", "config", desired, "from", current, "reboot", next.Plan.Reboot, "drain", next.Plan.Drain, "why", next.Plan.Why)
 	next.Step = StepStarted
 	return next, nil
 }
 
-// changes reports whether moving from prev to want changes anything on
-// the host: a file, a unit's state, the OS.
-func (u *Updater) changes(prev, want *api.MachineConfig, booted OSState) bool {
+// diff is what moving from prev to want changes on the host: the files
+// that differ from what is there, the units whose state or files the
+// configs set differently, and whether the OS changes. A config whose
+// files cannot be read counts as a change (the write reports it).
+func (u *Updater) diff(prev, want *api.MachineConfig, booted OSState) (changed []fileOp, units []string, osChanged bool) {
 	ops, err := fileOps(prev, want)
 	if err != nil {
-		return true // the write reports it
+		return []fileOp{{path: "(unreadable)"}}, nil, false
 	}
 	for _, op := range ops {
 		if u.files.changes(op) {
-			return true
+			changed = append(changed, op)
 		}
 	}
-	return !unitChanges(prev, want).empty() || !sameOS(osWanted(want, booted), booted)
+	return changed, unitsChanged(prev, want), !sameOS(osWanted(want, booted), booted)
+}
+
+// takeUpWritten makes the running host take up a config written without
+// a reboot; when it cannot (a reload fails on the new file), the update
+// is rolled back.
+func (u *Updater) takeUpWritten(ctx context.Context, rec Record) (*Record, error) {
+	_, want, err := u.configs(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.takeUp(ctx, rec.Plan, want); err != nil {
+		u.log.Warn("taking up the config without a reboot failed; rolling back", "config", rec.Desired, "error", err)
+		return u.rollback(ctx, rec, want, "taking up the config without a reboot: "+err.Error())
+	}
+	rec.Step = StepBooted
+	return &rec, nil
 }
 
 // configs reads the desired config and the previous one (nil when the
@@ -354,19 +396,11 @@ func (u *Updater) write(ctx context.Context, rec Record) (*Record, error) {
 		}
 		rec.Backups = []Backup{}
 		for _, op := range ops {
-			if u.files.changes(op) {
-				rec.Reboot = true
-			}
 			b, err := u.files.backup(op.path)
 			if err != nil {
 				return nil, u.fail(ctx, rec, err)
 			}
 			rec.Backups = append(rec.Backups, b)
-		}
-		states := unitChanges(prev, want)
-		wantOS := osWanted(want, rec.PrevOS)
-		if !states.empty() || !sameOS(wantOS, rec.PrevOS) {
-			rec.Reboot = true
 		}
 		if err := u.cfg.Journal.Save(rec); err != nil {
 			return nil, fmt.Errorf("osupdate: journal: %w", err)
@@ -572,6 +606,16 @@ func (u *Updater) restore(ctx context.Context, rec Record) (*Record, error) {
 	}
 	if err := unitChanges(want, prev).apply(ctx, u.cfg.Systemd); err != nil {
 		return nil, fmt.Errorf("roll back units: %w", err)
+	}
+	if !rec.Plan.Reboot {
+		// Nothing was staged and nothing rebooted: the running host
+		// takes the previous files up as it took the new ones.
+		if err := u.takeUp(ctx, rec.Plan, prev); err != nil {
+			// Degraded says so; a reboot of a node never drained is
+			// not the agent's to decide.
+			rec.Reason += fmt.Sprintf("; taking the previous config up again failed too: %v", err)
+		}
+		return u.rolledBack(ctx, rec)
 	}
 	if err := u.stageBack(ctx, rec.PrevOS); err != nil {
 		return nil, fmt.Errorf("roll back: %s: %w", u.cfg.Backend.Name(), err)

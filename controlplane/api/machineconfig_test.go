@@ -211,7 +211,9 @@ func TestMachineConfigPoolValidation(t *testing.T) {
 
 // The README's examples decode and validate as they are.
 func TestMachineConfigExamples(t *testing.T) {
-	files, err := filepath.Glob("../../examples/machineconfig/*.yaml")
+	files, err := filepath.Glob("../../examples/machineconfig/*/*.yaml")
+	more, _ := filepath.Glob("../../examples/machineconfig/*.yaml")
+	files = append(files, more...)
 	if err != nil || len(files) < 2 {
 		t.Fatalf("examples: %v %v", files, err)
 	}
@@ -285,5 +287,85 @@ func TestPoolOf(t *testing.T) {
 		if got := PoolOf(tt.n, pools); got != tt.want {
 			t.Errorf("PoolOf(%v) = %q, want %q", tt.n.Labels, got, tt.want)
 		}
+	}
+}
+
+// OpenShift's node disruption policy example applies as it is; bad
+// policies are refused with every problem by field path.
+func TestMachineConfigurationValidation(t *testing.T) {
+	doc := `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  managementState: Managed
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/my-file.conf
+      actions:
+      - type: Restart
+        restart:
+          serviceName: my-service.service
+    units:
+    - name: auditd.service
+      actions:
+      - type: Drain
+      - type: Reload
+        reload:
+          serviceName: crio.service
+      - type: DaemonReload
+    sshkey:
+      actions:
+      - type: None
+`
+	objs, _, err := DecodeYAMLOrJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := Validate(objs[0]); len(errs) > 0 {
+		t.Errorf("OpenShift's example: %v", errs)
+	}
+	bad := &MachineConfiguration{ObjectMeta: ObjectMeta{Name: "other"}, Spec: MachineConfigurationSpec{
+		ManagementState: "Sometimes",
+		NodeDisruptionPolicy: NodeDisruptionPolicyConfig{
+			Files: []NodeDisruptionPolicyFile{
+				{Path: "etc/relative", Actions: []NodeDisruptionAction{{Type: DisruptionNone}}},
+				{Path: "/etc/a", Actions: []NodeDisruptionAction{{Type: DisruptionReboot}, {Type: DisruptionDrain}}},
+				{Path: "/etc/a"},
+				{Path: "/etc/b", Actions: []NodeDisruptionAction{{Type: DisruptionReload}, {Type: DisruptionSpecial}, {Type: "Kick"}}},
+				{Path: "/etc/c", Actions: []NodeDisruptionAction{{Type: DisruptionDrain, Restart: &NodeDisruptionService{ServiceName: "x.service"}}}},
+			},
+			Units: []NodeDisruptionPolicyUnit{
+				{Name: "nosuffix", Actions: []NodeDisruptionAction{{Type: DisruptionRestart, Restart: &NodeDisruptionService{ServiceName: "bad"}}}},
+			},
+		},
+	}}
+	errs := Validate(bad)
+	got := map[string]bool{}
+	for _, e := range errs {
+		got[e.Field] = true
+	}
+	p := "spec.nodeDisruptionPolicy."
+	want := []string{
+		"metadata.name",
+		"spec.managementState",
+		p + "files[0].path",
+		p + "files[1].actions[0].type",
+		p + "files[2].path",
+		p + "files[2].actions",
+		p + "files[3].actions[0].reload.serviceName",
+		p + "files[3].actions[1].type",
+		p + "files[3].actions[2].type",
+		p + "files[4].actions[0].restart",
+		p + "units[0].name",
+		p + "units[0].actions[0].restart.serviceName",
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("no error for %s; got %v", w, errs)
+		}
+	}
+	if len(errs) != len(want) {
+		t.Errorf("%d errors, want %d: %v", len(errs), len(want), errs)
 	}
 }

@@ -49,6 +49,7 @@ var Resources = []*Resource{
 	{Group: "machine.openshift.io", Version: "v1beta1", Kind: "MachineHealthCheck", Plural: "machinehealthchecks", Singular: "machinehealthcheck", ShortNames: []string{"mhc"}, HasStatus: true, New: func() Object { return &MachineHealthCheck{} }},
 	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig", Plural: "machineconfigs", Singular: "machineconfig", ShortNames: []string{"mc"}, New: func() Object { return &MachineConfig{} }},
 	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool", Plural: "machineconfigpools", Singular: "machineconfigpool", ShortNames: []string{"mcp"}, HasStatus: true, New: func() Object { return &MachineConfigPool{} }},
+	{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration", Plural: "machineconfigurations", Singular: "machineconfiguration", New: func() Object { return &MachineConfiguration{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -128,6 +129,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[15]
 	case *MachineConfigPool:
 		return Resources[16]
+	case *MachineConfiguration:
+		return Resources[17]
 	}
 	return nil
 }

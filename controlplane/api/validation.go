@@ -74,6 +74,9 @@ func Validate(obj Object) ErrorList {
 	case *MachineConfigPool:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachineConfigPool(o)...)
+	case *MachineConfiguration:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateMachineConfiguration(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

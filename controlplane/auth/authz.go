@@ -183,6 +183,7 @@ var resourceGroup = map[string]string{
 	"controlplanemachinesets": "machine.openshift.io",
 	"machineconfigs":          "machineconfiguration.openshift.io",
 	"machineconfigpools":      "machineconfiguration.openshift.io",
+	"machineconfigurations":   "operator.openshift.io",
 	"tokens":                  "outpost.io",
 	"schedulerpolicies":       "outpost.io",
 	ResourceNodeCredentials:   "outpost.io",
@@ -288,6 +289,10 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 		// run (UPD-8), by name; not the configs they are rendered from,
 		// nor a list of them.
 		return req.Verb == VerbGet && req.Subresource == "" && strings.HasPrefix(req.Name, api.RenderedPrefix)
+	case "machineconfigurations":
+		// The node disruption policy decides whether an update drains
+		// and reboots the host.
+		return req.Verb == VerbGet && req.Subresource == "" && req.Name == api.MachineConfigurationName
 	case ResourceServers:
 		return req.Verb == VerbList
 	case "events":

@@ -918,3 +918,29 @@ func TestUnknownSubcommandFails(t *testing.T) {
 		t.Fatalf("adm alone: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
+
+// A cluster-scoped object's manifest naming a namespace (as OpenShift's
+// documents do for MachineConfiguration) applies without it, as with
+// kubectl and a Kubernetes API server.
+func TestApplyClusterScopedDropsNamespace(t *testing.T) {
+	f := newFakeAPI(t)
+	file := writeFile(t, t.TempDir(), "mc.yaml", `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+  namespace: openshift-machine-config-operator
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/chrony.conf
+      actions:
+      - type: Restart
+        restart:
+          serviceName: chronyd.service
+`)
+	expect(t, "apply", f.run("apply", "-f", file), 0, "machineconfiguration.operator.openshift.io/cluster created\n", "")
+	obj := f.get(api.ResourceForKind("MachineConfiguration"), "", "cluster")
+	if ns, ok := obj["metadata"].(map[string]any)["namespace"]; ok {
+		t.Errorf("stored with namespace %v", ns)
+	}
+}

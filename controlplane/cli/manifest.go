@@ -214,6 +214,14 @@ func newManifest(source string, obj map[string]any) (manifest, error) {
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	ns, _ := md["namespace"].(string)
+	if !r.Namespaced && ns != "" {
+		// A cluster-scoped object has no namespace; Kubernetes' API
+		// server drops one a manifest gives (OpenShift's documents give
+		// openshift-machine-config-operator to cluster objects), and so
+		// does outpost, rather than refuse the manifest.
+		delete(md, "namespace")
+		ns = ""
+	}
 	return manifest{source: source, obj: obj, r: r, name: name, namespace: ns}, nil
 }
 

@@ -202,6 +202,39 @@ func (s *Systemd) unitFiles(ctx context.Context, verb string, units []string, ca
 	return nil
 }
 
+// ReloadUnit reloads a unit, as `systemctl reload` does, and waits for
+// the job: an error when systemd reports it other than done (a unit
+// without ExecReload, a reload command that fails).
+func (s *Systemd) ReloadUnit(ctx context.Context, unit string) error {
+	return s.job(ctx, "reload", unit, func(ch chan<- string) (int, error) {
+		return s.mgr.ReloadUnitContext(ctx, unit, "replace", ch)
+	})
+}
+
+// RestartUnit restarts a unit, starting it when it is not running, as
+// `systemctl restart` does, and waits for the job.
+func (s *Systemd) RestartUnit(ctx context.Context, unit string) error {
+	return s.job(ctx, "restart", unit, func(ch chan<- string) (int, error) {
+		return s.mgr.RestartUnitContext(ctx, unit, "replace", ch)
+	})
+}
+
+func (s *Systemd) job(ctx context.Context, verb, unit string, start func(chan<- string) (int, error)) error {
+	ch := make(chan string, 1) // go-systemd sends the result once, and must not block
+	if _, err := start(ch); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, unit, err)
+	}
+	select {
+	case res := <-ch:
+		if res != "done" {
+			return fmt.Errorf("%s %s: the job ended %s (see journalctl -u %s)", verb, unit, res, unit)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s %s: %w", verb, unit, ctx.Err())
+	}
+}
+
 // ActiveState returns the unit's ActiveState: "active", "reloading",
 // "inactive", "failed", "activating" or "deactivating". A unit systemd
 // does not know is "inactive", as systemd says, not an error.

@@ -48,6 +48,14 @@ ExecStart=/bin/true
 WantedBy=multi-user.target
 `
 
+// counterUnit writes each start and reload to /run/counter.
+const counterUnit = `[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'echo start >> /run/counter'
+ExecReload=/bin/sh -c 'echo reload >> /run/counter'
+`
+
 const failUnit = `[Unit]
 Description=Fails
 
@@ -185,9 +193,10 @@ func TestUnits(t *testing.T) {
 	defer cancel()
 	const reload = "/etc/systemd/system/reload.service"
 	h := bootHost(t, ctx, map[string]nspawn.File{
-		"/etc/systemd/system/hello.service": {Content: fmt.Sprintf(helloUnit, "hello")},
-		reload:                              {Content: fmt.Sprintf(helloUnit, "v1")},
-		"/etc/systemd/system/fail.service":  {Content: failUnit},
+		"/etc/systemd/system/hello.service":   {Content: fmt.Sprintf(helloUnit, "hello")},
+		reload:                                {Content: fmt.Sprintf(helloUnit, "v1")},
+		"/etc/systemd/system/fail.service":    {Content: failUnit},
+		"/etc/systemd/system/counter.service": {Content: counterUnit},
 		// A unit of the OS, which can be masked (one in /etc cannot:
 		// the mask link would go where its file is).
 		"/usr/local/lib/systemd/system/vendor.service": {Content: fmt.Sprintf(helloUnit, "vendor")},
@@ -303,6 +312,23 @@ func TestUnits(t *testing.T) {
 	}
 	if got := op("active-state", "nosuch.service")["state"]; got != "inactive" {
 		t.Errorf("ActiveState %q of a unit that does not exist, want inactive", got)
+	}
+
+	// RestartUnit starts a stopped unit and restarts a running one;
+	// ReloadUnit runs ExecReload; both wait for their job, so the file
+	// holds each line when they return. A job that fails, or a reload of
+	// a unit without ExecReload, is an error naming the unit.
+	op("restart-unit", "counter.service")
+	op("reload-unit", "counter.service")
+	op("restart-unit", "counter.service")
+	if got := show(t, ctx, h, "cat", "/run/counter"); got != "start\nreload\nstart" {
+		t.Errorf("/run/counter = %q after restart, reload, restart; want start, reload, start", got)
+	}
+	if res := op("restart-unit-fails", "fail.service"); !strings.Contains(res["error"], "fail.service") || !strings.Contains(res["error"], "failed") {
+		t.Errorf("RestartUnit of a unit that fails: %q, want an error naming it and the job's result", res["error"])
+	}
+	if res := op("reload-unit-fails", "hello.service"); !strings.Contains(res["error"], "hello.service") {
+		t.Errorf("ReloadUnit of a unit without ExecReload: %q, want an error naming it", res["error"])
 	}
 	t.Logf("TIMING unit calls and checks in %s", time.Since(start).Round(time.Millisecond))
 }
@@ -447,6 +473,14 @@ func TestInner(t *testing.T) {
 		wantErr(s.EnableUnits(ctx, units))
 	case "mask-fails":
 		wantErr(s.MaskUnits(ctx, units))
+	case "reload-unit":
+		err = s.ReloadUnit(ctx, units[0])
+	case "restart-unit":
+		err = s.RestartUnit(ctx, units[0])
+	case "reload-unit-fails":
+		wantErr(s.ReloadUnit(ctx, units[0]))
+	case "restart-unit-fails":
+		wantErr(s.RestartUnit(ctx, units[0]))
 	case "active-state":
 		var state string
 		state, err = s.ActiveState(ctx, units[0])

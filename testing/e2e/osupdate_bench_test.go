@@ -21,7 +21,7 @@ func BenchmarkConfigUpdateRealSystemd(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		c, hosts := startSystemdHosts(b, ctx, 3)
+		c, hosts := startSystemdHosts(b, ctx, 3, nil)
 		b.StartTimer()
 		t0 := time.Now()
 		c.apply(ctx, "pool", updatePoolManifest(b))

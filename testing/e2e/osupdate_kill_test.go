@@ -8,20 +8,25 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/testing/nspawn"
 )
 
 // TestConfigUpdateAgentKilled (SPEC UPD-8; issue 12's "the agent
 // SIGKILLed at each step"), on a host booting a real systemd: the agent
-// (the packaged unit, restarted by systemd) is SIGKILLed after it asked
-// for the reboot, while a block inhibitor holds the reboot back, and
-// again after the boot, while the health gate waits for the config's
-// slow unit. Each new agent goes on from its journal: the host reboots
-// once, and the node ends Done with the config's file. The other steps
-// are killed after each journal save in osupdate's tests.
+// (the packaged unit, restarted by systemd) is SIGKILLed before the
+// drain and after the write (held there by the agent's test hook, once
+// per boot, so that the kill lands on that step), after it asked for
+// the reboot (while a block inhibitor holds the reboot back), and after
+// the boot (while the health gate waits for the config's slow unit).
+// Each new agent goes on from its journal: the host reboots once, and
+// the node ends Done with the config's file. Every step is also killed
+// after each journal save in osupdate's tests.
 func TestConfigUpdateAgentKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	c, hosts := startSystemdHosts(t, ctx, 1)
+	c, hosts := startSystemdHosts(t, ctx, 1, map[string]nspawn.File{
+		"/etc/systemd/system/outpost-agent.service.d/20-hold.conf": {Content: "[Service]\nEnvironment=OUTPOST_TEST_HOLD_UPDATE_STEPS=Cordoned,Written\n"},
+	})
 	h := hosts[0].h
 	run := func(args ...string) string {
 		t.Helper()
@@ -54,7 +59,7 @@ func TestConfigUpdateAgentKilled(t *testing.T) {
 	}
 
 	pool := strings.Replace(updatePoolManifest(t), "maxUnavailable: 2", "maxUnavailable: 1", 1)
-	pool = strings.Replace(pool, "ExecStart=/bin/sh -c 'echo hello > /run/e2e-hello'", "ExecStart=/bin/sleep 20", 1)
+	pool = strings.Replace(pool, "ExecStart=/bin/sh -c 'cat /etc/outpost-e2e-live.conf > /run/e2e-hello || echo hello > /run/e2e-hello'", "ExecStart=/bin/sleep 20", 1)
 	if !strings.Contains(pool, "/bin/sleep 20") {
 		t.Fatal("the config's unit was not made slow")
 	}
@@ -66,6 +71,38 @@ func TestConfigUpdateAgentKilled(t *testing.T) {
 		}
 		return n.Annotations[api.AnnotationMCState] + " " + n.Annotations[api.AnnotationMCReason]
 	}
+	held := func(step string) {
+		t.Helper()
+		waitFor(t, 2*time.Minute, "the agent held at step "+step, func() (bool, string) {
+			for _, l := range strings.Split(journal(), "\n") {
+				if strings.Contains(l, `msg="update held for a test"`) && strings.Contains(l, " step="+step+" ") {
+					return true, ""
+				}
+			}
+			return false, state()
+		})
+	}
+	node := func() *api.Node {
+		t.Helper()
+		n, err := c.node(ctx, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	held("Cordoned")
+	if n := node(); !n.Spec.Unschedulable || n.Annotations[api.AnnotationMCState] != api.MCStateWorking {
+		t.Errorf("held before the drain: cordoned %v, state %q; want cordoned and Working", n.Spec.Unschedulable, n.Annotations[api.AnnotationMCState])
+	}
+	if _, err := h.Run(ctx, "test", "-e", "/etc/outpost-e2e.conf"); err == nil {
+		t.Error("/etc/outpost-e2e.conf written before the drain")
+	}
+	kill("before the drain")
+	held("Written")
+	if s := run("cat", "/etc/outpost-e2e.conf"); s != "updated" || h.Boots() != 1 {
+		t.Errorf("held after the write: /etc/outpost-e2e.conf %q, %d boots; want the file written and no reboot yet", s, h.Boots())
+	}
+	kill("after the write")
 	waitFor(t, 2*time.Minute, "the agent asking the reboot", func() (bool, string) {
 		return strings.Count(journal(), `msg=rebooting`) >= 1 && strings.HasPrefix(state(), api.MCStateRebooting), state()
 	})
@@ -105,7 +142,7 @@ func TestConfigUpdateAgentKilled(t *testing.T) {
 	if b := h.Boots(); b > 3 || b < 2 {
 		t.Errorf("%d boots, want 2 (one reboot; at most one more)", b)
 	} else {
-		t.Logf("%d boots for the update with two kills", b)
+		t.Logf("%d boots for the update with four kills", b)
 	}
 	if s := run("cat", "/etc/outpost-e2e.conf"); s != "updated" {
 		t.Errorf("/etc/outpost-e2e.conf = %q", s)

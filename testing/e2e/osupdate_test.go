@@ -45,7 +45,7 @@ type systemdHost struct {
 func TestConfigUpdateRealSystemd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	c, hosts := startSystemdHosts(t, ctx, 3)
+	c, hosts := startSystemdHosts(t, ctx, 3, nil)
 
 	// Watch the nodes throughout: never more than maxUnavailable cordoned.
 	var mu sync.Mutex
@@ -116,7 +116,68 @@ func TestConfigUpdateRealSystemd(t *testing.T) {
 		}
 	}
 
-	// A config whose check fails after the boot.
+	// The cluster's node disruption policy restarts e2e-hello.service
+	// for /etc/outpost-e2e-live.conf: a config changing only that file
+	// is taken up by every host without a reboot, a drain or a cordon,
+	// and the restarted unit reads it.
+	mu.Lock()
+	maxCordoned = 0
+	mu.Unlock()
+	first := pool().Status.Configuration.Name
+	c.apply(ctx, "policy", `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+  namespace: openshift-machine-config-operator
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/outpost-e2e-live.conf
+      actions:
+      - type: Restart
+        restart:
+          serviceName: e2e-hello.service
+`)
+	c.apply(ctx, "live", `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 55-live
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/outpost-e2e-live.conf
+        contents:
+          source: data:,live%0A
+`)
+	t1 := time.Now()
+	waitFor(t, 2*time.Minute, "the pool Updated on the live config", func() (bool, string) {
+		p := pool()
+		st := p.Status
+		return st.Configuration.Name != first && st.UpdatedMachineCount == 3 && poolStatus(p, api.PoolUpdated) == api.ConditionTrue,
+			fmt.Sprintf("%s updated %d; %s", st.Configuration.Name, st.UpdatedMachineCount, describeStates(ctx, c))
+	})
+	t.Logf("MEASURED the pool of 3 (maxUnavailable 2) took a config without a reboot in %v", time.Since(t1).Round(100*time.Millisecond))
+	mu.Lock()
+	if maxCordoned != 0 {
+		t.Errorf("%d nodes cordoned for a change the policy takes up without a drain", maxCordoned)
+	}
+	mu.Unlock()
+	for _, h := range hosts {
+		if b := h.h.Boots(); b != 2 {
+			t.Errorf("%s booted %d times after the live config, want still 2", h.name, b)
+		}
+		if out, err := h.h.Run(ctx, "cat", "/run/e2e-hello"); err != nil || string(out) != "live\n" {
+			t.Errorf("%s: /run/e2e-hello %q (%v), want e2e-hello.service restarted onto the new file", h.name, out, err)
+		}
+	}
+
+	// A config whose check fails after the boot (its file has no policy:
+	// it reboots).
 	c.apply(ctx, "bad", `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata:
@@ -173,8 +234,9 @@ spec:
 
 // startSystemdHosts makes the server's host and count hosts (n1, n2,
 // ...) that boot systemd under nspawn, each running the agent as the
-// packaged unit, and waits until their nodes are Ready.
-func startSystemdHosts(tb testing.TB, ctx context.Context, count int) (*testCluster, []*systemdHost) {
+// packaged unit (with files added to each host), and waits until their
+// nodes are Ready.
+func startSystemdHosts(tb testing.TB, ctx context.Context, count int, files map[string]nspawn.File) (*testCluster, []*systemdHost) {
 	tb.Helper()
 	requireReal(tb)
 	nspawn.Require(tb)
@@ -212,7 +274,7 @@ func startSystemdHosts(tb testing.TB, ctx context.Context, count int) (*testClus
 	for i := range count {
 		name := fmt.Sprintf("n%d", i+1)
 		hosts = append(hosts, bootAgentHost(tb, name, 72+i, "https://"+sh.Addr+":6443", join, ctdDir,
-			[]string{"--os-updates", "on", "--os-backend", "directory", "--labels", "node-role.kubernetes.io/worker="}, nil))
+			[]string{"--os-updates", "on", "--os-backend", "directory", "--labels", "node-role.kubernetes.io/worker="}, files))
 	}
 	for _, h := range hosts {
 		c.waitReady(h.name, "True", 2*time.Minute)
@@ -364,7 +426,7 @@ spec:
           [Service]
           Type=oneshot
           RemainAfterExit=yes
-          ExecStart=/bin/sh -c 'echo hello > /run/e2e-hello'
+          ExecStart=/bin/sh -c 'cat /etc/outpost-e2e-live.conf > /run/e2e-hello || echo hello > /run/e2e-hello'
           [Install]
           WantedBy=multi-user.target
 `
