@@ -90,6 +90,10 @@ type Agent struct {
 	// said so.
 	refusedRole atomic.Bool
 
+	// osNode is the Node as the config update loop's watch last
+	// delivered it: the update's writes start from it (osupdate.go).
+	osNode client.Latest[*api.Node]
+
 	wg sync.WaitGroup
 }
 

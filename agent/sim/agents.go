@@ -139,6 +139,10 @@ type simNode struct {
 	ownRange bool
 	net      nodeNet
 	cl       *client.Client
+	// latest is the Node as the watch or the node's own last write
+	// gave it: a simulated update's writes start from it, as the
+	// agent's do.
+	latest client.Latest[*api.Node]
 
 	// mu is held shared by every write the node makes and exclusively to
 	// change silenced, so that once Silence returns no write of the node

@@ -35,6 +35,7 @@ func (a *Agents) nodeEvent(typ string, obj api.Object) {
 	if n == nil {
 		return
 	}
+	n.latest.See(node)
 	n.serverReady.Store(readyTrue(node.Status.Conditions))
 	a.maybeUpdate(n, node)
 	ann := node.Annotations[SilencedAnnotation]

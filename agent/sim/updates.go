@@ -66,33 +66,40 @@ func (a *Agents) simulateUpdate(n *simNode, want string) {
 
 // updateNode reads n's Node, changes it and writes it with n's own
 // credential, again on a conflict.
+// The first try writes over the Node last seen, without a read, as the
+// agent does.
 func (a *Agents) updateNode(ctx context.Context, n *simNode, change func(*api.Node)) error {
-	for range 5 {
-		err := a.updateNodeOnce(ctx, n, change)
+	for i := range 5 {
+		err := a.updateNodeOnce(ctx, n, change, i == 0)
 		if !api.IsConflict(err) {
 			return err
 		}
 	}
-	return a.updateNodeOnce(ctx, n, change)
+	return a.updateNodeOnce(ctx, n, change, false)
 }
 
-func (a *Agents) updateNodeOnce(ctx context.Context, n *simNode, change func(*api.Node)) error {
+func (a *Agents) updateNodeOnce(ctx context.Context, n *simNode, change func(*api.Node), fromSeen bool) error {
 	return retry(ctx, func() error {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()
-		obj, err := n.cl.Get(wctx, nodesResource, "", n.name, client.GetOptions{})
-		if err != nil {
-			return err
-		}
-		node, ok := obj.(*api.Node)
-		if !ok {
-			return ErrBadReply
+		node, ok, err := n.latest.Copy()
+		if !fromSeen || !ok || err != nil {
+			obj, err := n.cl.Get(wctx, nodesResource, "", n.name, client.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if node, ok = obj.(*api.Node); !ok {
+				return ErrBadReply
+			}
 		}
 		if node.Annotations == nil {
 			node.Annotations = map[string]string{}
 		}
 		change(node)
-		_, _, err = n.cl.Update(wctx, node)
+		obj, _, err := n.cl.Update(wctx, node)
+		if stored, ok := obj.(*api.Node); ok && err == nil {
+			n.latest.See(stored)
+		}
 		return err
 	})
 }

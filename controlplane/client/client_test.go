@@ -522,3 +522,34 @@ func TestDefaultConfigPath(t *testing.T) {
 		t.Errorf("with $%s: %q", EnvConfig, got)
 	}
 }
+
+// Latest keeps the newest version: an older one seen later (a watch
+// behind the caller's own write) is not kept, and Copy is private.
+func TestLatest(t *testing.T) {
+	var l Latest[*api.Node]
+	if _, ok, err := l.Copy(); ok || err != nil {
+		t.Fatalf("empty: ok %v err %v", ok, err)
+	}
+	mk := func(rv, label string) *api.Node {
+		return &api.Node{ObjectMeta: api.ObjectMeta{Name: "n", ResourceVersion: rv, Labels: map[string]string{"v": label}}}
+	}
+	l.See(mk("10", "ten"))
+	l.See(mk("9", "nine"))
+	l.See(mk("bad", "bad"))
+	n, ok, err := l.Copy()
+	if !ok || err != nil || n.Labels["v"] != "ten" {
+		t.Fatalf("kept %v (ok %v, %v), want version 10", n, ok, err)
+	}
+	n.Labels["v"] = "changed"
+	if again, _, _ := l.Copy(); again.Labels["v"] != "ten" {
+		t.Error("a change to a copy reached what is kept")
+	}
+	l.See(mk("11", "eleven"))
+	if n, _, _ := l.Copy(); n.Labels["v"] != "eleven" {
+		t.Errorf("kept %v, want version 11", n.Labels)
+	}
+	l.Forget()
+	if _, ok, _ := l.Copy(); ok {
+		t.Error("kept after Forget")
+	}
+}
