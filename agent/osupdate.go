@@ -244,30 +244,33 @@ func (a *Agent) osUpdateLoop(ctx context.Context, u *osupdate.Updater) {
 		}
 	}
 	var desired string
-	go a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{FieldSelector: "metadata.name=" + a.cfg.NodeName}, client.ListWatchHandler{
-		Reset: func(objs []api.Object) {
-			for _, o := range objs {
-				if n, ok := o.(*api.Node); ok && n.Name == a.cfg.NodeName {
-					a.osNode.See(n)
+	// Ends with ctx; a.wg holds this loop, so adding to it here is safe.
+	a.wg.Go(func() {
+		a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{FieldSelector: "metadata.name=" + a.cfg.NodeName}, client.ListWatchHandler{
+			Reset: func(objs []api.Object) {
+				for _, o := range objs {
+					if n, ok := o.(*api.Node); ok && n.Name == a.cfg.NodeName {
+						a.osNode.See(n)
+					}
 				}
-			}
-			wake()
-		},
-		Event: func(typ string, obj api.Object) {
-			n, ok := obj.(*api.Node)
-			if !ok {
-				return
-			}
-			if typ == client.EventDeleted {
-				a.osNode.Forget()
-				return
-			}
-			a.osNode.See(n)
-			if n.Annotations[api.AnnotationDesiredConfig] != desired {
-				desired = n.Annotations[api.AnnotationDesiredConfig]
 				wake()
-			}
-		},
+			},
+			Event: func(typ string, obj api.Object) {
+				n, ok := obj.(*api.Node)
+				if !ok {
+					return
+				}
+				if typ == client.EventDeleted {
+					a.osNode.Forget()
+					return
+				}
+				a.osNode.See(n)
+				if n.Annotations[api.AnnotationDesiredConfig] != desired {
+					desired = n.Annotations[api.AnnotationDesiredConfig]
+					wake()
+				}
+			},
+		})
 	})
 	for {
 		after, err := u.Sync(ctx)

@@ -556,7 +556,7 @@ func (u *Updater) check(ctx context.Context, rec Record, want *api.MachineConfig
 			}
 		}
 		if last == "" {
-			if n, err := u.cfg.Cluster.Node(hctx); err != nil || !nodeReady(n) {
+			if n, err := u.cfg.Cluster.Node(hctx); err != nil || !api.ReadyIn(n.Status.Conditions) {
 				last = fmt.Sprintf("the node is not Ready (%v)", err)
 			}
 		}
@@ -646,15 +646,6 @@ func (u *Updater) rolledBack(ctx context.Context, rec Record) (*Record, error) {
 	}
 	u.log.Warn("rolled back", "config", rec.Desired, "reason", rec.Reason)
 	return &Record{Failed: rec.Desired}, nil
-}
-
-func nodeReady(n *api.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == api.NodeReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }
 
 func orNone(s string) string {

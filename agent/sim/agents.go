@@ -523,7 +523,7 @@ func (a *Agents) recordRegistration(n *simNode, podCIDR string, st api.NodeStatu
 		}
 	}
 	n.mu.Unlock()
-	n.serverReady.Store(readyTrue(st.Conditions))
+	n.serverReady.Store(api.ReadyIn(st.Conditions))
 }
 
 // mergeExisting adds want's labels, annotations, taints and
@@ -609,15 +609,6 @@ func mergeSpec(cur, want *api.Node) bool {
 		changed = true
 	}
 	return changed
-}
-
-func readyTrue(conds []api.NodeCondition) bool {
-	for _, c := range conds {
-		if c.Type == api.NodeReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (a *Agents) heartbeatWorker() {
@@ -725,7 +716,7 @@ func (a *Agents) postStatus(n *simNode) {
 	n.mu.RUnlock()
 	if err == nil {
 		n.statusAt = now.Time
-		n.serverReady.Store(readyTrue(n.status.Conditions))
+		n.serverReady.Store(api.ReadyIn(n.status.Conditions))
 		return
 	}
 	a.heartbeatFailed(n, err)

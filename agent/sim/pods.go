@@ -36,7 +36,7 @@ func (a *Agents) nodeEvent(typ string, obj api.Object) {
 		return
 	}
 	n.latest.See(node)
-	n.serverReady.Store(readyTrue(node.Status.Conditions))
+	n.serverReady.Store(api.ReadyIn(node.Status.Conditions))
 	a.maybeUpdate(n, node)
 	ann := node.Annotations[SilencedAnnotation]
 	if prev := n.annotation.Swap(&ann); prev != nil && *prev == ann {

@@ -32,6 +32,17 @@ type Node struct {
 	Status     NodeStatus `json:"status,omitzero"`
 }
 
+// ReadyIn reports whether conds say the node is Ready (its Ready
+// condition True; no condition is not Ready).
+func ReadyIn(conds []NodeCondition) bool {
+	for _, c := range conds {
+		if c.Type == NodeReady {
+			return c.Status == ConditionTrue
+		}
+	}
+	return false
+}
+
 // NodeSpec holds what the administrator sets on a node.
 type NodeSpec struct {
 	Unschedulable bool    `json:"unschedulable,omitempty"`

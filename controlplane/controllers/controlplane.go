@@ -167,7 +167,13 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 		// One server asked for at a time: a request still pending (its
 		// host not a voter yet) is waited for, wherever it is, until it
 		// is too old.
-		if m, since := c.pendingRequest(members); m != nil {
+		if m, since := c.pendingRequest(members); m != nil && !c.eligible(m) {
+			// Its eligibility was taken away while it was asked: not
+			// waited for, and another host is asked now.
+			if err := c.withdrawRequest(ctx, cp, m); err != nil {
+				return api.MachineCondition{}, err
+			}
+		} else if m != nil {
 			if c.s.now().Sub(since) < serverRequestTimeout {
 				// The time asked, not the time since: the status is
 				// written only when it changes.
@@ -221,6 +227,23 @@ func (c *controlPlaneSet) act(ctx context.Context, cp *api.ControlPlaneMachineSe
 			Message: fmt.Sprintf("waiting for a server on %s to join (domain %s)", host.Name, domain)}, nil
 	}
 	return api.MachineCondition{Type: "Progressing", Status: api.ConditionFalse, Reason: "Balanced", Message: "every member in place"}, nil
+}
+
+// withdrawRequest takes the request to serve back from m, whose host is
+// no longer eligible, and says so.
+func (c *controlPlaneSet) withdrawRequest(ctx context.Context, cp *api.ControlPlaneMachineSet, m *api.Machine) error {
+	cpy, err := controller.Copy(m)
+	if err != nil {
+		return err
+	}
+	upd := cpy.(*api.Machine)
+	delete(upd.Annotations, AnnotationServerRequested)
+	if _, err := c.s.client.Update(ctx, upd); err != nil {
+		return ignoreGone(err)
+	}
+	msg := fmt.Sprintf("host %s was asked to serve and is no longer labelled %s=true: the request is withdrawn", m.Name, LabelControlPlaneEligible)
+	c.s.rec.event(ctx, cp, componentControlPlane, api.EventTypeNormal, "ServerRequestWithdrawn", msg)
+	return nil
 }
 
 // serverRequestTimeout is how long a host asked to serve has to join

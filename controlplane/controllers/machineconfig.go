@@ -182,7 +182,7 @@ func poolNodeOf(n *api.Node) poolNode {
 	_, marked := n.Annotations[api.AnnotationUpdateCordoned]
 	return poolNode{
 		name:           n.Name,
-		ready:          nodeReady(n),
+		ready:          api.ReadyIn(n.Status.Conditions),
 		unschedulable:  n.Spec.Unschedulable,
 		updateCordoned: marked,
 		current:        n.Annotations[api.AnnotationCurrentConfig],
@@ -190,11 +190,6 @@ func poolNodeOf(n *api.Node) poolNode {
 		state:          n.Annotations[api.AnnotationMCState],
 		reason:         n.Annotations[api.AnnotationMCReason],
 	}
-}
-
-func nodeReady(n *api.Node) bool {
-	c := nodeReadyCondition(n)
-	return c != nil && c.Status == api.ConditionTrue
 }
 
 // unavailable: not Ready, cordoned, or in an update (the MCO's rule).

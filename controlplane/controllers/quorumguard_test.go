@@ -347,3 +347,26 @@ func TestControlPlaneServerRequestTimesOut(t *testing.T) {
 		t.Error("no ServerRequestTimedOut event")
 	}
 }
+
+// A host asked to serve that loses its eligibility before its server
+// joins is not waited for: the request is withdrawn and said so, and
+// with no other host in the domain the set says NoEligibleHost (CPL-2).
+func TestControlPlaneServerRequestWithdrawn(t *testing.T) {
+	e := zonedControlPlane(t, map[string]string{"s1": "a", "s2": "b", "s3": "c", "e1": "b"})
+	e.waitFor("s2's machine guarded", func() (bool, string) {
+		m, ok := e.machine("s2")
+		return ok && slices.ContainsFunc(m.Spec.LifecycleHooks.PreDrain, isGuardHook), ""
+	})
+	asked := func() bool {
+		m, ok := e.machine("e1")
+		return ok && m.Annotations[AnnotationServerRequested] != ""
+	}
+	e.delete(machinesRes, "", "s2")
+	e.waitFor("e1 asked to serve", func() (bool, string) { return asked(), "" })
+	e.update(nodesRes, "", "e1", false, func(o api.Object) { delete(o.(*api.Node).Labels, LabelControlPlaneEligible) })
+	e.waitFor("the request withdrawn and NoEligibleHost", func() (bool, string) {
+		cp := e.get(cpmsRes, "", "cluster").(*api.ControlPlaneMachineSet)
+		noHost := slices.ContainsFunc(cp.Status.Conditions, func(c api.MachineCondition) bool { return c.Reason == "NoEligibleHost" })
+		return !asked() && noHost && len(e.events("cluster", "ServerRequestWithdrawn")) > 0, fmt.Sprintf("%+v", cp.Status)
+	})
+}

@@ -103,7 +103,10 @@ type Host struct {
 	boots    int
 	leader   int // the current boot's systemd, on this machine; 0 not known yet
 	stopping bool
-	err      error
+	// cut is set by PowerCut: the boot that ends next is followed by
+	// another, as after a reboot.
+	cut bool
+	err error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -442,7 +445,18 @@ func (h *Host) supervise() {
 
 		h.mu.Lock()
 		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == rebootStatus && !h.stopping {
+		cut := h.cut
+		h.cut = false
+		if cut && !h.stopping {
+			// Nothing of the cut boot lives on into the next.
+			for range 100 {
+				if killCgroups(h.cgroups) == 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond) // processes take a moment to die
+			}
+		}
+		if (cut || errors.As(err, &exit) && exit.ExitCode() == rebootStatus) && !h.stopping {
 			if err = h.start(); err == nil {
 				h.mu.Unlock()
 				continue
@@ -679,9 +693,48 @@ func (h *Host) stop(cmd *exec.Cmd) error {
 	}
 }
 
+// PowerCut ends the running boot as a power failure would and boots the
+// host again: every process of the host is SIGKILLed at once, so nothing
+// shuts down and the next boot's /run is empty. What the host's
+// processes wrote to files stays (the machine's page cache is not
+// lost): this cuts the host's processes, not its disk, which
+// testing/lossyfs simulates. It returns once the boot has ended; the
+// next one is under way (WaitBoot waits for it).
+func (h *Host) PowerCut(ctx context.Context) error {
+	h.mu.Lock()
+	if h.stopping || h.cmd == nil {
+		h.mu.Unlock()
+		return fmt.Errorf("host %s: power cut: not running", h.Name)
+	}
+	h.cut = true
+	boot := h.boots
+	cmd := h.cmd
+	h.mu.Unlock()
+	// systemd-nspawn first, so that it cannot shut the container down
+	// in order; the supervisor kills the rest before the next boot.
+	_ = cmd.Process.Kill()
+	killCgroups(h.cgroups)
+	for {
+		h.mu.Lock()
+		next := h.boots > boot
+		h.mu.Unlock()
+		if next {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("host %s: power cut: %w", h.Name, ctx.Err())
+		case <-h.exited:
+			return fmt.Errorf("host %s: power cut: the host ended: %v", h.Name, h.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // killCgroups kills every process in the host's cgroups: what is left of
-// a container whose systemd-nspawn died.
-func killCgroups(cgroups []string) {
+// a container whose systemd-nspawn died. It returns how many it found.
+func killCgroups(cgroups []string) int {
+	found := 0
 	for _, d := range cgroups {
 		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
@@ -690,12 +743,14 @@ func killCgroups(cgroups []string) {
 			b, _ := os.ReadFile(p)
 			for f := range strings.FieldsSeq(string(b)) {
 				if pid, err := strconv.Atoi(f); err == nil {
+					found++
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
 			return nil
 		})
 	}
+	return found
 }
 
 // removeCgroups removes the host's cgroups and the ones nspawn and the

@@ -27,13 +27,15 @@ Description=nspawn harness probe
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/sh -c 'cat /proc/sys/kernel/random/uuid > /run/probe'
+ExecStop=/bin/sh -c 'echo stopped > /var/lib/probe-stopped'
 
 [Install]
 WantedBy=multi-user.target
 `
 
 // A host boots with what Options put in it, reboots into a second boot
-// of the same filesystem when its systemd reboots, stays off when it
+// of the same filesystem when its systemd reboots, boots a third time
+// after a power cut (which stops nothing in order), stays off when it
 // powers off, and leaves nothing behind.
 func TestBootRebootPoweroff(t *testing.T) {
 	Require(t)
@@ -140,6 +142,31 @@ func TestBootRebootPoweroff(t *testing.T) {
 		t.Errorf("address %s gone after reboot:\n%s", ns.Addr, got)
 	}
 
+	// The orderly reboot stopped probe.service; a power cut stops
+	// nothing, and the host boots again with a new /run.
+	if got := run("cat", "/var/lib/probe-stopped"); got != "stopped" {
+		t.Errorf("probe.service's stop mark after the reboot: %q", got)
+	}
+	run("rm", "/var/lib/probe-stopped")
+	probe2 := run("cat", "/run/probe")
+	start = time.Now()
+	if err := h.PowerCut(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitBoot(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("TIMING power cut to running in %s", time.Since(start).Round(time.Millisecond))
+	if _, err := h.Run(ctx, "test", "-e", "/var/lib/probe-stopped"); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("probe.service was stopped in order by a power cut (test -e gave %v)", err)
+	}
+	if probe3 := run("cat", "/run/probe"); probe3 == probe2 || probe3 == "" {
+		t.Errorf("probe.service's mark %q after the power cut, before %q: want a new one", probe3, probe2)
+	}
+	if got := run("cat", "/var/lib/outpost-kept"); got != "kept" {
+		t.Errorf("file written before the power cut: %q", got)
+	}
+
 	run("systemctl", "poweroff")
 	select {
 	case <-h.Exited():
@@ -149,8 +176,8 @@ func TestBootRebootPoweroff(t *testing.T) {
 	if err := h.Err(); err != nil {
 		t.Errorf("power off: %v", err)
 	}
-	if n := h.Boots(); n != 2 {
-		t.Errorf("Boots() = %d after power off, want 2 (no new boot)", n)
+	if n := h.Boots(); n != 3 {
+		t.Errorf("Boots() = %d after power off, want 3 (no new boot)", n)
 	}
 	if _, err := h.Run(ctx, "true"); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Run after power off: %v, want ErrNotRunning", err)

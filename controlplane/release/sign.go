@@ -1,0 +1,224 @@
+package release
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// ParsePublicKeys reads the PEM "PUBLIC KEY" blocks of data: ECDSA P-256
+// (cosign's keys, `openssl ec -pubout`) or Ed25519 keys.
+func ParsePublicKeys(data []byte) ([]crypto.PublicKey, error) {
+	var keys []crypto.PublicKey
+	for n := 1; ; n++ {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			break
+		}
+		if b.Type != "PUBLIC KEY" {
+			return nil, fmt.Errorf("PEM block %d is %q, want PUBLIC KEY", n, b.Type)
+		}
+		k, err := x509.ParsePKIXPublicKey(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("PEM block %d: %w", n, err)
+		}
+		if err := checkKey(k); err != nil {
+			return nil, fmt.Errorf("PEM block %d: %w", n, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("no PEM PUBLIC KEY block")
+	}
+	return keys, nil
+}
+
+func checkKey(k crypto.PublicKey) error {
+	switch k := k.(type) {
+	case *ecdsa.PublicKey:
+		if k.Curve != elliptic.P256() {
+			return fmt.Errorf("an ECDSA key on %s; outpost takes P-256, as cosign makes", k.Curve.Params().Name)
+		}
+		return nil
+	case ed25519.PublicKey:
+		return nil
+	}
+	return fmt.Errorf("a %T key; outpost takes ECDSA P-256 and Ed25519", k)
+}
+
+// ParsePrivateKey reads a PEM private key (PKCS #8 "PRIVATE KEY", or
+// SEC 1 "EC PRIVATE KEY" as `openssl ecparam -genkey` writes) for Sign.
+// cosign's own encrypted keys are not read: sign with cosign and attach
+// its signature with AddSignature.
+func ParsePrivateKey(data []byte) (crypto.Signer, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("no PEM block")
+	}
+	var k any
+	var err error
+	switch b.Type {
+	case "PRIVATE KEY":
+		k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+	case "EC PRIVATE KEY":
+		k, err = x509.ParseECPrivateKey(b.Bytes)
+	default:
+		return nil, fmt.Errorf("a PEM %q block; want PRIVATE KEY or EC PRIVATE KEY (a cosign key: sign with cosign sign-blob and attach the signature)", b.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("a %T key cannot sign", k)
+	}
+	if err := checkKey(s.Public()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SignBytes signs data as cosign sign-blob does for the key's type
+// (ECDSA over SHA-256, ASN.1 DER; Ed25519 over the bytes), base64
+// encoded.
+func SignBytes(key crypto.Signer, data []byte) ([]byte, error) {
+	var sig []byte
+	var err error
+	switch key.Public().(type) {
+	case ed25519.PublicKey:
+		sig, err = key.Sign(rand.Reader, data, crypto.Hash(0))
+	default:
+		sum := sha256.Sum256(data)
+		sig, err = key.Sign(rand.Reader, sum[:], crypto.SHA256)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []byte(base64.StdEncoding.EncodeToString(sig)), nil
+}
+
+// verifyOne reports whether sig (base64 text or raw) is key's over data.
+func verifyOne(key crypto.PublicKey, data, sig []byte) bool {
+	raw := sig
+	if dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(sig))); err == nil {
+		raw = dec
+	}
+	switch k := key.(type) {
+	case *ecdsa.PublicKey:
+		sum := sha256.Sum256(data)
+		return ecdsa.VerifyASN1(k, sum[:], raw)
+	case ed25519.PublicKey:
+		return len(raw) == ed25519.SignatureSize && ed25519.Verify(k, data, raw)
+	}
+	return false
+}
+
+// Verify checks that one of the payload's signatures is by one of keys.
+// Open has already checked every digest, so a verified manifest vouches
+// for every blob it names.
+func (p *Payload) Verify(keys []crypto.PublicKey) error {
+	if len(p.Signatures) == 0 {
+		return fmt.Errorf("%w: %s", ErrUnsigned, p.Digest)
+	}
+	for _, sig := range p.Signatures {
+		for _, k := range keys {
+			if verifyOne(k, p.manifest, sig) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s has %d signature(s), checked against %d key(s)", ErrSignature, p.Digest, len(p.Signatures), len(keys))
+}
+
+// AddSignature stores sig (as cosign or openssl printed it for the
+// payload's manifest) in the layout directory dir, as an OCI referrer of
+// the release manifest. The signature is checked against nothing here:
+// Verify does that with the cluster's keys.
+func AddSignature(dir string, sig []byte) error {
+	p, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	if _, ok := p.src.(dirSource); !ok {
+		return fmt.Errorf("%w: signatures are added to a layout directory, not an archive", ErrInvalid)
+	}
+	w := &layoutWriter{dir: dir}
+	empty, err := w.blob(mediaEmpty, []byte("{}"), nil)
+	if err != nil {
+		return err
+	}
+	layer, err := w.blob(mediaSignature, sig, nil)
+	if err != nil {
+		return err
+	}
+	subject, err := releaseDescriptor(dir)
+	if err != nil {
+		return err
+	}
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: SignatureArtifactType, Config: empty, Layers: []ocispec.Descriptor{layer}, Subject: &subject}
+	m.SchemaVersion = 2
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	md, err := w.blob(ocispec.MediaTypeImageManifest, mb, nil)
+	if err != nil {
+		return err
+	}
+	md.ArtifactType = SignatureArtifactType
+	ib, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return err
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(ib, &idx); err != nil {
+		return err
+	}
+	return writeIndex(dir, append(idx.Manifests, md))
+}
+
+// Sign signs the layout directory's release with key and stores the
+// signature (AddSignature).
+func Sign(dir string, key crypto.Signer) error {
+	p, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	sig, err := SignBytes(key, p.manifest)
+	if err != nil {
+		return err
+	}
+	return AddSignature(dir, sig)
+}
+
+func releaseDescriptor(dir string) (ocispec.Descriptor, error) {
+	ib, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(ib, &idx); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	for _, d := range idx.Manifests {
+		if d.ArtifactType == ArtifactType {
+			return ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size, ArtifactType: d.ArtifactType}, nil
+		}
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("%w: no release manifest in %s", ErrInvalid, dir)
+}
