@@ -23,11 +23,11 @@ import (
 func newAdmCommand(o *options) *cobra.Command {
 	adm := &cobra.Command{
 		Use:   "adm",
-		Short: "Cluster administration: tokens, raft membership, node placement, scheduler policies, node updates",
+		Short: "Cluster administration: tokens, raft membership, node placement, scheduler policies, node updates, releases",
 	}
 	adm.AddCommand(newTokenCommand(o), newRaftCommand(o), newTaintCommand(o),
 		newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newSchedulerCommand(),
-		newUpgradeCommand(o), newFleetLockCommand(o))
+		newUpgradeCommand(o), newFleetLockCommand(o), newReleaseCommand())
 	return adm
 }
 

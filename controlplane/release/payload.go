@@ -117,7 +117,7 @@ type Input struct {
 
 // manifestName is 0000_<runlevel>_<component>_<name>.yaml (or .yml,
 // .json), as OpenShift names a release's manifests.
-var manifestName = regexp.MustCompile(`^0000_([0-9]{2})_([a-z0-9][a-z0-9-]*)_([A-Za-z0-9._-]+)\.(yaml|yml|json)$`)
+var manifestName = regexp.MustCompile(`^0000_([0-9]{2})_([a-z0-9][a-z0-9-]*)_([A-Za-z0-9._-][A-Za-z0-9._-]*)\.(yaml|yml|json)$`)
 
 // ParseManifestName returns a manifest file's runlevel and component.
 func ParseManifestName(name string) (runlevel int, component string, ok bool) {
@@ -586,11 +586,11 @@ func (p *Payload) OpenBinary(platform string) (io.ReadCloser, Binary, error) {
 	return rc, b, err
 }
 
-// Extract writes the payload's parts into dir: release-metadata,
-// image-references, the manifests, and the binaries named
-// outpost-<os>-<arch>.
-func (p *Payload) Extract(dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+// Extract writes the payload's parts into dir as oc adm release
+// extract does: the manifests, release-metadata and image-references side
+// by side; with binaries, also the binaries named outpost-<os>-<arch>.
+func (p *Payload) Extract(dir string, binaries bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	meta, _ := json.MarshalIndent(p.Metadata, "", "  ")
@@ -604,11 +604,14 @@ func (p *Payload) Extract(dir string) error {
 		if f.Name != filepath.Base(f.Name) || f.Name == "" || strings.HasPrefix(f.Name, ".") {
 			return fmt.Errorf("%w: manifest name %q", ErrInvalid, f.Name)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "manifests", f.Name), f.Data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
 			return err
 		}
 	}
 	for _, b := range p.Binaries {
+		if !binaries {
+			break
+		}
 		if err := p.extractBinary(b, filepath.Join(dir, "outpost-"+strings.ReplaceAll(b.Platform, "/", "-"))); err != nil {
 			return err
 		}

@@ -141,13 +141,13 @@ func TestBuildSignOpenVerify(t *testing.T) {
 	}
 
 	out := t.TempDir()
-	if err := pt.Extract(out); err != nil {
+	if err := pt.Extract(out, true); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "outpost-linux-amd64")); err != nil || string(b) != "#!/bin/sh\necho v2\n" {
 		t.Errorf("extracted binary %q %v", b, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "manifests", "0000_50_dns_01-deployment.yaml")); err != nil || string(b) != deployment {
+	if b, err := os.ReadFile(filepath.Join(out, "0000_50_dns_01-deployment.yaml")); err != nil || string(b) != deployment {
 		t.Errorf("extracted manifest %q %v", b, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "release-metadata")); err != nil || !strings.Contains(string(b), `"version": "1.2.0"`) {
@@ -388,6 +388,9 @@ func TestOrder(t *testing.T) {
 		"0000_50_ingress_00-namespace.yaml",
 		"0000_50_dns_00-serviceaccount.yaml",
 		"0000_90_pools_00-machineconfig.yaml",
+	}
+	if _, comp, ok := ParseManifestName("0000_03_authorization-openshift_01_rolebindingrestriction.crd.yaml"); !ok || comp != "authorization-openshift" {
+		t.Errorf("OpenShift's manifest name: component %q, ok %v", comp, ok)
 	}
 	var files []File
 	for _, n := range names {
