@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"crypto"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +34,7 @@ Ed25519, PEM); 'info --key' and 'extract --key' verify it against trusted keys. 
 'outpost adm release manifest' prints, and attach that with --signature.`,
 	}
 	rel.AddCommand(newReleaseNewCommand(), newReleaseInfoCommand(), newReleaseExtractCommand(),
-		newReleaseSignCommand(), newReleaseManifestCommand())
+		newReleaseSignCommand(), newReleaseManifestCommand(), newReleaseServeCommand())
 	return rel
 }
 
@@ -392,4 +395,60 @@ func newReleaseManifestCommand() *cobra.Command {
 			return err
 		},
 	}
+}
+
+func newReleaseServeCommand() *cobra.Command {
+	var dir, listen, baseURL, cert, key string
+	cmd := &cobra.Command{
+		Use:   "serve --dir DIR --listen ADDR --url BASE-URL",
+		Short: "Serve an update graph and its payloads from a directory, as an update service",
+		Long: `serve answers Cincinnati's graph requests (` + release.GraphPath + `?channel=C&arch=A),
+so that a site hosts its own update service for its clusters' spec.upstream, and serves the
+payloads the graph names. The directory holds releases/ (payloads: tar files), channels/
+(name: stable-1, versions: [...]) and blocked-edges/ (to, from as a regular expression, url,
+name, message, and matchingRules: with rules the update becomes conditional, without it is
+removed), as OpenShift's graph-data does. Each release's previous versions in the channel are
+its edges. The directory is read again as it changes. --url is the address clients use (it
+prefixes the payloads' URLs); with --tls-cert and --tls-key it serves HTTPS.`,
+		Example: `  outpost adm release serve --dir /srv/outpost-updates --listen :8443 \
+      --url https://updates.site.example:8443 --tls-cert tls.crt --tls-key tls.key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" || listen == "" || baseURL == "" {
+				return usagef("--dir, --listen and --url are required")
+			}
+			if (cert == "") != (key == "") {
+				return usagef("give both --tls-cert and --tls-key, or neither")
+			}
+			if _, err := os.Stat(filepath.Join(dir, "releases")); err != nil {
+				return fmt.Errorf("%s: %w", dir, err)
+			}
+			srv := &http.Server{Addr: listen, Handler: &release.GraphDir{Dir: dir, BaseURL: baseURL}, ReadHeaderTimeout: 10 * time.Second}
+			ctx := cmd.Context()
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(sctx)
+			}()
+			fmt.Fprintf(cmd.ErrOrStderr(), "serving the update graph of %s on %s (%s%s)\n", dir, listen, strings.TrimSuffix(baseURL, "/"), release.GraphPath)
+			var err error
+			if cert != "" {
+				err = srv.ListenAndServeTLS(cert, key)
+			} else {
+				err = srv.ListenAndServe()
+			}
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "the graph's directory (releases/, channels/, blocked-edges/)")
+	f.StringVar(&listen, "listen", "", "address to listen on (host:port)")
+	f.StringVar(&baseURL, "url", "", "the URL clients reach this service at")
+	f.StringVar(&cert, "tls-cert", "", "PEM certificate (chain) for HTTPS")
+	f.StringVar(&key, "tls-key", "", "PEM key of --tls-cert")
+	return cmd
 }
