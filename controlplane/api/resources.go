@@ -50,6 +50,7 @@ var Resources = []*Resource{
 	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig", Plural: "machineconfigs", Singular: "machineconfig", ShortNames: []string{"mc"}, New: func() Object { return &MachineConfig{} }},
 	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool", Plural: "machineconfigpools", Singular: "machineconfigpool", ShortNames: []string{"mcp"}, HasStatus: true, New: func() Object { return &MachineConfigPool{} }},
 	{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration", Plural: "machineconfigurations", Singular: "machineconfiguration", New: func() Object { return &MachineConfiguration{} }},
+	{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion", Plural: "clusterversions", Singular: "clusterversion", HasStatus: true, New: func() Object { return &ClusterVersion{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -131,6 +132,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[16]
 	case *MachineConfiguration:
 		return Resources[17]
+	case *ClusterVersion:
+		return Resources[18]
 	}
 	return nil
 }

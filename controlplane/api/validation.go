@@ -77,6 +77,9 @@ func Validate(obj Object) ErrorList {
 	case *MachineConfiguration:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateMachineConfiguration(o)...)
+	case *ClusterVersion:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateClusterVersion(o)...)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

@@ -184,6 +184,7 @@ var resourceGroup = map[string]string{
 	"machineconfigs":          "machineconfiguration.openshift.io",
 	"machineconfigpools":      "machineconfiguration.openshift.io",
 	"machineconfigurations":   "operator.openshift.io",
+	"clusterversions":         "config.openshift.io",
 	"tokens":                  "outpost.io",
 	"schedulerpolicies":       "outpost.io",
 	ResourceNodeCredentials:   "outpost.io",

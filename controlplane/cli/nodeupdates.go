@@ -16,13 +16,11 @@ import (
 
 var poolResource = api.ResourceForKind("MachineConfigPool")
 
-// newUpgradeCommand is `adm upgrade`: for now its nodes half, pausing and
-// resuming a pool's rolling update (SPEC UPD-8).
+// newUpgradeCommand is `adm upgrade`: the cluster's version and updates
+// (upgrade.go), and its nodes half, pausing and resuming a pool's rolling
+// update (SPEC UPD-8).
 func newUpgradeCommand(o *options) *cobra.Command {
-	up := &cobra.Command{
-		Use:   "upgrade",
-		Short: "Updates of the cluster's nodes (machine config pools)",
-	}
+	up := newClusterUpgradeCommand(o)
 	var pool string
 	var pause, resume bool
 	nodes := &cobra.Command{

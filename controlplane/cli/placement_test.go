@@ -287,3 +287,54 @@ func TestNodeUpdateCommands(t *testing.T) {
 	expect(t, "release last", f.run("adm", "fleetlock", "release", "host-b", "--pool", "worker"), 0, "released the reboot lock of host-b in pool worker\n", "")
 	expect(t, "list none", f.run("adm", "fleetlock", "list", "--pool", "worker"), 0, "", "No reboot locks held\n")
 }
+
+// adm upgrade prints the cluster's version, upstream, channel and
+// updates as oc adm upgrade does (UPD-10): recommended ones in a
+// VERSION/IMAGE table (a conditional update recommended for this
+// cluster among them), the others only with --include-not-recommended,
+// each with its reason and message; adm upgrade channel sets the
+// channel.
+func TestClusterUpgradeCommand(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(clusterVersionResource, `{"metadata":{"name":"version"},"spec":{"channel":"stable-1","upstream":"https://updates.example/api/upgrades_info/v1/graph"},
+"status":{"desired":{"version":"1.2.0","channels":["fast-1","stable-1"]},
+"history":[{"state":"Completed","startedTime":"2026-11-20T10:00:00Z","version":"1.2.0","verified":false}],
+"conditions":[{"type":"RetrievedUpdates","status":"True","reason":"AsExpected"},{"type":"Progressing","status":"False","message":"Cluster version is 1.2.0"}],
+"availableUpdates":[{"version":"1.2.1","image":"https://updates.example/releases/outpost-1.2.1.tar"}],
+"conditionalUpdates":[
+ {"release":{"version":"1.3.0","image":"https://updates.example/releases/outpost-1.3.0.tar"},"risks":[{"name":"GPUDriverReload","url":"https://example.com/gpu","message":"m","matchingRules":[{"type":"Always"}]}],
+  "conditions":[{"type":"Recommended","status":"False","reason":"GPUDriverReload","message":"GPUDriverReload: GPU nodes lose their driver. https://example.com/gpu"}]},
+ {"release":{"version":"1.2.2","image":"https://updates.example/releases/outpost-1.2.2.tar"},"risks":[{"name":"Big","url":"u","message":"m","matchingRules":[{"type":"Always"}]}],
+  "conditions":[{"type":"Recommended","status":"True","reason":"NotExposedToRisks"}]}]}}`)
+	want := `Cluster version is 1.2.0
+
+Upstream: https://updates.example/api/upgrades_info/v1/graph
+Channel: stable-1 (available channels: fast-1, stable-1)
+
+Recommended updates:
+
+  VERSION     IMAGE
+  1.2.1       https://updates.example/releases/outpost-1.2.1.tar
+  1.2.2       https://updates.example/releases/outpost-1.2.2.tar
+
+Additional updates which are not recommended for your cluster configuration are available, to view those re-run the command with --include-not-recommended.
+`
+	expect(t, "adm upgrade", f.run("adm", "upgrade"), 0, want, "")
+	res := f.run("adm", "upgrade", "--include-not-recommended")
+	if !strings.Contains(res.stdout, "Supported but not recommended updates:\n\n  Version: 1.3.0\n  Image: https://updates.example/releases/outpost-1.3.0.tar\n  Recommended: False\n  Reason: GPUDriverReload\n  Message: GPUDriverReload: GPU nodes lose their driver. https://example.com/gpu\n") {
+		t.Errorf("--include-not-recommended:\n%s", res.stdout)
+	}
+	expect(t, "channel", f.run("adm", "upgrade", "channel", "fast-1"), 0, "channel set to fast-1: updates are asked of the upstream at once\n", "")
+	if ch := f.get(clusterVersionResource, "", "version")["spec"].(map[string]any)["channel"]; ch != "fast-1" {
+		t.Errorf("channel %v", ch)
+	}
+	expect(t, "channel again", f.run("adm", "upgrade", "channel", "fast-1"), 0, "the cluster already follows channel fast-1\n", "")
+
+	// The upstream failing: the reason, and the updates retrieved last.
+	f.put(clusterVersionResource, `{"metadata":{"name":"version"},"spec":{"channel":"stable-1"},"status":{"history":[{"state":"Completed","startedTime":"2026-11-20T10:00:00Z","version":"1.2.0","verified":false}],
+"conditions":[{"type":"RetrievedUpdates","status":"False","reason":"NoUpstream","message":"Upstream is unset"}],"availableUpdates":[]}}`)
+	res = f.run("adm", "upgrade")
+	if !strings.Contains(res.stdout, "Upstream is unset: set spec.upstream") || !strings.Contains(res.stdout, "warning: Cannot display available updates:\n  Reason: NoUpstream\n") {
+		t.Errorf("without an upstream:\n%s", res.stdout)
+	}
+}

@@ -271,6 +271,28 @@ func tableColumns(r *api.Resource) columns {
 				return []string{p.Name, st.Configuration.Name, cond(api.PoolUpdated), cond(api.PoolUpdating), cond(api.PoolDegraded),
 					n(st.MachineCount), n(st.ReadyMachineCount), n(st.UpdatedMachineCount), n(st.DegradedMachineCount), age(now, p.CreationTimestamp)}
 			}}
+	case "ClusterVersion":
+		// oc's columns: SINCE is when Progressing last changed.
+		return columns{header: []string{"NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			cv := obj.(*api.ClusterVersion)
+			cond := func(typ string) api.MachineCondition {
+				for _, c := range cv.Status.Conditions {
+					if c.Type == typ {
+						return c
+					}
+				}
+				return api.MachineCondition{}
+			}
+			version := ""
+			for _, h := range cv.Status.History {
+				if h.State == api.UpdateCompleted {
+					version = h.Version
+					break
+				}
+			}
+			prog := cond(api.CVProgressing)
+			return []string{cv.Name, version, cond(api.CVAvailable).Status, prog.Status, age(now, prog.LastTransitionTime), prog.Message}
+		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

@@ -62,6 +62,11 @@ type Config struct {
 	// ControlPlaneSize is how many voters the quorum guard keeps; default
 	// DefaultControlPlaneSize.
 	ControlPlaneSize int
+	// Version is the version the control plane runs (the ClusterVersion
+	// reports it); default "dev".
+	Version string
+	// FetchGraph reads update graphs; default HTTP(S) and file:// URLs.
+	FetchGraph FetchGraph
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -101,7 +106,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf, mcInf, mcpInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf, mcInf, mcpInf, cvInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -150,6 +155,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.cpmsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ControlPlaneMachineSet"), log)
 	s.mcInf = controller.NewInformer(cfg.Client, machineConfigsResource, log)
 	s.mcpInf = controller.NewInformer(cfg.Client, machineConfigPools, log)
+	s.cvInf = controller.NewInformer(cfg.Client, clusterVersions, log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -169,6 +175,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
 	mcc := newMachineConfigController(s, cfg.PoolLock)
+	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
 	if cfg.Raft != nil {
@@ -219,6 +226,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		mc.onNode(ev)
 		hc.onChange(ev)
 		mcc.onChange(ev)
+		cvc.onChange(ev) // risks may name nodes
 		if h.delivered != nil {
 			m := ev.Object.GetObjectMeta()
 			h.delivered("Node", m.Name, m.ResourceVersion)
@@ -251,10 +259,10 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		if ev.Type == api.Deleted {
 			mcc.q.Add(ev.Object.GetObjectMeta().Name) // its rendered configs go
 		}
-	}}} {
+	}}, {s.cvInf, cvc.onChange}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop, cvc.loop}
 	if qg != nil {
 		loops = append(loops, qg.loop, cps.loop)
 	}
@@ -264,7 +272,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		}
 		wg.Wait()
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf, s.mcInf, s.mcpInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf, s.mcInf, s.mcpInf, s.cvInf} {
 		select {
 		case <-ctx.Done():
 			return nil

@@ -25,6 +25,7 @@ const (
 var (
 	namespacesResource        = api.ResourceForKind("Namespace")
 	tokensResource            = api.ResourceForKind("Token")
+	clusterVersionsResource   = api.ResourceForKind("ClusterVersion")
 	podsResource              = api.ResourceForKind("Pod")
 	nodesResource             = api.ResourceForKind("Node")
 	replicaSetsResource       = api.ResourceForKind("ReplicaSet")

@@ -163,6 +163,15 @@ func (c *Core) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
+	// The cluster's one ClusterVersion (UPD-1), as OpenShift always has
+	// it; its status is the cluster version controller's.
+	if _, _, err := c.st.Get(clusterVersionsResource, "", api.ClusterVersionName); err != nil {
+		cv := &api.ClusterVersion{ObjectMeta: api.ObjectMeta{Name: api.ClusterVersionName, UID: NewUID(), CreationTimestamp: api.NewTime(now)},
+			Spec: api.ClusterVersionSpec{ClusterID: NewUID()}}
+		if err := c.Ensure(ctx, cv); err != nil {
+			return err
+		}
+	}
 	// Before the admin token, whose existence makes a server ready: a
 	// ready cluster has its schedulers' policies.
 	if c.cfg.Seed != nil {

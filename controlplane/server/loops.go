@@ -7,6 +7,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
+	"github.com/outpost-edge/outpost/controlplane/version"
 	"github.com/outpost-edge/outpost/raftstore"
 )
 
@@ -40,6 +41,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 				Raft:            raftMembers{s},
 				Registerer:      s.cfg.Registry,
 				PoolLock:        &s.poolMu,
+				Version:         version.Version,
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)

@@ -1,0 +1,150 @@
+package api
+
+import (
+	"net/url"
+	"strings"
+)
+
+// ClusterVersion is the cluster's one version object (config.openshift.io/v1,
+// named "version"), as in OpenShift (SPEC UPD-1): the spec says which
+// update service and channel to follow and which release to run; the
+// status, written by the control plane only, says what runs, what
+// updates there are and which of them carry risks for this cluster.
+type ClusterVersion struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       ClusterVersionSpec   `json:"spec"`
+	Status     ClusterVersionStatus `json:"status,omitzero"`
+}
+
+// ClusterVersionName is the only name a ClusterVersion may have.
+const ClusterVersionName = "version"
+
+// ClusterVersionSpec is what an administrator sets.
+type ClusterVersionSpec struct {
+	ClusterID string `json:"clusterID,omitempty"`
+	// Channel is the update graph's channel to follow ("stable-1").
+	Channel string `json:"channel,omitempty"`
+	// Upstream is the update service's graph URL (https://HOST/api/upgrades_info/v1/graph),
+	// or a file:// URL of a graph in Cincinnati's JSON for a site
+	// without a network path to one.
+	Upstream string `json:"upstream,omitempty"`
+	// DesiredUpdate is the release to run.
+	DesiredUpdate *Update `json:"desiredUpdate,omitempty"`
+}
+
+// Update names a release by version, payload or both.
+type Update struct {
+	Version string `json:"version,omitempty"`
+	Image   string `json:"image,omitempty"`
+	// Force skips the update's precondition checks (not the signature).
+	Force bool `json:"force,omitempty"`
+	// AcceptRisks names the risks of a conditional update the
+	// administrator accepts (outpost's --allow-not-recommended records
+	// them).
+	AcceptRisks []string `json:"acceptRisks,omitempty"`
+}
+
+// ClusterVersionStatus is what the control plane reports.
+type ClusterVersionStatus struct {
+	Desired            Release                   `json:"desired,omitzero"`
+	History            []UpdateHistory           `json:"history,omitempty"`
+	ObservedGeneration int64                     `json:"observedGeneration,omitempty"`
+	Conditions         []MachineCondition        `json:"conditions,omitempty"`
+	AvailableUpdates   []Release                 `json:"availableUpdates"`
+	ConditionalUpdates []ConditionalUpdateStatus `json:"conditionalUpdates,omitempty"`
+}
+
+// Release is one release: its version, payload, notes and channels.
+type Release struct {
+	Version  string   `json:"version,omitempty"`
+	Image    string   `json:"image,omitempty"`
+	URL      string   `json:"url,omitempty"`
+	Channels []string `json:"channels,omitempty"`
+}
+
+// UpdateHistory is one release the cluster moved to.
+type UpdateHistory struct {
+	State          string `json:"state"`
+	StartedTime    Time   `json:"startedTime"`
+	CompletionTime *Time  `json:"completionTime,omitempty"`
+	Version        string `json:"version"`
+	Image          string `json:"image,omitempty"`
+	Verified       bool   `json:"verified"`
+	AcceptedRisks  string `json:"acceptedRisks,omitempty"`
+}
+
+// Update history states, as OpenShift names them.
+const (
+	UpdateCompleted = "Completed"
+	UpdatePartial   = "Partial"
+)
+
+// ConditionalUpdateStatus is an update with risks, and whether it is
+// recommended for this cluster (a Recommended condition).
+type ConditionalUpdateStatus struct {
+	Release    Release            `json:"release"`
+	Risks      []ConditionalRisk  `json:"risks"`
+	Conditions []MachineCondition `json:"conditions"`
+}
+
+// ConditionalRisk is a risk as the update graph gives it.
+type ConditionalRisk struct {
+	URL           string                `json:"url"`
+	Name          string                `json:"name"`
+	Message       string                `json:"message"`
+	MatchingRules []ConditionalRiskRule `json:"matchingRules"`
+}
+
+// ConditionalRiskRule is a risk's rule: Always, Expression (outpost's),
+// or PromQL (kept, not evaluated).
+type ConditionalRiskRule struct {
+	Type       string          `json:"type"`
+	Expression *RiskExpression `json:"expression,omitempty"`
+	PromQL     *RiskPromQL     `json:"promql,omitempty"`
+}
+
+// RiskExpression is an Expression rule's body.
+type RiskExpression struct {
+	Expression string `json:"expression"`
+}
+
+// RiskPromQL is a PromQL rule's body.
+type RiskPromQL struct {
+	PromQL string `json:"promql"`
+}
+
+// ClusterVersion condition types.
+const (
+	CVAvailable        = "Available"
+	CVProgressing      = "Progressing"
+	CVFailing          = "Failing"
+	CVRetrievedUpdates = "RetrievedUpdates"
+	CVRecommended      = "Recommended"
+)
+
+func validateClusterVersion(cv *ClusterVersion) ErrorList {
+	var errs ErrorList
+	if cv.Name != "" && cv.Name != ClusterVersionName {
+		errs = append(errs, Invalid(Root("metadata").Child("name"), cv.Name, `must be "version": the cluster has one ClusterVersion`))
+	}
+	sp := Root("spec")
+	if u := cv.Spec.Upstream; u != "" {
+		pu, err := url.Parse(u)
+		switch {
+		case err != nil:
+			errs = append(errs, Invalid(sp.Child("upstream"), u, err.Error()))
+		case pu.Scheme != "https" && pu.Scheme != "http" && pu.Scheme != "file":
+			errs = append(errs, Invalid(sp.Child("upstream"), u, "an https:// (or http://) update service URL, or a file:// URL of a graph"))
+		case pu.Scheme != "file" && pu.Host == "":
+			errs = append(errs, Invalid(sp.Child("upstream"), u, "names no host"))
+		}
+	}
+	if c := cv.Spec.Channel; c != "" && strings.ContainsAny(c, " /?&#") {
+		errs = append(errs, Invalid(sp.Child("channel"), c, "a channel name has no spaces, slashes, ?, & or #"))
+	}
+	if d := cv.Spec.DesiredUpdate; d != nil && d.Version == "" && d.Image == "" {
+		errs = append(errs, Required(sp.Child("desiredUpdate"), "a version, an image, or both"))
+	}
+	return errs
+}

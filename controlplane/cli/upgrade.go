@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+var clusterVersionResource = api.ResourceForKind("ClusterVersion")
+
+// newClusterUpgradeCommand is `adm upgrade` itself (SPEC UPD-10): the
+// cluster's version, upstream, channel and updates, as oc adm upgrade
+// prints them; `adm upgrade channel` sets the channel.
+func newClusterUpgradeCommand(o *options) *cobra.Command {
+	var notRecommended bool
+	up := &cobra.Command{
+		Use:   "upgrade",
+		Short: "Show the cluster's version and the updates it may take; pause or resume node updates",
+		Long: `Without a subcommand, upgrade prints the cluster's version, its update service
+(spec.upstream) and channel, the recommended updates, and with --include-not-recommended the
+updates whose known risks apply to this cluster, each risk with its reason, message and URL.
+The control plane asks the channel's update graph every five minutes and evaluates the risks
+against the cluster as it is now. Applying an update (--to) is not built yet.`,
+		Example: `  outpost adm upgrade
+  outpost adm upgrade --include-not-recommended
+  outpost adm upgrade channel stable-1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			obj, err := cl.Get(cmd.Context(), clusterVersionResource, "", api.ClusterVersionName, client.GetOptions{Consistent: true})
+			if err != nil {
+				return err
+			}
+			printUpgrade(cmd.OutOrStdout(), obj.(*api.ClusterVersion), notRecommended)
+			return nil
+		},
+	}
+	up.Flags().BoolVar(&notRecommended, "include-not-recommended", false, "also list the updates whose risks apply to this cluster")
+	channel := &cobra.Command{
+		Use:   "channel NAME",
+		Short: "Set the update channel the cluster follows",
+		Args:  exactArgs(1, "the channel's name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			_, wrote, err := updateRaw(cmd.Context(), cl, clusterVersionResource, "", api.ClusterVersionName, func(obj map[string]any) (bool, error) {
+				spec := childMap(obj, "spec")
+				if spec["channel"] == args[0] {
+					return false, nil
+				}
+				spec["channel"] = args[0]
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			if !wrote {
+				fmt.Fprintf(cmd.OutOrStdout(), "the cluster already follows channel %s\n", args[0])
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "channel set to %s: updates are asked of the upstream at once\n", args[0])
+			return nil
+		},
+	}
+	up.AddCommand(channel)
+	return up
+}
+
+func cvCond(cv *api.ClusterVersion, typ string) api.MachineCondition {
+	for _, c := range cv.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return api.MachineCondition{}
+}
+
+// printUpgrade writes what oc adm upgrade writes, in its words where
+// they fit.
+func printUpgrade(w io.Writer, cv *api.ClusterVersion, notRecommended bool) {
+	current := cv.Status.Desired.Version
+	for _, h := range cv.Status.History {
+		if h.State == api.UpdateCompleted {
+			current = h.Version
+			break
+		}
+	}
+	if p := cvCond(cv, api.CVProgressing); p.Status == api.ConditionTrue {
+		fmt.Fprintf(w, "info: An update is in progress. %s\n\n", p.Message)
+	}
+	if f := cvCond(cv, api.CVFailing); f.Status == api.ConditionTrue {
+		fmt.Fprintf(w, "warning: The update is failing: %s: %s\n\n", f.Reason, f.Message)
+	}
+	fmt.Fprintf(w, "Cluster version is %s\n\n", orNone(current))
+	if cv.Spec.Upstream == "" {
+		fmt.Fprintln(w, "Upstream is unset: set spec.upstream to an update service (outpost edit clusterversion version).")
+	} else {
+		fmt.Fprintf(w, "Upstream: %s\n", cv.Spec.Upstream)
+	}
+	if cv.Spec.Channel == "" {
+		fmt.Fprintln(w, "Channel: (unset: outpost adm upgrade channel NAME)")
+	} else {
+		line := "Channel: " + cv.Spec.Channel
+		if chs := cv.Status.Desired.Channels; len(chs) > 0 {
+			line += " (available channels: " + strings.Join(chs, ", ") + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if r := cvCond(cv, api.CVRetrievedUpdates); r.Status != api.ConditionTrue && r.Reason != "" {
+		fmt.Fprintf(w, "\nwarning: Cannot display available updates:\n  Reason: %s\n  Message: %s\n", r.Reason, r.Message)
+		if len(cv.Status.AvailableUpdates)+len(cv.Status.ConditionalUpdates) == 0 {
+			return
+		}
+		fmt.Fprintln(w, "\nThe updates retrieved last:")
+	}
+	recommended := slices.Clone(cv.Status.AvailableUpdates)
+	var risky []api.ConditionalUpdateStatus
+	for _, cu := range cv.Status.ConditionalUpdates {
+		if len(cu.Conditions) > 0 && cu.Conditions[0].Type == api.CVRecommended && cu.Conditions[0].Status == api.ConditionTrue {
+			recommended = append(recommended, cu.Release)
+		} else {
+			risky = append(risky, cu)
+		}
+	}
+	if len(recommended) == 0 && len(risky) == 0 {
+		fmt.Fprintln(w, "\nNo updates available. Wait for new updates to be available in the channel.")
+		return
+	}
+	if len(recommended) > 0 {
+		fmt.Fprint(w, "\nRecommended updates:\n\n")
+		tw := tabwriter.NewWriter(w, 0, 4, 5, ' ', 0)
+		fmt.Fprintln(tw, "  VERSION\tIMAGE")
+		for _, r := range recommended {
+			fmt.Fprintf(tw, "  %s\t%s\n", r.Version, r.Image)
+		}
+		_ = tw.Flush()
+	} else {
+		fmt.Fprintln(w, "\nNo updates which are recommended for this cluster are available.")
+	}
+	if len(risky) == 0 {
+		return
+	}
+	if !notRecommended {
+		fmt.Fprintln(w, "\nAdditional updates which are not recommended for your cluster configuration are available, to view those re-run the command with --include-not-recommended.")
+		return
+	}
+	fmt.Fprintln(w, "\nSupported but not recommended updates:")
+	for _, cu := range risky {
+		c := api.MachineCondition{Status: api.ConditionUnknown}
+		if len(cu.Conditions) > 0 {
+			c = cu.Conditions[0]
+		}
+		fmt.Fprintf(w, "\n  Version: %s\n  Image: %s\n  Recommended: %s\n  Reason: %s\n  Message: %s\n", cu.Release.Version, cu.Release.Image, c.Status, c.Reason,
+			strings.ReplaceAll(c.Message, "\n", "\n  "))
+	}
+}

@@ -1,0 +1,290 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/release"
+)
+
+// The cluster version controller (SPEC UPD-1, UPD-2), the Cluster Version
+// Operator's status half: it reports the version the cluster runs, asks
+// the channel's update graph of spec.upstream every few minutes (and at
+// once when the channel or upstream changes), and keeps
+// availableUpdates and conditionalUpdates, each conditional update's
+// risks evaluated against the cluster now (its nodes, version, channel,
+// architecture). An upstream that fails keeps the last good answer, with
+// RetrievedUpdates=False and the reason. Applying spec.desiredUpdate is
+// not done yet.
+
+const componentClusterVersion = "cluster-version-controller"
+
+var clusterVersions = api.ResourceForKind("ClusterVersion")
+
+// graphPollInterval is how often the update graph is asked again.
+const graphPollInterval = 5 * time.Minute
+
+// graphFetchLimit bounds a graph's size.
+const graphFetchLimit = 16 << 20
+
+// FetchGraph reads an update graph's bytes from a URL (with the query
+// of channel, arch, version and cluster id already on it).
+type FetchGraph func(ctx context.Context, u string) ([]byte, error)
+
+// fetchGraphHTTP is the default FetchGraph: file:// reads a file;
+// http(s):// asks for JSON, as Cincinnati's clients do.
+func fetchGraphHTTP(ctx context.Context, u string) ([]byte, error) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	if pu.Scheme == "file" {
+		return os.ReadFile(pu.Path)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, graphFetchLimit+1))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])))
+	}
+	if len(b) > graphFetchLimit {
+		return nil, fmt.Errorf("%s: a graph over %d bytes", u, graphFetchLimit)
+	}
+	return b, nil
+}
+
+type clusterVersionController struct {
+	*loop
+	s       *shared
+	inf     *controller.Informer
+	version string
+	fetch   FetchGraph
+
+	mu sync.Mutex
+	// The last answer of the upstream, for the upstream and channel it
+	// was asked with.
+	asked               string // upstream + " " + channel
+	fetched             time.Time
+	graph               *release.Graph
+	failReason, failMsg string
+}
+
+func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph) *clusterVersionController {
+	if fetch == nil {
+		fetch = fetchGraphHTTP
+	}
+	if version == "" {
+		version = "dev"
+	}
+	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch}
+	c.loop = newLoop(s, "clusterversion", c.sync)
+	return c
+}
+
+func (c *clusterVersionController) onChange(controller.Event) { c.q.Add(api.ClusterVersionName) }
+
+func (c *clusterVersionController) sync(ctx context.Context, name string) (time.Duration, error) {
+	obj, ok := c.inf.Get("", name)
+	if !ok || name != api.ClusterVersionName {
+		return 0, nil
+	}
+	cv := obj.(*api.ClusterVersion)
+	now := c.s.now()
+	st := c.status(ctx, cv, now)
+	if reflect.DeepEqual(st, cv.Status) {
+		return graphPollInterval, nil
+	}
+	cp, err := controller.Copy(cv)
+	if err != nil {
+		return 0, err
+	}
+	upd := cp.(*api.ClusterVersion)
+	upd.Status = st
+	if _, err := c.s.client.UpdateStatus(ctx, upd); err != nil {
+		return 0, ignoreGone(err)
+	}
+	return graphPollInterval, nil
+}
+
+// status is cv's status now: the running version, the updates from the
+// graph (asked again when due), the conditions.
+func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVersion, now time.Time) api.ClusterVersionStatus {
+	st := api.ClusterVersionStatus{ObservedGeneration: cv.Generation, AvailableUpdates: []api.Release{}}
+	st.History = slices.Clone(cv.Status.History)
+	if len(st.History) == 0 || st.History[0].Version != c.version && st.History[0].State == api.UpdateCompleted {
+		// The version the control plane runs, installed or put there by
+		// hand (a package upgrade): recorded as it is found.
+		at := now
+		if len(st.History) == 0 && cv.CreationTimestamp != nil {
+			at = cv.CreationTimestamp.Time
+		}
+		st.History = append([]api.UpdateHistory{{State: api.UpdateCompleted, StartedTime: *api.NewTime(at), CompletionTime: api.NewTime(at), Version: c.version}}, st.History...)
+	}
+	st.Desired = api.Release{Version: c.version}
+
+	graph, reason, msg := c.retrieve(ctx, cv, now)
+	retrieved := api.MachineCondition{Type: api.CVRetrievedUpdates, Status: api.ConditionTrue, Reason: "AsExpected", Message: "updates retrieved from " + cv.Spec.Upstream}
+	if reason != "" {
+		retrieved = api.MachineCondition{Type: api.CVRetrievedUpdates, Status: api.ConditionFalse, Reason: reason, Message: msg}
+	}
+	if graph != nil {
+		facts := release.Facts{Version: c.version, Channel: cv.Spec.Channel, Arch: runtime.GOARCH}
+		for _, o := range c.s.nodeInf.List() {
+			facts.NodeLabels = append(facts.NodeLabels, o.(*api.Node).Labels)
+		}
+		if i := slices.IndexFunc(graph.Nodes, func(n release.GraphNode) bool { return n.Version == c.version }); i >= 0 {
+			st.Desired = releaseOf(graph.Nodes[i].Version, graph.Nodes[i].Payload, graph.Nodes[i].Metadata)
+		}
+		avail, cond, err := graph.Updates(c.version, facts)
+		if err != nil {
+			retrieved = api.MachineCondition{Type: api.CVRetrievedUpdates, Status: api.ConditionFalse, Reason: "VersionNotFound",
+				Message: fmt.Sprintf("Unable to retrieve available updates: the current version %s is not in the %s channel's graph", c.version, cv.Spec.Channel)}
+		}
+		for _, u := range avail {
+			st.AvailableUpdates = append(st.AvailableUpdates, releaseOf(u.Version, u.Payload, u.Metadata))
+		}
+		for _, u := range cond {
+			cs := api.ConditionalUpdateStatus{Release: releaseOf(u.Version, u.Payload, u.Metadata)}
+			for _, r := range u.Risks {
+				cs.Risks = append(cs.Risks, riskOf(r))
+			}
+			status := api.ConditionFalse
+			if u.Recommended {
+				status = api.ConditionTrue
+			}
+			rec := api.MachineCondition{Type: api.CVRecommended, Status: status, Reason: u.Reason, Message: u.Message}
+			cs.Conditions = []api.MachineCondition{keepTransition(rec, conditionalPrev(cv, u.Version), now)}
+			st.ConditionalUpdates = append(st.ConditionalUpdates, cs)
+		}
+	}
+	done := "Done applying " + c.version
+	for _, cond := range []api.MachineCondition{
+		{Type: api.CVAvailable, Status: api.ConditionTrue, Message: done},
+		{Type: api.CVFailing, Status: api.ConditionFalse},
+		{Type: api.CVProgressing, Status: api.ConditionFalse, Message: "Cluster version is " + c.version},
+		retrieved,
+	} {
+		st.Conditions = append(st.Conditions, keepTransition(cond, cv.Status.Conditions, now))
+	}
+	return st
+}
+
+func conditionalPrev(cv *api.ClusterVersion, version string) []api.MachineCondition {
+	for _, cu := range cv.Status.ConditionalUpdates {
+		if cu.Release.Version == version {
+			return cu.Conditions
+		}
+	}
+	return nil
+}
+
+// keepTransition gives c the transition time of the condition of its
+// type in prev when the status did not change, else now.
+func keepTransition(c api.MachineCondition, prev []api.MachineCondition, now time.Time) api.MachineCondition {
+	c.LastTransitionTime = api.NewTime(now)
+	if i := slices.IndexFunc(prev, func(p api.MachineCondition) bool { return p.Type == c.Type }); i >= 0 && prev[i].Status == c.Status {
+		c.LastTransitionTime = prev[i].LastTransitionTime
+	}
+	return c
+}
+
+func releaseOf(version, payload string, meta map[string]string) api.Release {
+	r := api.Release{Version: version, Image: payload, URL: meta["url"]}
+	for ch := range strings.SplitSeq(meta[release.ChannelsKey], ",") {
+		if ch = strings.TrimSpace(ch); ch != "" {
+			r.Channels = append(r.Channels, ch)
+		}
+	}
+	slices.Sort(r.Channels)
+	return r
+}
+
+func riskOf(r release.Risk) api.ConditionalRisk {
+	out := api.ConditionalRisk{URL: r.URL, Name: r.Name, Message: r.Message}
+	for _, m := range r.MatchingRules {
+		rule := api.ConditionalRiskRule{Type: m.Type}
+		if m.Expression != nil {
+			rule.Expression = &api.RiskExpression{Expression: m.Expression.Expression}
+		}
+		if q, ok := m.PromQL["promql"].(string); ok {
+			rule.PromQL = &api.RiskPromQL{PromQL: q}
+		}
+		out.MatchingRules = append(out.MatchingRules, rule)
+	}
+	return out
+}
+
+// retrieve returns the channel's graph, asking the upstream when the
+// last answer is older than graphPollInterval or for another upstream
+// or channel; when asking fails, the last good graph with the reason.
+func (c *clusterVersionController) retrieve(ctx context.Context, cv *api.ClusterVersion, now time.Time) (*release.Graph, string, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case cv.Spec.Upstream == "":
+		c.graph, c.asked = nil, ""
+		return nil, "NoUpstream", "Upstream is unset: set spec.upstream to an update service's graph URL, or a file:// URL of a graph (outpost adm release serve hosts one)"
+	case cv.Spec.Channel == "":
+		c.graph, c.asked = nil, ""
+		return nil, "NoChannel", "The update channel has not been configured: outpost adm upgrade channel NAME"
+	}
+	key := cv.Spec.Upstream + " " + cv.Spec.Channel
+	if key == c.asked && now.Sub(c.fetched) < graphPollInterval {
+		return c.graph, c.failReason, c.failMsg
+	}
+	if key != c.asked {
+		c.graph = nil
+	}
+	c.asked, c.fetched = key, now
+	u, err := url.Parse(cv.Spec.Upstream)
+	if err != nil {
+		c.failReason, c.failMsg = "InvalidURI", err.Error()
+		return c.graph, c.failReason, c.failMsg
+	}
+	if u.Scheme != "file" {
+		q := u.Query()
+		q.Set("channel", cv.Spec.Channel)
+		q.Set("arch", runtime.GOARCH)
+		q.Set("version", c.version)
+		q.Set("id", cv.Spec.ClusterID)
+		u.RawQuery = q.Encode()
+	}
+	data, err := c.fetch(ctx, u.String())
+	if err != nil {
+		c.failReason, c.failMsg = "RemoteFailed", fmt.Sprintf("Unable to retrieve available updates: %v", err)
+		c.s.log.Warn("update graph", "upstream", cv.Spec.Upstream, "channel", cv.Spec.Channel, "error", err)
+		return c.graph, c.failReason, c.failMsg
+	}
+	g, err := release.ParseGraph(data)
+	if err != nil {
+		c.failReason, c.failMsg = "ResponseInvalid", fmt.Sprintf("Unable to retrieve available updates: %v", err)
+		return c.graph, c.failReason, c.failMsg
+	}
+	c.graph, c.failReason, c.failMsg = g, "", ""
+	return g, "", ""
+}

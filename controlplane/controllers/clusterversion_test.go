@@ -1,0 +1,161 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+var cvRes = api.ResourceForKind("ClusterVersion")
+
+const cvGraph = `{
+  "nodes": [
+    {"version": "1.2.0", "payload": "https://updates.example/releases/outpost-1.2.0.tar", "metadata": {"io.openshift.upgrades.graph.release.channels": "stable-1,fast-1"}},
+    {"version": "1.2.1", "payload": "https://updates.example/releases/outpost-1.2.1.tar", "metadata": {"url": "https://example.com/1.2.1"}},
+    {"version": "1.3.0", "payload": "https://updates.example/releases/outpost-1.3.0.tar"}
+  ],
+  "edges": [[0, 1], [0, 2]],
+  "conditionalEdges": [
+    {"edges": [{"from": "1.2.0", "to": "1.3.0"}],
+     "risks": [{"url": "https://example.com/gpu", "name": "GPUDriverReload", "message": "GPU nodes lose their driver.",
+                "matchingRules": [{"type": "Expression", "expression": {"expression": "nodes(\"gpu=true\") > 0"}}]}]}
+  ]
+}`
+
+// fakeUpstream answers graph requests with graph, or fails; it records
+// the URLs asked.
+type fakeUpstream struct {
+	mu    sync.Mutex
+	graph string
+	err   error
+	asked []string
+}
+
+func (f *fakeUpstream) fetch(_ context.Context, u string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, u)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return []byte(f.graph), nil
+}
+
+func (f *fakeUpstream) set(graph string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.graph, f.err = graph, err
+}
+
+func (f *fakeUpstream) calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked)
+}
+
+func cvCondition(cv *api.ClusterVersion, typ string) api.MachineCondition {
+	for _, c := range cv.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return api.MachineCondition{}
+}
+
+// The ClusterVersion's status (UPD-1, UPD-2): the version running in its
+// history; without an upstream or channel RetrievedUpdates=False saying
+// what to set; with them the channel's graph is asked (channel, arch,
+// version and cluster id in the query), plain updates listed, the
+// conditional one's risk evaluated against the nodes (a GPU node makes
+// it not recommended, and its going makes it recommended); an upstream
+// that fails later keeps the last good updates with the reason.
+func TestClusterVersionStatus(t *testing.T) {
+	e := newEnv(t)
+	e.agentNode("n1")
+	up := &fakeUpstream{graph: cvGraph}
+	e.create(&api.ClusterVersion{ObjectMeta: api.ObjectMeta{Name: "version"}, Spec: api.ClusterVersionSpec{ClusterID: "c-1"}})
+	e.startConfig(Config{Client: e.f, Version: "1.2.0", FetchGraph: up.fetch})
+	cv := func() *api.ClusterVersion { return e.get(cvRes, "", "version").(*api.ClusterVersion) }
+	e.waitFor("NoUpstream", func() (bool, string) {
+		c := cv()
+		r := cvCondition(c, api.CVRetrievedUpdates)
+		return r.Status == api.ConditionFalse && r.Reason == "NoUpstream" && len(c.Status.History) == 1, fmt.Sprintf("%+v", c.Status)
+	})
+	if h := cv().Status.History[0]; h.Version != "1.2.0" || h.State != api.UpdateCompleted {
+		t.Errorf("history %+v, want 1.2.0 Completed", h)
+	}
+	if a := cvCondition(cv(), api.CVAvailable); a.Status != api.ConditionTrue || a.Message != "Done applying 1.2.0" {
+		t.Errorf("Available %+v", a)
+	}
+	e.update(cvRes, "", "version", false, func(o api.Object) {
+		o.(*api.ClusterVersion).Spec.Upstream = "https://updates.example/api/upgrades_info/v1/graph"
+	})
+	e.waitFor("NoChannel", func() (bool, string) {
+		r := cvCondition(cv(), api.CVRetrievedUpdates)
+		return r.Reason == "NoChannel", fmt.Sprintf("%+v", r)
+	})
+	e.update(cvRes, "", "version", false, func(o api.Object) { o.(*api.ClusterVersion).Spec.Channel = "stable-1" })
+	e.waitFor("updates retrieved", func() (bool, string) {
+		c := cv()
+		r := cvCondition(c, api.CVRetrievedUpdates)
+		return r.Status == api.ConditionTrue && len(c.Status.AvailableUpdates) == 1 && len(c.Status.ConditionalUpdates) == 1, fmt.Sprintf("%+v", c.Status)
+	})
+	c := cv()
+	if a := c.Status.AvailableUpdates[0]; a.Version != "1.2.1" || a.Image != "https://updates.example/releases/outpost-1.2.1.tar" || a.URL != "https://example.com/1.2.1" {
+		t.Errorf("available %+v", a)
+	}
+	if d := c.Status.Desired; d.Version != "1.2.0" || !slices.Equal(d.Channels, []string{"fast-1", "stable-1"}) {
+		t.Errorf("desired %+v, want 1.2.0 with its channels", d)
+	}
+	cu := c.Status.ConditionalUpdates[0]
+	if cu.Release.Version != "1.3.0" || len(cu.Risks) != 1 || cu.Conditions[0].Status != api.ConditionTrue {
+		t.Errorf("conditional %+v, want 1.3.0 recommended (no GPU node)", cu)
+	}
+	calls := up.calls()
+	q, _ := url.Parse(calls[len(calls)-1])
+	if q.Query().Get("channel") != "stable-1" || q.Query().Get("version") != "1.2.0" || q.Query().Get("id") != "c-1" || q.Query().Get("arch") == "" {
+		t.Errorf("asked %s", calls[len(calls)-1])
+	}
+
+	// A GPU node: the risk applies.
+	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Labels = map[string]string{"gpu": "true"} })
+	e.waitFor("1.3.0 not recommended", func() (bool, string) {
+		c := cv()
+		if len(c.Status.ConditionalUpdates) != 1 {
+			return false, ""
+		}
+		r := c.Status.ConditionalUpdates[0].Conditions[0]
+		return r.Status == api.ConditionFalse && r.Reason == "GPUDriverReload" && strings.Contains(r.Message, "https://example.com/gpu"), fmt.Sprintf("%+v", r)
+	})
+	n := len(up.calls())
+	if n != len(calls) {
+		t.Errorf("a node change asked the upstream again (%d calls, was %d): risks are evaluated on the graph kept", n, len(calls))
+	}
+
+	// The upstream fails at the next poll: the updates stay, the
+	// condition says why.
+	up.set("", errors.New("connection refused"))
+	e.clock.Advance(graphPollInterval + time.Second)
+	e.update(cvRes, "", "version", false, func(o api.Object) { o.(*api.ClusterVersion).Annotations = map[string]string{"poke": "1"} })
+	e.waitFor("RemoteFailed, updates kept", func() (bool, string) {
+		c := cv()
+		r := cvCondition(c, api.CVRetrievedUpdates)
+		return r.Status == api.ConditionFalse && r.Reason == "RemoteFailed" && strings.Contains(r.Message, "connection refused") && len(c.Status.AvailableUpdates) == 1, fmt.Sprintf("%+v", c.Status)
+	})
+	// A graph that does not parse is ResponseInvalid.
+	up.set(`{"nodes": [{"version": "1.2.0"}], "edges": [[0, 0]]}`, nil)
+	e.clock.Advance(graphPollInterval + time.Second)
+	e.update(cvRes, "", "version", false, func(o api.Object) { o.(*api.ClusterVersion).Annotations = map[string]string{"poke": "2"} })
+	e.waitFor("ResponseInvalid", func() (bool, string) {
+		r := cvCondition(cv(), api.CVRetrievedUpdates)
+		return r.Reason == "ResponseInvalid" && strings.Contains(r.Message, "cycle"), fmt.Sprintf("%+v", r)
+	})
+}
