@@ -31,6 +31,11 @@ type ClusterVersionSpec struct {
 	Upstream string `json:"upstream,omitempty"`
 	// DesiredUpdate is the release to run.
 	DesiredUpdate *Update `json:"desiredUpdate,omitempty"`
+	// TrustedKeys are the PEM public keys (ECDSA P-256 or Ed25519) a
+	// release's signature must verify with before anything of it is
+	// applied (an outpost field: OpenShift builds its keys into the
+	// CVO). Only a cluster-admin can change the ClusterVersion.
+	TrustedKeys string `json:"trustedKeys,omitempty"`
 }
 
 // Update names a release by version, payload or both.
@@ -121,6 +126,9 @@ const (
 	CVFailing          = "Failing"
 	CVRetrievedUpdates = "RetrievedUpdates"
 	CVRecommended      = "Recommended"
+	// CVReleaseAccepted says whether the desired release was fetched,
+	// verified and validated, or why not.
+	CVReleaseAccepted = "ReleaseAccepted"
 )
 
 func validateClusterVersion(cv *ClusterVersion) ErrorList {
@@ -145,6 +153,11 @@ func validateClusterVersion(cv *ClusterVersion) ErrorList {
 	}
 	if d := cv.Spec.DesiredUpdate; d != nil && d.Version == "" && d.Image == "" {
 		errs = append(errs, Required(sp.Child("desiredUpdate"), "a version, an image, or both"))
+	}
+	if k := cv.Spec.TrustedKeys; k != "" {
+		if _, err := ParseTrustedKeys([]byte(k)); err != nil {
+			errs = append(errs, Invalid(sp.Child("trustedKeys"), "(PEM)", err.Error()))
+		}
 	}
 	return errs
 }

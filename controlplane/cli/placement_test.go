@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -329,6 +330,36 @@ Additional updates which are not recommended for your cluster configuration are 
 		t.Errorf("channel %v", ch)
 	}
 	expect(t, "channel again", f.run("adm", "upgrade", "channel", "fast-1"), 0, "the cluster already follows channel fast-1\n", "")
+
+	// --to: a listed update; a not recommended one only with
+	// --allow-not-recommended, its risks recorded as accepted; a version
+	// not listed refused; --clear takes the request back.
+	desired := func() any {
+		return f.get(clusterVersionResource, "", "version")["spec"].(map[string]any)["desiredUpdate"]
+	}
+	expect(t, "--to 1.2.1", f.run("adm", "upgrade", "--to", "1.2.1"), 0, "Requested update to 1.2.1\n", "")
+	if d, _ := desired().(map[string]any); d["version"] != "1.2.1" {
+		t.Errorf("desiredUpdate %v", desired())
+	}
+	res = f.run("adm", "upgrade", "--to", "1.3.0")
+	if res.code == 0 || !strings.Contains(res.stderr, "not recommended for this cluster: GPUDriverReload") || !strings.Contains(res.stderr, "--allow-not-recommended") {
+		t.Errorf("--to a not recommended update: %+v", res)
+	}
+	expect(t, "--to 1.3.0 --allow-not-recommended", f.run("adm", "upgrade", "--to", "1.3.0", "--allow-not-recommended"), 0, "Requested update to 1.3.0\n", "")
+	if d, _ := desired().(map[string]any); d["version"] != "1.3.0" || fmt.Sprint(d["acceptRisks"]) != "[GPUDriverReload]" {
+		t.Errorf("desiredUpdate %v, want 1.3.0 with GPUDriverReload accepted", desired())
+	}
+	res = f.run("adm", "upgrade", "--to", "7.0.0")
+	if res.code == 0 || !strings.Contains(res.stderr, "version 7.0.0 is not an update this cluster may take (listed: 1.2.1, 1.3.0, 1.2.2)") {
+		t.Errorf("--to a version not listed: %+v", res)
+	}
+	expect(t, "--clear", f.run("adm", "upgrade", "--clear"), 0, "Cleared the requested update.\n", "")
+	if desired() != nil {
+		t.Errorf("desiredUpdate %v after --clear", desired())
+	}
+	if res := f.run("adm", "upgrade", "--to", "1.2.1", "--clear"); res.code != 1 {
+		t.Errorf("--to with --clear: %+v", res)
+	}
 
 	// The upstream failing: the reason, and the updates retrieved last.
 	f.put(clusterVersionResource, `{"metadata":{"name":"version"},"spec":{"channel":"stable-1"},"status":{"history":[{"state":"Completed","startedTime":"2026-11-20T10:00:00Z","version":"1.2.0","verified":false}],

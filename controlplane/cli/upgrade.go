@@ -19,7 +19,10 @@ var clusterVersionResource = api.ResourceForKind("ClusterVersion")
 // cluster's version, upstream, channel and updates, as oc adm upgrade
 // prints them; `adm upgrade channel` sets the channel.
 func newClusterUpgradeCommand(o *options) *cobra.Command {
-	var notRecommended bool
+	var (
+		notRecommended, allowNotRecommended, force, clear bool
+		to, toImage                                       string
+	)
 	up := &cobra.Command{
 		Use:   "upgrade",
 		Short: "Show the cluster's version and the updates it may take; pause or resume node updates",
@@ -27,12 +30,30 @@ func newClusterUpgradeCommand(o *options) *cobra.Command {
 (spec.upstream) and channel, the recommended updates, and with --include-not-recommended the
 updates whose known risks apply to this cluster, each risk with its reason, message and URL.
 The control plane asks the channel's update graph every five minutes and evaluates the risks
-against the cluster as it is now. Applying an update (--to) is not built yet.`,
+against the cluster as it is now.
+
+--to VERSION (an update listed) or --to-image PAYLOAD (a payload reference, URL@sha256:DIGEST)
+sets the release the cluster is to run; one not recommended for this cluster needs
+--allow-not-recommended, which records its risks as accepted. The control plane fetches the
+payload, verifies its signature with the cluster's trusted keys (spec.trustedKeys) and validates
+its manifests, and says in ReleaseAccepted what came of it. --clear takes the request back.
+Not built yet: applying an accepted release.`,
 		Example: `  outpost adm upgrade
   outpost adm upgrade --include-not-recommended
-  outpost adm upgrade channel stable-1`,
+  outpost adm upgrade channel stable-1
+  outpost adm upgrade --to 1.3.0
+  outpost adm upgrade --to 1.4.0 --allow-not-recommended`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			n := 0
+			for _, b := range []bool{to != "", toImage != "", clear} {
+				if b {
+					n++
+				}
+			}
+			if n > 1 {
+				return usagef("give one of --to, --to-image and --clear")
+			}
 			cl, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -41,11 +62,59 @@ against the cluster as it is now. Applying an update (--to) is not built yet.`,
 			if err != nil {
 				return err
 			}
-			printUpgrade(cmd.OutOrStdout(), obj.(*api.ClusterVersion), notRecommended)
+			cv := obj.(*api.ClusterVersion)
+			if n == 0 {
+				printUpgrade(cmd.OutOrStdout(), cv, notRecommended)
+				return nil
+			}
+			var desired map[string]any
+			switch {
+			case clear:
+			case toImage != "":
+				desired = map[string]any{"image": toImage}
+			default:
+				risks, err := risksToAccept(cv, to, allowNotRecommended)
+				if err != nil {
+					return err
+				}
+				desired = map[string]any{"version": to}
+				if len(risks) > 0 {
+					desired["acceptRisks"] = risks
+				}
+			}
+			if force && desired != nil {
+				desired["force"] = true
+			}
+			_, _, err = updateRaw(cmd.Context(), cl, clusterVersionResource, "", api.ClusterVersionName, func(obj map[string]any) (bool, error) {
+				spec := childMap(obj, "spec")
+				if desired == nil {
+					_, had := spec["desiredUpdate"]
+					delete(spec, "desiredUpdate")
+					return had, nil
+				}
+				spec["desiredUpdate"] = desired
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			switch {
+			case clear:
+				fmt.Fprintln(cmd.OutOrStdout(), "Cleared the requested update.")
+			case toImage != "":
+				fmt.Fprintf(cmd.OutOrStdout(), "Requested update to release image %s\n", toImage)
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "Requested update to %s\n", to)
+			}
 			return nil
 		},
 	}
 	up.Flags().BoolVar(&notRecommended, "include-not-recommended", false, "also list the updates whose risks apply to this cluster")
+	up.Flags().StringVar(&to, "to", "", "update to this version (one of the updates listed)")
+	up.Flags().StringVar(&toImage, "to-image", "", "update to this payload (URL@sha256:DIGEST)")
+	up.Flags().BoolVar(&allowNotRecommended, "allow-not-recommended", false, "take an update whose risks apply to this cluster, accepting them")
+	up.Flags().BoolVar(&force, "force", false, "skip the update's precondition checks (never the signature)")
+	up.Flags().BoolVar(&clear, "clear", false, "take back a requested update")
 	channel := &cobra.Command{
 		Use:   "channel NAME",
 		Short: "Set the update channel the cluster follows",
@@ -78,6 +147,45 @@ against the cluster as it is now. Applying an update (--to) is not built yet.`,
 	return up
 }
 
+// risksToAccept checks --to against the updates the cluster lists, as
+// oc does: a version not listed is refused, a not recommended one needs
+// --allow-not-recommended and its risks are returned to be accepted.
+func risksToAccept(cv *api.ClusterVersion, version string, allow bool) ([]string, error) {
+	for _, r := range cv.Status.AvailableUpdates {
+		if r.Version == version {
+			return nil, nil
+		}
+	}
+	for _, cu := range cv.Status.ConditionalUpdates {
+		if cu.Release.Version != version {
+			continue
+		}
+		if len(cu.Conditions) > 0 && cu.Conditions[0].Status == api.ConditionTrue {
+			return nil, nil
+		}
+		var names []string
+		for _, r := range cu.Risks {
+			names = append(names, r.Name)
+		}
+		if !allow {
+			msg := ""
+			if len(cu.Conditions) > 0 {
+				msg = cu.Conditions[0].Message
+			}
+			return nil, fmt.Errorf("the update to %s is not recommended for this cluster: %s\nto take it anyway, accepting its risks (%s), add --allow-not-recommended", version, msg, strings.Join(names, ", "))
+		}
+		return names, nil
+	}
+	var listed []string
+	for _, r := range cv.Status.AvailableUpdates {
+		listed = append(listed, r.Version)
+	}
+	for _, cu := range cv.Status.ConditionalUpdates {
+		listed = append(listed, cu.Release.Version)
+	}
+	return nil, fmt.Errorf("version %s is not an update this cluster may take (listed: %s); name a payload with --to-image instead", version, orNone(strings.Join(listed, ", ")))
+}
+
 func cvCond(cv *api.ClusterVersion, typ string) api.MachineCondition {
 	for _, c := range cv.Status.Conditions {
 		if c.Type == typ {
@@ -104,6 +212,22 @@ func printUpgrade(w io.Writer, cv *api.ClusterVersion, notRecommended bool) {
 		fmt.Fprintf(w, "warning: The update is failing: %s: %s\n\n", f.Reason, f.Message)
 	}
 	fmt.Fprintf(w, "Cluster version is %s\n\n", orNone(current))
+	if d := cv.Spec.DesiredUpdate; d != nil {
+		want := d.Version
+		if want == "" {
+			want = d.Image
+		}
+		switch ra := cvCond(cv, api.CVReleaseAccepted); ra.Status {
+		case api.ConditionTrue:
+			fmt.Fprintf(w, "info: The update to %s is accepted: %s\n%s\n\n", want, ra.Message, cvCond(cv, api.CVProgressing).Message)
+		case api.ConditionFalse:
+			fmt.Fprintf(w, "warning: The update to %s is refused:\n  Reason: %s\n  Message: %s\n\n", want, ra.Reason, ra.Message)
+		default:
+			if want != current {
+				fmt.Fprintf(w, "info: An update to %s is requested and being checked.\n\n", want)
+			}
+		}
+	}
 	if cv.Spec.Upstream == "" {
 		fmt.Fprintln(w, "Upstream is unset: set spec.upstream to an update service (outpost edit clusterversion version).")
 	} else {

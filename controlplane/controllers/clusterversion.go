@@ -2,11 +2,11 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -26,8 +26,12 @@ import (
 // availableUpdates and conditionalUpdates, each conditional update's
 // risks evaluated against the cluster now (its nodes, version, channel,
 // architecture). An upstream that fails keeps the last good answer, with
-// RetrievedUpdates=False and the reason. Applying spec.desiredUpdate is
-// not done yet.
+// RetrievedUpdates=False and the reason. A spec.desiredUpdate is
+// resolved (a version through the updates listed; a not recommended one
+// only with its risks accepted or force), fetched, verified against
+// spec.trustedKeys and its manifests validated, with ReleaseAccepted
+// saying so or why not (UPD-4, UPD-5's first steps); applying it is not
+// done yet.
 
 const componentClusterVersion = "cluster-version-controller"
 
@@ -36,54 +40,21 @@ var clusterVersions = api.ResourceForKind("ClusterVersion")
 // graphPollInterval is how often the update graph is asked again.
 const graphPollInterval = 5 * time.Minute
 
-// graphFetchLimit bounds a graph's size.
-const graphFetchLimit = 16 << 20
-
 // FetchGraph reads an update graph's bytes from a URL (with the query
 // of channel, arch, version and cluster id already on it).
 type FetchGraph func(ctx context.Context, u string) ([]byte, error)
 
-// fetchGraphHTTP is the default FetchGraph: file:// reads a file;
-// http(s):// asks for JSON, as Cincinnati's clients do.
-func fetchGraphHTTP(ctx context.Context, u string) ([]byte, error) {
-	pu, err := url.Parse(u)
-	if err != nil {
-		return nil, err
-	}
-	if pu.Scheme == "file" {
-		return os.ReadFile(pu.Path)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, graphFetchLimit+1))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])))
-	}
-	if len(b) > graphFetchLimit {
-		return nil, fmt.Errorf("%s: a graph over %d bytes", u, graphFetchLimit)
-	}
-	return b, nil
-}
-
 type clusterVersionController struct {
 	*loop
-	s       *shared
-	inf     *controller.Informer
-	version string
-	fetch   FetchGraph
+	s          *shared
+	inf        *controller.Informer
+	version    string
+	fetch      FetchGraph
+	releaseDir string
+
+	// accepting is the desired release being (or last) checked, by key.
+	amu       sync.Mutex
+	accepting map[string]acceptance
 
 	mu sync.Mutex
 	// The last answer of the upstream, for the upstream and channel it
@@ -94,14 +65,17 @@ type clusterVersionController struct {
 	failReason, failMsg string
 }
 
-func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph) *clusterVersionController {
+func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph, releaseDir string) *clusterVersionController {
 	if fetch == nil {
-		fetch = fetchGraphHTTP
+		fetch = release.GetGraph
 	}
 	if version == "" {
 		version = "dev"
 	}
-	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch}
+	if releaseDir == "" {
+		releaseDir = filepath.Join(os.TempDir(), "outpost-releases")
+	}
+	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch, releaseDir: releaseDir, accepting: map[string]acceptance{}}
 	c.loop = newLoop(s, "clusterversion", c.sync)
 	return c
 }
@@ -183,15 +157,127 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 		}
 	}
 	done := "Done applying " + c.version
-	for _, cond := range []api.MachineCondition{
+	progressing := api.MachineCondition{Type: api.CVProgressing, Status: api.ConditionFalse, Message: "Cluster version is " + c.version}
+	conds := []api.MachineCondition{
 		{Type: api.CVAvailable, Status: api.ConditionTrue, Message: done},
 		{Type: api.CVFailing, Status: api.ConditionFalse},
-		{Type: api.CVProgressing, Status: api.ConditionFalse, Message: "Cluster version is " + c.version},
+		progressing,
 		retrieved,
-	} {
+	}
+	if d := cv.Spec.DesiredUpdate; d != nil && !c.isRunning(d) {
+		acc := c.accept(ctx, cv, d, now)
+		ra := api.MachineCondition{Type: api.CVReleaseAccepted, Status: api.ConditionFalse, Reason: acc.reason, Message: acc.message}
+		if acc.ok {
+			ra.Status = api.ConditionTrue
+			st.Desired = api.Release{Version: acc.version, Image: acc.image}
+			conds[2].Message = fmt.Sprintf("Release %s is verified and accepted; outpost does not apply releases yet", acc.version)
+		}
+		conds = append(conds, ra)
+	}
+	for _, cond := range conds {
 		st.Conditions = append(st.Conditions, keepTransition(cond, cv.Status.Conditions, now))
 	}
 	return st
+}
+
+// isRunning reports whether d names the release the cluster runs.
+func (c *clusterVersionController) isRunning(d *api.Update) bool {
+	return d.Image == "" && d.Version == c.version
+}
+
+// acceptance is what came of checking a desired release.
+type acceptance struct {
+	ok              bool
+	reason, message string
+	version, image  string
+	at              time.Time
+}
+
+// acceptRetry is how soon a release whose fetch failed is fetched again.
+const acceptRetry = time.Minute
+
+// accept resolves, fetches, verifies and validates the desired release,
+// once per desired release and key set (a failed fetch again after
+// acceptRetry).
+func (c *clusterVersionController) accept(ctx context.Context, cv *api.ClusterVersion, d *api.Update, now time.Time) acceptance {
+	image, refusal := resolveUpdate(cv, d)
+	if refusal.reason != "" {
+		return refusal
+	}
+	key := image + " " + d.Version + " " + cv.Spec.TrustedKeys
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	if a, ok := c.accepting[key]; ok && (a.reason != "RetrievePayload" || now.Sub(a.at) < acceptRetry) {
+		return a
+	}
+	a := c.check(ctx, cv, d, image)
+	a.at = now
+	c.accepting = map[string]acceptance{key: a} // one desired release at a time
+	c.s.log.Info("desired release checked", "image", image, "accepted", a.ok, "reason", a.reason, "message", a.message)
+	return a
+}
+
+// resolveUpdate finds the payload of d: its image, or its version among
+// the updates listed. A conditional update that is not recommended
+// needs its risks accepted (or force).
+func resolveUpdate(cv *api.ClusterVersion, d *api.Update) (string, acceptance) {
+	if d.Image != "" {
+		return d.Image, acceptance{}
+	}
+	for _, r := range cv.Status.AvailableUpdates {
+		if r.Version == d.Version {
+			return r.Image, acceptance{}
+		}
+	}
+	for _, cu := range cv.Status.ConditionalUpdates {
+		if cu.Release.Version != d.Version {
+			continue
+		}
+		if len(cu.Conditions) > 0 && cu.Conditions[0].Status == api.ConditionTrue || d.Force {
+			return cu.Release.Image, acceptance{}
+		}
+		var missing []string
+		for _, r := range cu.Risks {
+			if !slices.Contains(d.AcceptRisks, r.Name) {
+				missing = append(missing, r.Name)
+			}
+		}
+		if len(missing) == 0 {
+			return cu.Release.Image, acceptance{}
+		}
+		return "", acceptance{reason: "NotRecommended", message: fmt.Sprintf("the update to %s is not recommended for this cluster (%s); accept its risks (%s) with outpost adm upgrade --to %s --allow-not-recommended",
+			d.Version, cu.Conditions[0].Message, strings.Join(missing, ", "), d.Version)}
+	}
+	return "", acceptance{reason: "VersionNotFound", message: fmt.Sprintf("version %s is not an update of this cluster in channel %q: name its payload with --to-image", d.Version, cv.Spec.Channel)}
+}
+
+// check fetches, verifies and validates the payload.
+func (c *clusterVersionController) check(ctx context.Context, cv *api.ClusterVersion, d *api.Update, image string) acceptance {
+	keys, err := api.ParseTrustedKeys([]byte(cv.Spec.TrustedKeys))
+	if cv.Spec.TrustedKeys == "" {
+		return acceptance{reason: "VerifyPayload", message: "the cluster trusts no release signing key: set spec.trustedKeys (PEM public keys) before updating"}
+	}
+	if err != nil {
+		return acceptance{reason: "VerifyPayload", message: "spec.trustedKeys: " + err.Error()}
+	}
+	p, err := release.Fetch(ctx, image, c.releaseDir)
+	switch {
+	case errors.Is(err, release.ErrDigest) || errors.Is(err, release.ErrInvalid):
+		return acceptance{reason: "VerifyPayload", message: err.Error()}
+	case err != nil:
+		return acceptance{reason: "RetrievePayload", message: err.Error()}
+	}
+	if err := p.Verify(keys); err != nil {
+		return acceptance{reason: "VerifyPayload", message: fmt.Sprintf("payload %s: %v", image, err)}
+	}
+	if d.Version != "" && p.Metadata.Version != d.Version {
+		return acceptance{reason: "VersionMismatch", message: fmt.Sprintf("payload %s is version %s, not %s", image, p.Metadata.Version, d.Version)}
+	}
+	if problems := release.CheckManifests(p.Manifests); len(problems) > 0 {
+		return acceptance{reason: "ManifestsInvalid", message: strings.Join(problems, "; ")}
+	}
+	return acceptance{ok: true, reason: "PayloadLoaded", version: p.Metadata.Version, image: image,
+		message: fmt.Sprintf("Payload loaded version=%q image=%q digest=%s, its signature verified by a trusted key", p.Metadata.Version, image, p.Digest)}
 }
 
 func conditionalPrev(cv *api.ClusterVersion, version string) []api.MachineCondition {

@@ -2,9 +2,16 @@ package controllers
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +19,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/release"
 )
 
 var cvRes = api.ResourceForKind("ClusterVersion")
@@ -158,4 +166,94 @@ func TestClusterVersionStatus(t *testing.T) {
 		r := cvCondition(cv(), api.CVRetrievedUpdates)
 		return r.Reason == "ResponseInvalid" && strings.Contains(r.Message, "cycle"), fmt.Sprintf("%+v", r)
 	})
+}
+
+// testRelease builds a payload of version in dir (signed with key when
+// given) and returns its reference (file URL pinned by digest).
+func testRelease(t *testing.T, dir, version string, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "outpost")
+	if err := os.WriteFile(bin, []byte("binary "+version), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "outpost-"+version)
+	digest, err := release.Build(p, release.Input{Metadata: release.Metadata{Version: version}, Binaries: map[string]string{"linux/amd64": bin},
+		Manifests: []release.File{{Name: "0000_10_addons_00-ns.yaml", Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: addons\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != nil {
+		if err := release.Sign(p, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return release.PayloadRef("file://"+p, digest)
+}
+
+func pemPublic(t *testing.T, k *ecdsa.PrivateKey) string {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+}
+
+// A desired update is accepted only when its payload verifies with a
+// trusted key and its manifests validate (UPD-4): without trusted keys,
+// unsigned, signed by another key, changed after signing (digest), a
+// version that is no update, and a not-recommended update whose risks
+// were not accepted are each refused with the reason; a signed release
+// of the channel is accepted and becomes status.desired.
+func TestClusterVersionAcceptsOnlyVerifiedReleases(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	good := testRelease(t, dir, "1.2.1", key)
+	unsigned := testRelease(t, dir, "1.2.2", nil)
+	risky := testRelease(t, dir, "1.3.0", key)
+	graph := fmt.Sprintf(`{"nodes": [{"version": "1.2.0", "payload": "x"}, {"version": "1.2.1", "payload": %q}, {"version": "1.2.2", "payload": %q}, {"version": "1.3.0", "payload": %q}],
+  "edges": [[0, 1], [0, 2]],
+  "conditionalEdges": [{"edges": [{"from": "1.2.0", "to": "1.3.0"}], "risks": [{"url": "https://example.com/r", "name": "Always", "message": "always", "matchingRules": [{"type": "Always"}]}]}]}`,
+		good, unsigned, risky)
+	e := newEnv(t)
+	e.create(&api.ClusterVersion{ObjectMeta: api.ObjectMeta{Name: "version"}, Spec: api.ClusterVersionSpec{Channel: "stable-1", Upstream: "https://updates.example/graph"}})
+	e.startConfig(Config{Client: e.f, Version: "1.2.0", FetchGraph: (&fakeUpstream{graph: graph}).fetch, ReleaseDir: t.TempDir()})
+	cv := func() *api.ClusterVersion { return e.get(cvRes, "", "version").(*api.ClusterVersion) }
+	e.waitFor("updates listed", func() (bool, string) { return len(cv().Status.AvailableUpdates) == 2, "" })
+	want := func(what, reason, msg string, change func(*api.ClusterVersionSpec)) {
+		t.Helper()
+		e.update(cvRes, "", "version", false, func(o api.Object) { change(&o.(*api.ClusterVersion).Spec) })
+		e.waitFor(what, func() (bool, string) {
+			c := cvCondition(cv(), api.CVReleaseAccepted)
+			return c.Reason == reason && strings.Contains(c.Message, msg), fmt.Sprintf("%+v", c)
+		})
+	}
+	want("no trusted keys", "VerifyPayload", "trusts no release signing key", func(s *api.ClusterVersionSpec) { s.DesiredUpdate = &api.Update{Version: "1.2.1"} })
+	want("another key", "VerifyPayload", "no trusted key verifies", func(s *api.ClusterVersionSpec) { s.TrustedKeys = pemPublic(t, other) })
+	want("the right key", "PayloadLoaded", `version="1.2.1"`, func(s *api.ClusterVersionSpec) { s.TrustedKeys = pemPublic(t, key) })
+	if c := cv(); c.Status.Desired.Version != "1.2.1" || cvCondition(c, api.CVReleaseAccepted).Status != api.ConditionTrue {
+		t.Errorf("accepted: desired %+v", c.Status.Desired)
+	}
+	want("unsigned", "VerifyPayload", "not signed", func(s *api.ClusterVersionSpec) { s.DesiredUpdate = &api.Update{Version: "1.2.2"} })
+	want("not an update", "VersionNotFound", "9.9.9", func(s *api.ClusterVersionSpec) { s.DesiredUpdate = &api.Update{Version: "9.9.9"} })
+	want("risks not accepted", "NotRecommended", "--allow-not-recommended", func(s *api.ClusterVersionSpec) { s.DesiredUpdate = &api.Update{Version: "1.3.0"} })
+	want("risks accepted", "PayloadLoaded", `version="1.3.0"`, func(s *api.ClusterVersionSpec) {
+		s.DesiredUpdate = &api.Update{Version: "1.3.0", AcceptRisks: []string{"Always"}}
+	})
+	// Changed after it was signed: a manifest's bytes.
+	loc, _ := release.SplitRef(good)
+	p := strings.TrimPrefix(loc, "file://")
+	blobs, _ := filepath.Glob(filepath.Join(p, "blobs", "sha256", "*"))
+	for _, b := range blobs {
+		if data, _ := os.ReadFile(b); strings.Contains(string(data), "kind: Namespace") {
+			if err := os.WriteFile(b, []byte(strings.Replace(string(data), "addons", "evil", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want("tampered", "VerifyPayload", "digest mismatch", func(s *api.ClusterVersionSpec) { s.DesiredUpdate = &api.Update{Image: good} })
+	if d := cv().Status.Desired; d.Version != "1.2.0" {
+		t.Errorf("desired %+v after a refused release, want the running 1.2.0", d)
+	}
 }

@@ -67,6 +67,9 @@ type Config struct {
 	Version string
 	// FetchGraph reads update graphs; default HTTP(S) and file:// URLs.
 	FetchGraph FetchGraph
+	// ReleaseDir is where release payloads are fetched to; default a
+	// directory in the system's temporary directory.
+	ReleaseDir string
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -175,7 +178,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
 	mcc := newMachineConfigController(s, cfg.PoolLock)
-	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph)
+	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph, cfg.ReleaseDir)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
 	if cfg.Raft != nil {

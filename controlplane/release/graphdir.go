@@ -117,7 +117,7 @@ func (d *GraphDir) Graph(channel, arch string) (*Graph, error) {
 		if u := r.meta.Metadata["url"]; u != "" {
 			meta["url"] = u
 		}
-		g.Nodes = append(g.Nodes, GraphNode{Version: v, Payload: strings.TrimSuffix(d.BaseURL, "/") + "/releases/" + url.PathEscape(r.file), Metadata: meta})
+		g.Nodes = append(g.Nodes, GraphNode{Version: v, Payload: PayloadRef(strings.TrimSuffix(d.BaseURL, "/")+"/releases/"+url.PathEscape(r.file), r.dig), Metadata: meta})
 	}
 	type edge struct{ from, to string }
 	var edges []edge

@@ -98,7 +98,11 @@ func TestGraphDir(t *testing.T) {
 		t.Errorf("from 1.2.0 with a GPU node: %v %+v %v", avail, cond, err)
 	}
 	// The payload a node names is served, and is the release.
-	code, tarball := get(strings.TrimPrefix(g.Nodes[2].Payload, srv.URL))
+	loc, dig := SplitRef(g.Nodes[2].Payload)
+	if dig != g.Nodes[2].Metadata[DigestKey] {
+		t.Errorf("payload %s is not pinned by its digest %s", g.Nodes[2].Payload, g.Nodes[2].Metadata[DigestKey])
+	}
+	code, tarball := get(strings.TrimPrefix(loc, srv.URL))
 	if code != 200 {
 		t.Fatalf("payload: %d", code)
 	}

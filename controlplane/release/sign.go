@@ -4,7 +4,6 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -18,48 +17,13 @@ import (
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 // ParsePublicKeys reads the PEM "PUBLIC KEY" blocks of data: ECDSA P-256
 // (cosign's keys, `openssl ec -pubout`) or Ed25519 keys.
-func ParsePublicKeys(data []byte) ([]crypto.PublicKey, error) {
-	var keys []crypto.PublicKey
-	for n := 1; ; n++ {
-		var b *pem.Block
-		b, data = pem.Decode(data)
-		if b == nil {
-			break
-		}
-		if b.Type != "PUBLIC KEY" {
-			return nil, fmt.Errorf("PEM block %d is %q, want PUBLIC KEY", n, b.Type)
-		}
-		k, err := x509.ParsePKIXPublicKey(b.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("PEM block %d: %w", n, err)
-		}
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("PEM block %d: %w", n, err)
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) == 0 {
-		return nil, errors.New("no PEM PUBLIC KEY block")
-	}
-	return keys, nil
-}
-
-func checkKey(k crypto.PublicKey) error {
-	switch k := k.(type) {
-	case *ecdsa.PublicKey:
-		if k.Curve != elliptic.P256() {
-			return fmt.Errorf("an ECDSA key on %s; outpost takes P-256, as cosign makes", k.Curve.Params().Name)
-		}
-		return nil
-	case ed25519.PublicKey:
-		return nil
-	}
-	return fmt.Errorf("a %T key; outpost takes ECDSA P-256 and Ed25519", k)
-}
+func ParsePublicKeys(data []byte) ([]crypto.PublicKey, error) { return api.ParseTrustedKeys(data) }
 
 // ParsePrivateKey reads a PEM private key (PKCS #8 "PRIVATE KEY", or
 // SEC 1 "EC PRIVATE KEY" as `openssl ecparam -genkey` writes) for Sign.
@@ -87,7 +51,7 @@ func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("a %T key cannot sign", k)
 	}
-	if err := checkKey(s.Public()); err != nil {
+	if err := api.CheckTrustedKey(s.Public()); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -1,11 +1,17 @@
 package server
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +23,9 @@ import (
 // A server has the cluster's ClusterVersion from its first start (UPD-1);
 // pointed at an update service (outpost's own, serving a directory over
 // HTTP), its status lists the channel's updates from the version the
-// server runs (UPD-2); a developer may not change it.
+// server runs (UPD-2); the update, asked for, is downloaded, its
+// signature verified with the cluster's trusted key and accepted (UPD-4);
+// a developer may not change the ClusterVersion.
 func TestClusterVersionFromAnUpdateService(t *testing.T) {
 	dir := t.TempDir()
 	for _, d := range []string{"releases", "channels"} {
@@ -25,6 +33,7 @@ func TestClusterVersionFromAnUpdateService(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	bin := filepath.Join(t.TempDir(), "outpost")
 	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
 		t.Fatal(err)
@@ -35,9 +44,21 @@ func TestClusterVersionFromAnUpdateService(t *testing.T) {
 		if r.prev != "" {
 			in.Metadata.Previous = []string{r.prev}
 		}
-		if _, err := release.Build(filepath.Join(dir, "releases", "outpost-"+r.v), in); err != nil {
+		layout := filepath.Join(t.TempDir(), "layout")
+		if _, err := release.Build(layout, in); err != nil {
 			t.Fatal(err)
 		}
+		if err := release.Sign(layout, key); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, "releases", "outpost-"+r.v+".tar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := release.WriteTar(f, layout); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
 	}
 	if err := os.WriteFile(filepath.Join(dir, "channels", "stable.yaml"), []byte("name: stable-1\nversions: ["+version.Version+", 99.0.0]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -70,9 +91,27 @@ func TestClusterVersionFromAnUpdateService(t *testing.T) {
 		cv = get()
 		return len(cv.Status.AvailableUpdates) == 1 && cv.Status.AvailableUpdates[0].Version == "99.0.0"
 	})
-	if cv.Status.AvailableUpdates[0].Image != us.URL+"/releases/outpost-99.0.0" || len(cv.Status.History) != 1 || cv.Status.History[0].Version != version.Version {
+	if !strings.HasPrefix(cv.Status.AvailableUpdates[0].Image, us.URL+"/releases/outpost-99.0.0.tar@sha256:") || len(cv.Status.History) != 1 || cv.Status.History[0].Version != version.Version {
 		t.Errorf("status %+v", cv.Status)
 	}
+	// The update, signed by the key the cluster trusts, is fetched over
+	// HTTP, verified and accepted.
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv.Spec.TrustedKeys = string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	cv.Spec.DesiredUpdate = &api.Update{Version: "99.0.0"}
+	admin.must(http.StatusOK, "PUT", path, &cv)
+	waitFor(t, 20*time.Second, "the release accepted", func() bool {
+		cv = get()
+		for _, c := range cv.Status.Conditions {
+			if c.Type == api.CVReleaseAccepted && c.Status == api.ConditionTrue {
+				return cv.Status.Desired.Version == "99.0.0"
+			}
+		}
+		return false
+	})
 	dev := newTC(t, s, addToken(t, admin, api.TokenSpec{Role: api.RoleDeveloper, Namespaces: []string{"default"}}))
 	cv.Spec.Channel = "fast-1"
 	if r := dev.do("PUT", path, &cv); r.code != http.StatusForbidden {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 
 	"github.com/outpost-edge/outpost/controlplane/controller"
@@ -42,6 +43,7 @@ func (s *Server) runLoops(ctx context.Context, c controller.Client) {
 				Registerer:      s.cfg.Registry,
 				PoolLock:        &s.poolMu,
 				Version:         version.Version,
+				ReleaseDir:      filepath.Join(s.cfg.DataDir, "releases"),
 			})
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("the controllers stopped", "err", err)
