@@ -144,9 +144,7 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 		}
 		for _, u := range cond {
 			cs := api.ConditionalUpdateStatus{Release: releaseOf(u.Version, u.Payload, u.Metadata)}
-			for _, r := range u.Risks {
-				cs.Risks = append(cs.Risks, riskOf(r))
-			}
+			cs.Risks = u.Risks
 			status := api.ConditionFalse
 			if u.Recommended {
 				status = api.ConditionTrue
@@ -308,21 +306,6 @@ func releaseOf(version, payload string, meta map[string]string) api.Release {
 	}
 	slices.Sort(r.Channels)
 	return r
-}
-
-func riskOf(r release.Risk) api.ConditionalRisk {
-	out := api.ConditionalRisk{URL: r.URL, Name: r.Name, Message: r.Message}
-	for _, m := range r.MatchingRules {
-		rule := api.ConditionalRiskRule{Type: m.Type}
-		if m.Expression != nil {
-			rule.Expression = &api.RiskExpression{Expression: m.Expression.Expression}
-		}
-		if q, ok := m.PromQL["promql"].(string); ok {
-			rule.PromQL = &api.RiskPromQL{PromQL: q}
-		}
-		out.MatchingRules = append(out.MatchingRules, rule)
-	}
-	return out
 }
 
 // retrieve returns the channel's graph, asking the upstream when the

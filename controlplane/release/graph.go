@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 // Graph is an update graph in Cincinnati's JSON (UPD-2), as OpenShift's
@@ -39,29 +41,19 @@ type ConditionalEdge struct {
 	Risks []Risk `json:"risks"`
 }
 
-// Risk is one known problem of an update, and the rules that say
-// whether a cluster has it.
-type Risk struct {
-	URL           string         `json:"url"`
-	Name          string         `json:"name"`
-	Message       string         `json:"message"`
-	MatchingRules []MatchingRule `json:"matchingRules"`
-}
+// Risk is one known problem of an update and the rules that say whether
+// a cluster has it; the graph's JSON and the ClusterVersion's status
+// share the shape (api.ConditionalRisk).
+type Risk = api.ConditionalRisk
 
 // MatchingRule decides whether a risk applies. Outpost evaluates Always
 // and Expression (its expression language over the cluster's facts; see
 // Eval); any other type (PromQL, which needs OpenShift's monitoring)
 // cannot be evaluated here.
-type MatchingRule struct {
-	Type       string          `json:"type"`
-	Expression *ExpressionRule `json:"expression,omitempty"`
-	PromQL     map[string]any  `json:"promql,omitempty"`
-}
+type MatchingRule = api.ConditionalRiskRule
 
 // ExpressionRule holds an Expression rule's expression.
-type ExpressionRule struct {
-	Expression string `json:"expression"`
-}
+type ExpressionRule = api.RiskExpression
 
 // The rule types outpost evaluates.
 const (
