@@ -153,11 +153,32 @@ func validateClusterVersion(cv *ClusterVersion) ErrorList {
 	}
 	if d := cv.Spec.DesiredUpdate; d != nil && d.Version == "" && d.Image == "" {
 		errs = append(errs, Required(sp.Child("desiredUpdate"), "a version, an image, or both"))
+	} else if d != nil && d.Image != "" && !PinnedByDigest(d.Image) {
+		errs = append(errs, Invalid(sp.Child("desiredUpdate", "image"), d.Image, "a payload is named pinned by its digest: URL@sha256:<64 hex digits> (the updates adm upgrade lists are)"))
 	}
+
 	if k := cv.Spec.TrustedKeys; k != "" {
 		if _, err := ParseTrustedKeys([]byte(k)); err != nil {
 			errs = append(errs, Invalid(sp.Child("trustedKeys"), "(PEM)", err.Error()))
 		}
 	}
 	return errs
+}
+
+// PinnedByDigest reports whether ref ends in @sha256:<64 hex digits>.
+func PinnedByDigest(ref string) bool {
+	i := strings.LastIndex(ref, "@sha256:")
+	if i <= 0 {
+		return false
+	}
+	h := ref[i+len("@sha256:"):]
+	if len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

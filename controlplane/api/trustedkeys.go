@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -52,5 +53,11 @@ func CheckTrustedKey(k crypto.PublicKey) error {
 	case ed25519.PublicKey:
 		return nil
 	}
-	return fmt.Errorf("a %T key; outpost takes ECDSA P-256 and Ed25519", k)
+	name := fmt.Sprintf("%T", k)
+	if _, ok := k.(*rsa.PublicKey); ok {
+		name = "an RSA key"
+	} else {
+		name = "a " + name + " key"
+	}
+	return fmt.Errorf("%s; outpost takes ECDSA P-256 and Ed25519 keys", name)
 }

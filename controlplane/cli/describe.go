@@ -284,6 +284,8 @@ func (d *describer) describe(w io.Writer, r *api.Resource, obj api.Object) error
 		d.machine(o)
 	case *api.MachineConfigPool:
 		d.machineConfigPool(o)
+	case *api.ClusterVersion:
+		d.clusterVersion(o)
 	case *api.Event:
 		d.meta(m)
 		ref := o.InvolvedObject
@@ -704,6 +706,72 @@ func (d *describer) machine(m *api.Machine) {
 // machineConfigPool shows a pool as `oc describe mcp` does the parts
 // that matter: what it selects, its target and counts, its conditions,
 // and each of its nodes with its update state (UPD-9).
+// conditionTable prints conditions given as rows of type, status, last
+// transition, reason and message.
+func (d *describer) conditionTable(rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	d.section(0, "Conditions")
+	d.table(1, append([][]string{{"Type", "Status", "LastTransitionTime", "Reason", "Message"}, {"----", "------", "------------------", "------", "-------"}}, rows...))
+}
+
+func (d *describer) clusterVersion(cv *api.ClusterVersion) {
+	d.meta(&cv.ObjectMeta)
+	d.line(0, "Cluster ID", orNone(cv.Spec.ClusterID))
+	d.line(0, "Upstream", orNone(cv.Spec.Upstream))
+	d.line(0, "Channel", orNone(cv.Spec.Channel))
+	desired := "<none>"
+	if u := cv.Spec.DesiredUpdate; u != nil {
+		desired = strings.TrimSpace(u.Version + " " + u.Image)
+		if len(u.AcceptRisks) > 0 {
+			desired += " (accepted risks: " + strings.Join(u.AcceptRisks, ", ") + ")"
+		}
+	}
+	d.line(0, "Desired Update", desired)
+	keys := "<none>"
+	if k, err := api.ParseTrustedKeys([]byte(cv.Spec.TrustedKeys)); err == nil {
+		keys = strconv.Itoa(len(k))
+	}
+	d.line(0, "Trusted Keys", keys)
+	st := cv.Status
+	d.line(0, "Desired", orNone(strings.TrimSpace(st.Desired.Version+" "+st.Desired.Image)))
+	var conds [][]string
+	for _, c := range st.Conditions {
+		conds = append(conds, []string{c.Type, c.Status, timestamp(c.LastTransitionTime), c.Reason, c.Message})
+	}
+	d.conditionTable(conds)
+	if len(st.History) > 0 {
+		d.section(0, "History")
+		rows := [][]string{{"State", "Started", "Completed", "Version", "Verified", "Image"}, {"-----", "-------", "---------", "-------", "--------", "-----"}}
+		for _, h := range st.History {
+			rows = append(rows, []string{h.State, timestamp(&h.StartedTime), timestamp(h.CompletionTime), h.Version, strconv.FormatBool(h.Verified), orNone(h.Image)})
+		}
+		d.table(1, rows)
+	}
+	d.section(0, "Available Updates")
+	if len(st.AvailableUpdates)+len(st.ConditionalUpdates) == 0 {
+		d.line(1, "<none>", "")
+	}
+	rows := [][]string{{"Version", "Recommended", "Image"}, {"-------", "-----------", "-----"}}
+	for _, r := range st.AvailableUpdates {
+		rows = append(rows, []string{r.Version, "True", r.Image})
+	}
+	for _, cu := range st.ConditionalUpdates {
+		rec := "Unknown"
+		if len(cu.Conditions) > 0 {
+			rec = cu.Conditions[0].Status
+			if rec != api.ConditionTrue {
+				rec += " (" + cu.Conditions[0].Reason + ")"
+			}
+		}
+		rows = append(rows, []string{cu.Release.Version, rec, cu.Release.Image})
+	}
+	if len(rows) > 2 {
+		d.table(1, rows)
+	}
+}
+
 func (d *describer) machineConfigPool(p *api.MachineConfigPool) {
 	d.meta(&p.ObjectMeta)
 	d.line(0, "Machine Config Selector", selectorString(p.Spec.MachineConfigSelector))
@@ -729,14 +797,11 @@ func (d *describer) machineConfigPool(p *api.MachineConfigPool) {
 		holders = append(holders, h.ID+" (for "+age(d.now, &h.Since)+")")
 	}
 	d.line(0, "FleetLock Holders", orNone(strings.Join(holders, ", ")))
-	if len(st.Conditions) > 0 {
-		d.section(0, "Conditions")
-		rows := [][]string{{"Type", "Status", "LastTransitionTime", "Reason", "Message"}, {"----", "------", "------------------", "------", "-------"}}
-		for _, c := range st.Conditions {
-			rows = append(rows, []string{c.Type, c.Status, timestamp(c.LastTransitionTime), c.Reason, c.Message})
-		}
-		d.table(1, rows)
+	var conds [][]string
+	for _, c := range st.Conditions {
+		conds = append(conds, []string{c.Type, c.Status, timestamp(c.LastTransitionTime), c.Reason, c.Message})
 	}
+	d.conditionTable(conds)
 	sel, err := api.SelectorFromLabelSelector(p.Spec.NodeSelector)
 	if p.Spec.NodeSelector == nil || err != nil {
 		return

@@ -321,7 +321,14 @@ Recommended updates:
 Additional updates which are not recommended for your cluster configuration are available, to view those re-run the command with --include-not-recommended.
 `
 	expect(t, "adm upgrade", f.run("adm", "upgrade"), 0, want, "")
-	res := f.run("adm", "upgrade", "--include-not-recommended")
+	res := f.run("describe", "clusterversion", "version")
+	for _, w := range []string{"Upstream:", "https://updates.example/api/upgrades_info/v1/graph", "Channel:", "stable-1", "History:", "Completed", "Available Updates:",
+		"1.3.0", "False (GPUDriverReload)", "RetrievedUpdates"} {
+		if !strings.Contains(res.stdout, w) {
+			t.Errorf("describe clusterversion lacks %q:\n%s", w, res.stdout)
+		}
+	}
+	res = f.run("adm", "upgrade", "--include-not-recommended")
 	if !strings.Contains(res.stdout, "Supported but not recommended updates:\n\n  Version: 1.3.0\n  Image: https://updates.example/releases/outpost-1.3.0.tar\n  Recommended: False\n  Reason: GPUDriverReload\n  Message: GPUDriverReload: GPU nodes lose their driver. https://example.com/gpu\n") {
 		t.Errorf("--include-not-recommended:\n%s", res.stdout)
 	}
@@ -367,5 +374,48 @@ Additional updates which are not recommended for your cluster configuration are 
 	res = f.run("adm", "upgrade")
 	if !strings.Contains(res.stdout, "Upstream is unset: set spec.upstream") || !strings.Contains(res.stdout, "warning: Cannot display available updates:\n  Reason: NoUpstream\n") {
 		t.Errorf("without an upstream:\n%s", res.stdout)
+	}
+}
+
+// --to-image takes only a payload pinned by its digest; one listed as
+// not recommended needs --allow-not-recommended, one not listed
+// --allow-explicit-upgrade; the permission flags need a target; --clear
+// says when nothing was requested; a channel has a name.
+func TestClusterUpgradeToImage(t *testing.T) {
+	f := newFakeAPI(t)
+	risky := "https://u.example/outpost-1.3.0.tar@sha256:" + strings.Repeat("a", 64)
+	other := "https://u.example/outpost-9.0.0.tar@sha256:" + strings.Repeat("b", 64)
+	f.put(clusterVersionResource, `{"metadata":{"name":"version"},"spec":{"channel":"stable-1"},"status":{"desired":{"version":"1.2.0","channels":["stable-1"]},"availableUpdates":[],
+"conditionalUpdates":[{"release":{"version":"1.3.0","image":"`+risky+`"},"risks":[{"name":"R","url":"u","message":"m","matchingRules":[{"type":"Always"}]}],
+"conditions":[{"type":"Recommended","status":"False","reason":"R","message":"R: m u"}]}]}}`)
+	desired := func() map[string]any {
+		d, _ := f.get(clusterVersionResource, "", "version")["spec"].(map[string]any)["desiredUpdate"].(map[string]any)
+		return d
+	}
+	if res := f.run("adm", "upgrade", "--to-image", "https://u.example/outpost-1.3.0.tar"); res.code != 1 || !strings.Contains(res.stderr, "pinned by its digest") {
+		t.Errorf("an unpinned --to-image: %+v", res)
+	}
+	if res := f.run("adm", "upgrade", "--to-image", risky); res.code == 0 || !strings.Contains(res.stderr, "not recommended") {
+		t.Errorf("--to-image of a not recommended update: %+v", res)
+	}
+	expect(t, "--to-image --allow-not-recommended", f.run("adm", "upgrade", "--to-image", risky, "--allow-not-recommended"), 0, "Requested update to release image "+risky+"\n", "")
+	if d := desired(); d["image"] != risky || fmt.Sprint(d["acceptRisks"]) != "[R]" {
+		t.Errorf("desiredUpdate %v", d)
+	}
+	if res := f.run("adm", "upgrade", "--to-image", other); res.code == 0 || !strings.Contains(res.stderr, "--allow-explicit-upgrade") {
+		t.Errorf("--to-image not listed: %+v", res)
+	}
+	expect(t, "explicit", f.run("adm", "upgrade", "--to-image", other, "--allow-explicit-upgrade"), 0, "Requested update to release image "+other+"\n", "")
+	if res := f.run("adm", "upgrade", "--force"); res.code != 1 || !strings.Contains(res.stderr, "go with --to or --to-image") {
+		t.Errorf("--force alone: %+v", res)
+	}
+	expect(t, "--clear", f.run("adm", "upgrade", "--clear"), 0, "Cleared the requested update.\n", "")
+	expect(t, "--clear again", f.run("adm", "upgrade", "--clear"), 0, "No update was requested.\n", "")
+	if res := f.run("adm", "upgrade", "channel", ""); res.code != 1 {
+		t.Errorf("an empty channel: %+v", res)
+	}
+	res := f.run("adm", "upgrade", "channel", "nope")
+	if res.code != 0 || !strings.Contains(res.stderr, "warning: no channel nope is known") {
+		t.Errorf("an unknown channel: %+v", res)
 	}
 }

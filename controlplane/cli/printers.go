@@ -291,7 +291,15 @@ func tableColumns(r *api.Resource) columns {
 				}
 			}
 			prog := cond(api.CVProgressing)
-			return []string{cv.Name, version, cond(api.CVAvailable).Status, prog.Status, age(now, prog.LastTransitionTime), prog.Message}
+			status := prog.Message
+			if ra := cond(api.CVReleaseAccepted); ra.Status == api.ConditionFalse && cv.Spec.DesiredUpdate != nil {
+				target := cv.Spec.DesiredUpdate.Version
+				if target == "" {
+					target = cv.Spec.DesiredUpdate.Image
+				}
+				status = fmt.Sprintf("Cannot update to %s: %s", target, ra.Reason)
+			}
+			return []string{cv.Name, version, cond(api.CVAvailable).Status, prog.Status, age(now, prog.LastTransitionTime), status}
 		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {

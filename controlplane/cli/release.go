@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/outpost-edge/outpost/controlplane/release"
 )
@@ -109,15 +114,25 @@ os-<pool>). With --sign-key the payload is signed at once.`,
 					return fmt.Errorf("--sign-key %s: %w", signKey, err)
 				}
 			}
-			dir := toDir
+			dest := toDir
 			if toFile != "" {
-				tmp, err := os.MkdirTemp(filepath.Dir(toFile), ".release-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(tmp)
-				dir = filepath.Join(tmp, "layout")
+				dest = toFile
 			}
+			if toFile != "" {
+				if _, err := os.Stat(toFile); err == nil {
+					return fmt.Errorf("%s exists: remove it, or write elsewhere", toFile)
+				}
+			} else if ents, err := os.ReadDir(toDir); err == nil && len(ents) > 0 {
+				return fmt.Errorf("%s is not empty: remove it, or write elsewhere", toDir)
+			}
+			// Built beside the destination and moved there at the end: a
+			// failed build leaves nothing behind.
+			tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dest)), ".release-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			dir := filepath.Join(tmp, "layout")
 			digest, err := release.Build(dir, in)
 			if err != nil {
 				return err
@@ -127,13 +142,17 @@ os-<pool>). With --sign-key the payload is signed at once.`,
 					return err
 				}
 			}
-			where := dir
 			if toFile != "" {
 				if err := writeTarFile(toFile, dir); err != nil {
 					return err
 				}
-				where = toFile
+			} else {
+				_ = os.Remove(toDir) // an empty one may be there
+				if err := os.Rename(dir, toDir); err != nil {
+					return err
+				}
 			}
+			where := dest
 			signed := "unsigned"
 			if key != nil {
 				signed = "signed"
@@ -181,7 +200,8 @@ func readManifestDir(dir string) ([]release.File, error) {
 }
 
 func writeTarFile(path, dir string) error {
-	tmp := path + ".partial"
+	// Hidden while it is written: a graph's releases/ skips it.
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".partial")
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
@@ -197,31 +217,31 @@ func writeTarFile(path, dir string) error {
 	return os.Rename(tmp, path)
 }
 
-// openPayload opens a payload and, with key files, verifies it.
-func openPayload(src string, keyFiles []string) (*release.Payload, string, error) {
+// openPayload opens a payload and, with key files, verifies it; it
+// returns the keys read.
+func openPayload(src string, keyFiles []string) (*release.Payload, []crypto.PublicKey, error) {
 	p, err := release.Open(src)
 	if err != nil {
-		return nil, "", err
-	}
-	if len(keyFiles) == 0 {
-		return p, fmt.Sprintf("%d, not checked (give --key)", len(p.Signatures)), nil
+		return nil, nil, err
 	}
 	var keys []crypto.PublicKey
 	for _, kf := range keyFiles {
 		b, err := os.ReadFile(kf)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 		k, err := release.ParsePublicKeys(b)
 		if err != nil {
-			return nil, "", fmt.Errorf("--key %s: %w", kf, err)
+			return nil, nil, fmt.Errorf("--key %s: %w", kf, err)
 		}
 		keys = append(keys, k...)
 	}
-	if err := p.Verify(keys); err != nil {
-		return nil, "", err
+	if len(keys) > 0 {
+		if err := p.Verify(keys); err != nil {
+			return nil, nil, err
+		}
 	}
-	return p, fmt.Sprintf("%d, verified", len(p.Signatures)), nil
+	return p, keys, nil
 }
 
 func newReleaseInfoCommand() *cobra.Command {
@@ -236,24 +256,43 @@ verifies.`,
 		Example: `  outpost adm release info outpost-1.3.0.tar --key /etc/outpost/release-keys.pem`,
 		Args:    exactArgs(1, "one payload (a directory or a tar file)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, sigs, err := openPayload(args[0], keys)
+			p, trusted, err := openPayload(args[0], keys)
 			if err != nil {
 				return err
+			}
+			verified := p.Verified(trusted)
+			sigs := fmt.Sprintf("%d, not checked (give --key)", len(p.Signatures))
+			if len(trusted) > 0 {
+				sigs = fmt.Sprintf("%d, %d verified by the keys given", len(p.Signatures), verified)
 			}
 			rls, err := release.Order(p.Manifests)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if output == "json" {
-				e := json.NewEncoder(out)
-				e.SetIndent("", "  ")
-				return e.Encode(map[string]any{
+			if output == "json" || output == "yaml" {
+				doc := map[string]any{
 					"digest": p.Digest, "created": p.Created, "metadata": p.Metadata, "imageReferences": p.Images,
 					"binaries": p.Binaries, "signatures": len(p.Signatures), "runlevels": rls,
-				})
+				}
+				if len(keys) > 0 {
+					doc["signaturesVerified"] = verified
+				}
+				b, err := json.MarshalIndent(doc, "", "  ")
+				if err != nil {
+					return err
+				}
+				if output == "yaml" {
+					if b, err = yaml.JSONToYAML(b); err != nil {
+						return err
+					}
+					_, err = out.Write(b)
+					return err
+				}
+				_, err = fmt.Fprintf(out, "%s\n", b)
+				return err
 			} else if output != "" {
-				return usagef("--output %q: give json or nothing", output)
+				return usagef("--output %q: give json, yaml or nothing", output)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "Name:\t%s\n", p.Metadata.Version)
@@ -295,7 +334,7 @@ verifies.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&keys, "key", nil, "PEM file of trusted public keys: verify the signature (repeatable)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json for the whole of it")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml for the whole of it")
 	return cmd
 }
 
@@ -368,6 +407,9 @@ checked when the payload is verified, not here.`,
 				if err != nil {
 					return err
 				}
+				if len(bytes.TrimSpace(sig)) == 0 {
+					return fmt.Errorf("--signature %s is empty", sigFile)
+				}
 				if err := release.AddSignature(args[0], sig); err != nil {
 					return err
 				}
@@ -420,10 +462,18 @@ prefixes the payloads' URLs); with --tls-cert and --tls-key it serves HTTPS.`,
 			if (cert == "") != (key == "") {
 				return usagef("give both --tls-cert and --tls-key, or neither")
 			}
+			if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usagef("--url %q: the http:// or https:// address clients reach this service at", baseURL)
+			}
 			if _, err := os.Stat(filepath.Join(dir, "releases")); err != nil {
 				return fmt.Errorf("%s: %w", dir, err)
 			}
-			srv := &http.Server{Addr: listen, Handler: &release.GraphDir{Dir: dir, BaseURL: baseURL}, ReadHeaderTimeout: 10 * time.Second}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			srv := &http.Server{Handler: &release.GraphDir{Dir: dir, BaseURL: baseURL, Logger: log}, ReadHeaderTimeout: 10 * time.Second}
 			ctx := cmd.Context()
 			go func() {
 				<-ctx.Done()
@@ -432,11 +482,10 @@ prefixes the payloads' URLs); with --tls-cert and --tls-key it serves HTTPS.`,
 				_ = srv.Shutdown(sctx)
 			}()
 			fmt.Fprintf(cmd.ErrOrStderr(), "serving the update graph of %s on %s (%s%s)\n", dir, listen, strings.TrimSuffix(baseURL, "/"), release.GraphPath)
-			var err error
 			if cert != "" {
-				err = srv.ListenAndServeTLS(cert, key)
+				err = srv.ServeTLS(ln, cert, key)
 			} else {
-				err = srv.ListenAndServe()
+				err = srv.Serve(ln)
 			}
 			if errors.Is(err, http.ErrServerClosed) {
 				return nil

@@ -85,7 +85,7 @@ func TestReleaseCommands(t *testing.T) {
 
 	res = runCLI(t, ctx, "", "adm", "release", "info", payload, "--key", pub)
 	for _, want := range []string{"Name:        1.3.0", "Digest:      " + digest, "Created:     2026-11-26T12:00:00Z", "Previous:    1.2.0, 1.2.1",
-		"Signatures:  1, verified", "linux/amd64", "edge-dns", "10        dns        0000_10_dns_00-namespace.yaml", "50        dns        0000_50_dns_01-deployment.yaml"} {
+		"Signatures:  1, 1 verified by the keys given", "linux/amd64", "edge-dns", "10        dns        0000_10_dns_00-namespace.yaml", "50        dns        0000_50_dns_01-deployment.yaml"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("info lacks %q:\n%s%s", want, res.stdout, res.stderr)
 		}

@@ -20,8 +20,8 @@ var clusterVersionResource = api.ResourceForKind("ClusterVersion")
 // prints them; `adm upgrade channel` sets the channel.
 func newClusterUpgradeCommand(o *options) *cobra.Command {
 	var (
-		notRecommended, allowNotRecommended, force, clear bool
-		to, toImage                                       string
+		notRecommended, allowNotRecommended, allowExplicit, force, clear bool
+		to, toImage                                                      string
 	)
 	up := &cobra.Command{
 		Use:   "upgrade",
@@ -54,6 +54,12 @@ Not built yet: applying an accepted release.`,
 			if n > 1 {
 				return usagef("give one of --to, --to-image and --clear")
 			}
+			if (force || allowNotRecommended || allowExplicit) && to == "" && toImage == "" {
+				return usagef("--force, --allow-not-recommended and --allow-explicit-upgrade go with --to or --to-image")
+			}
+			if toImage != "" && !api.PinnedByDigest(toImage) {
+				return usagef("--to-image %q: name a payload pinned by its digest, URL@sha256:<64 hex digits>, as 'adm upgrade' lists them", toImage)
+			}
 			cl, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -69,15 +75,20 @@ Not built yet: applying an accepted release.`,
 			}
 			var desired map[string]any
 			switch {
+			case clear && cv.Spec.DesiredUpdate == nil:
+				fmt.Fprintln(cmd.OutOrStdout(), "No update was requested.")
+				return nil
 			case clear:
-			case toImage != "":
-				desired = map[string]any{"image": toImage}
 			default:
-				risks, err := risksToAccept(cv, to, allowNotRecommended)
+				risks, err := risksToAccept(cv, to, toImage, allowNotRecommended, allowExplicit)
 				if err != nil {
 					return err
 				}
-				desired = map[string]any{"version": to}
+				if toImage != "" {
+					desired = map[string]any{"image": toImage}
+				} else {
+					desired = map[string]any{"version": to}
+				}
 				if len(risks) > 0 {
 					desired["acceptRisks"] = risks
 				}
@@ -113,16 +124,25 @@ Not built yet: applying an accepted release.`,
 	up.Flags().StringVar(&to, "to", "", "update to this version (one of the updates listed)")
 	up.Flags().StringVar(&toImage, "to-image", "", "update to this payload (URL@sha256:DIGEST)")
 	up.Flags().BoolVar(&allowNotRecommended, "allow-not-recommended", false, "take an update whose risks apply to this cluster, accepting them")
-	up.Flags().BoolVar(&force, "force", false, "skip the update's precondition checks (never the signature)")
+	up.Flags().BoolVar(&allowExplicit, "allow-explicit-upgrade", false, "take a --to-image payload that is not among the updates listed")
+	up.Flags().BoolVar(&force, "force", false, "skip the update's precondition checks (never the signature, nor the risks)")
 	up.Flags().BoolVar(&clear, "clear", false, "take back a requested update")
 	channel := &cobra.Command{
 		Use:   "channel NAME",
 		Short: "Set the update channel the cluster follows",
 		Args:  exactArgs(1, "the channel's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return usagef("the channel's name is empty")
+			}
 			cl, err := o.client(cmd)
 			if err != nil {
 				return err
+			}
+			if obj, err := cl.Get(cmd.Context(), clusterVersionResource, "", api.ClusterVersionName, client.GetOptions{}); err == nil {
+				if chs := obj.(*api.ClusterVersion).Status.Desired.Channels; len(chs) > 0 && !slices.Contains(chs, args[0]) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: no channel %s is known for the version the cluster runs (known: %s)\n", args[0], strings.Join(chs, ", "))
+				}
 			}
 			_, wrote, err := updateRaw(cmd.Context(), cl, clusterVersionResource, "", api.ClusterVersionName, func(obj map[string]any) (bool, error) {
 				spec := childMap(obj, "spec")
@@ -147,19 +167,28 @@ Not built yet: applying an accepted release.`,
 	return up
 }
 
-// risksToAccept checks --to against the updates the cluster lists, as
-// oc does: a version not listed is refused, a not recommended one needs
-// --allow-not-recommended and its risks are returned to be accepted.
-func risksToAccept(cv *api.ClusterVersion, version string, allow bool) ([]string, error) {
+// risksToAccept checks --to or --to-image against the updates the
+// cluster lists, as oc does: a version not listed is refused, an image
+// not listed needs --allow-explicit-upgrade, a not recommended update
+// needs --allow-not-recommended and its risks are returned to be
+// accepted.
+func risksToAccept(cv *api.ClusterVersion, version, image string, allow, explicit bool) ([]string, error) {
+	matches := func(r api.Release) bool {
+		if image != "" {
+			return r.Image == image
+		}
+		return r.Version == version
+	}
 	for _, r := range cv.Status.AvailableUpdates {
-		if r.Version == version {
+		if matches(r) {
 			return nil, nil
 		}
 	}
 	for _, cu := range cv.Status.ConditionalUpdates {
-		if cu.Release.Version != version {
+		if !matches(cu.Release) {
 			continue
 		}
+		version = cu.Release.Version
 		if len(cu.Conditions) > 0 && cu.Conditions[0].Status == api.ConditionTrue {
 			return nil, nil
 		}
@@ -175,6 +204,12 @@ func risksToAccept(cv *api.ClusterVersion, version string, allow bool) ([]string
 			return nil, fmt.Errorf("the update to %s is not recommended for this cluster: %s\nto take it anyway, accepting its risks (%s), add --allow-not-recommended", version, msg, strings.Join(names, ", "))
 		}
 		return names, nil
+	}
+	if image != "" {
+		if !explicit {
+			return nil, fmt.Errorf("the payload %s is not among the updates listed for this cluster; to take it anyway (its signature is still verified), add --allow-explicit-upgrade", image)
+		}
+		return nil, nil
 	}
 	var listed []string
 	for _, r := range cv.Status.AvailableUpdates {

@@ -168,6 +168,11 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 		if acc.ok {
 			ra.Status = api.ConditionTrue
 			st.Desired = api.Release{Version: acc.version, Image: acc.image}
+			if graph != nil {
+				if i := slices.IndexFunc(graph.Nodes, func(n release.GraphNode) bool { return n.Version == acc.version }); i >= 0 {
+					st.Desired = releaseOf(acc.version, acc.image, graph.Nodes[i].Metadata)
+				}
+			}
 			conds[2].Message = fmt.Sprintf("Release %s is verified and accepted; outpost does not apply releases yet", acc.version)
 		}
 		conds = append(conds, ra)
@@ -216,22 +221,27 @@ func (c *clusterVersionController) accept(ctx context.Context, cv *api.ClusterVe
 }
 
 // resolveUpdate finds the payload of d: its image, or its version among
-// the updates listed. A conditional update that is not recommended
-// needs its risks accepted (or force).
+// the updates listed. A conditional update that is not recommended,
+// named by version or by image, needs its risks in acceptRisks; an image
+// the graph does not list is taken as it is (the CLI asks for
+// --allow-explicit-upgrade), its signature being the check.
 func resolveUpdate(cv *api.ClusterVersion, d *api.Update) (string, acceptance) {
-	if d.Image != "" {
-		return d.Image, acceptance{}
+	matches := func(r api.Release) bool {
+		if d.Image != "" {
+			return r.Image == d.Image
+		}
+		return r.Version == d.Version
 	}
 	for _, r := range cv.Status.AvailableUpdates {
-		if r.Version == d.Version {
+		if matches(r) {
 			return r.Image, acceptance{}
 		}
 	}
 	for _, cu := range cv.Status.ConditionalUpdates {
-		if cu.Release.Version != d.Version {
+		if !matches(cu.Release) {
 			continue
 		}
-		if len(cu.Conditions) > 0 && cu.Conditions[0].Status == api.ConditionTrue || d.Force {
+		if len(cu.Conditions) > 0 && cu.Conditions[0].Status == api.ConditionTrue {
 			return cu.Release.Image, acceptance{}
 		}
 		var missing []string
@@ -243,8 +253,15 @@ func resolveUpdate(cv *api.ClusterVersion, d *api.Update) (string, acceptance) {
 		if len(missing) == 0 {
 			return cu.Release.Image, acceptance{}
 		}
+		msg := ""
+		if len(cu.Conditions) > 0 {
+			msg = cu.Conditions[0].Message
+		}
 		return "", acceptance{reason: "NotRecommended", message: fmt.Sprintf("the update to %s is not recommended for this cluster (%s); accept its risks (%s) with outpost adm upgrade --to %s --allow-not-recommended",
-			d.Version, cu.Conditions[0].Message, strings.Join(missing, ", "), d.Version)}
+			cu.Release.Version, msg, strings.Join(missing, ", "), cu.Release.Version)}
+	}
+	if d.Image != "" {
+		return d.Image, acceptance{}
 	}
 	return "", acceptance{reason: "VersionNotFound", message: fmt.Sprintf("version %s is not an update of this cluster in channel %q: name its payload with --to-image", d.Version, cv.Spec.Channel)}
 }
@@ -267,6 +284,9 @@ func (c *clusterVersionController) check(ctx context.Context, cv *api.ClusterVer
 	}
 	if err := p.Verify(keys); err != nil {
 		return acceptance{reason: "VerifyPayload", message: fmt.Sprintf("payload %s: %v", image, err)}
+	}
+	if !slices.ContainsFunc(p.Binaries, func(b release.Binary) bool { return b.Platform == "linux/"+runtime.GOARCH }) {
+		return acceptance{reason: "PlatformMissing", message: fmt.Sprintf("payload %s has no outpost binary for linux/%s, which this control plane runs on", image, runtime.GOARCH)}
 	}
 	if d.Version != "" && p.Metadata.Version != d.Version {
 		return acceptance{reason: "VersionMismatch", message: fmt.Sprintf("payload %s is version %s, not %s", image, p.Metadata.Version, d.Version)}

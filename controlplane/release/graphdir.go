@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -33,15 +34,41 @@ import (
 // A channel's graph has its versions as nodes (those with a binary for
 // the asked architecture) and an edge from each version a release names
 // as previous to it. The directory is read again when it changes;
-// payloads are opened (every digest checked) once per file version.
+// payloads are opened (every digest checked) once per file version. A
+// file that cannot be used (not a payload, a second payload of one
+// version, a channel or blocked edge that does not parse) is left out
+// and logged once, and the rest is served.
 type GraphDir struct {
 	Dir string
 	// BaseURL is where clients reach this service: a node's payload is
-	// BaseURL/releases/<file>.
+	// BaseURL/releases/<file>@sha256:<digest>.
 	BaseURL string
+	// Logger gets what is left out; nil discards it.
+	Logger *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]cachedPayload
+
+	wmu    sync.Mutex
+	warned map[string]bool
+}
+
+// warn logs a problem with a file once per version of the file.
+func (d *GraphDir) warn(path string, err error) {
+	key := path
+	if st, serr := os.Stat(path); serr == nil {
+		key += " " + st.ModTime().String()
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.warned == nil {
+		d.warned = map[string]bool{}
+	}
+	if d.warned[key] || d.Logger == nil {
+		return
+	}
+	d.warned[key] = true
+	d.Logger.Warn("left out of the update graph", "file", path, "error", err)
 }
 
 type cachedPayload struct {
@@ -84,7 +111,12 @@ func (d *GraphDir) Graph(channel, arch string) (*Graph, error) {
 	err := eachYAML(filepath.Join(d.Dir, "channels"), func(name string, data []byte) error {
 		var c channelFile
 		if err := yaml.UnmarshalStrict(data, &c); err != nil {
-			return fmt.Errorf("channels/%s: %w", name, err)
+			d.warn(filepath.Join(d.Dir, "channels", name), err)
+			return nil
+		}
+		if c.Name == "" {
+			d.warn(filepath.Join(d.Dir, "channels", name), errors.New("a channel file names its channel: name: stable-1"))
+			return nil
 		}
 		chans = append(chans, c.Name)
 		if c.Name == channel {
@@ -131,12 +163,19 @@ func (d *GraphDir) Graph(channel, arch string) (*Graph, error) {
 	conditional := map[edge][]Risk{}
 	err = eachYAML(filepath.Join(d.Dir, "blocked-edges"), func(name string, data []byte) error {
 		var b blockedEdge
+		path := filepath.Join(d.Dir, "blocked-edges", name)
 		if err := yaml.UnmarshalStrict(data, &b); err != nil {
-			return fmt.Errorf("blocked-edges/%s: %w", name, err)
+			d.warn(path, err)
+			return nil
+		}
+		if b.To == "" || b.From == "" || b.Name == "" {
+			d.warn(path, errors.New("a blocked edge has to, from (a regular expression of versions) and name"))
+			return nil
 		}
 		from, err := regexp.Compile("^(?:" + b.From + ")$")
 		if err != nil {
-			return fmt.Errorf("blocked-edges/%s: from: %w", name, err)
+			d.warn(path, fmt.Errorf("from: %w", err))
+			return nil
 		}
 		edges = slices.DeleteFunc(edges, func(e edge) bool {
 			if e.to != b.To || !from.MatchString(e.from) {
@@ -196,7 +235,11 @@ func (d *GraphDir) releases() (map[string]dirRelease, error) {
 	}
 	out := map[string]dirRelease{}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") || strings.HasSuffix(e.Name(), ".partial") {
+			continue
+		}
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".tar") {
+			d.warn(filepath.Join(dir, e.Name()), errors.New("releases/ holds payloads as .tar files (outpost adm release new --to-file)"))
 			continue
 		}
 		info, err := e.Info()
@@ -218,10 +261,12 @@ func (d *GraphDir) releases() (map[string]dirRelease, error) {
 			d.cache[e.Name()] = c
 		}
 		if c.err != nil {
-			return nil, fmt.Errorf("releases/%s: %w", e.Name(), c.err)
+			d.warn(filepath.Join(dir, e.Name()), c.err)
+			continue
 		}
 		if prev, dup := out[c.meta.Version]; dup {
-			return nil, fmt.Errorf("releases/%s and releases/%s are both version %s", prev.file, e.Name(), c.meta.Version)
+			d.warn(filepath.Join(dir, e.Name()), fmt.Errorf("%s is version %s already", prev.file, c.meta.Version))
+			continue
 		}
 		out[c.meta.Version] = dirRelease{cachedPayload: c, file: e.Name()}
 	}
@@ -280,7 +325,7 @@ func (d *GraphDir) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(g)
 	case strings.HasPrefix(r.URL.Path, "/releases/"):
-		name := strings.TrimPrefix(r.URL.Path, "/releases/")
+		name, _ := SplitRef(strings.TrimPrefix(r.URL.Path, "/releases/")) // as the graph names it, pinned
 		if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
 			http.NotFound(w, r)
 			return

@@ -3,12 +3,15 @@ package release
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/outpost-edge/outpost/testing/syncbuf"
 )
 
 // A site's own update service (UPD-2): payloads in releases/, channels
@@ -131,6 +134,30 @@ func TestGraphDir(t *testing.T) {
 	if code, _ := get("/releases/../channels/stable-1.yaml"); code != 404 {
 		t.Errorf("a path out of releases/: %d", code)
 	}
+	// What cannot be used is left out and logged once; the rest is
+	// served: a stray file, a tar that is no payload, a channel file that
+	// does not parse, a blocked edge without its target.
+	var logs syncbuf.Buffer
+	gd.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	write("releases/README.md", "notes")
+	write("releases/junk.tar", "not a tar")
+	write("channels/broken-yaml.yaml", "name: [\n")
+	write("blocked-edges/no-to.yaml", "from: 1\\.1\\.0\nname: X\n")
+	for range 2 {
+		if code, body := get(GraphPath + "?channel=stable-1"); code != 200 || !strings.Contains(string(body), `"1.3.0"`) {
+			t.Errorf("stable-1 beside stray files: %d %s", code, body)
+		}
+	}
+	for _, f := range []string{"README.md", "junk.tar", "broken-yaml.yaml", "no-to.yaml"} {
+		if n := strings.Count(logs.String(), f); n != 1 {
+			t.Errorf("%s logged %d times, want once:\n%s", f, n, logs.String())
+		}
+	}
+	// The payload as the graph names it, pinned, downloads too.
+	if code, _ := get(strings.TrimPrefix(g.Nodes[2].Payload, srv.URL)); code != 200 {
+		t.Errorf("GET of the pinned payload reference: %d", code)
+	}
+
 	// A channel naming a version no payload has is an error, not a
 	// graph with a hole.
 	write("channels/broken.yaml", "name: broken\nversions: [1.1.0, 2.0.0]\n")

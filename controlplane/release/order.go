@@ -16,15 +16,15 @@ import (
 // apply in parallel, and the next runlevel waits until every one of them
 // is done.
 type Runlevel struct {
-	Level      int
-	Components []Component
+	Level      int         `json:"level"`
+	Components []Component `json:"components"`
 }
 
 // Component is one component's manifests in a runlevel, in lexical
 // order: the order they apply in.
 type Component struct {
-	Name      string
-	Manifests []File
+	Name      string `json:"name"`
+	Manifests []File `json:"manifests"`
 }
 
 // Order groups manifests into runlevels, lowest first; components by

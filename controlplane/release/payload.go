@@ -93,15 +93,15 @@ type ImageTag struct {
 
 // File is a named file of a payload.
 type File struct {
-	Name string
-	Data []byte
+	Name string `json:"name"`
+	Data []byte `json:"-"`
 }
 
 // Binary is the outpost binary for one platform ("linux/amd64").
 type Binary struct {
-	Platform string
-	Digest   string
-	Size     int64
+	Platform string `json:"platform"`
+	Digest   string `json:"digest"`
+	Size     int64  `json:"size"`
 }
 
 // Input is what a release is built from.
@@ -114,6 +114,9 @@ type Input struct {
 	Binaries map[string]string
 	Created  time.Time
 }
+
+// platformArchs are the architectures outpost binaries are built for.
+var platformArchs = []string{"amd64", "arm64", "arm", "riscv64", "ppc64le", "s390x"}
 
 // manifestName is 0000_<runlevel>_<component>_<name>.yaml (or .yml,
 // .json), as OpenShift names a release's manifests.
@@ -134,6 +137,7 @@ func ParseManifestName(name string) (runlevel int, component string, ok bool) {
 func CheckManifests(files []File) []string {
 	var problems []string
 	seen := map[string]bool{}
+	objects := map[string]string{} // kind namespace/name → file
 	for _, f := range files {
 		if seen[f.Name] {
 			problems = append(problems, fmt.Sprintf("%s: named twice", f.Name))
@@ -152,6 +156,11 @@ func CheckManifests(files []File) []string {
 			problems = append(problems, fmt.Sprintf("%s: no object", f.Name))
 		}
 		for i, o := range objs {
+			id := o.GetTypeMeta().Kind + " " + o.GetObjectMeta().Namespace + "/" + o.GetObjectMeta().Name
+			if prev, dup := objects[id]; dup {
+				problems = append(problems, fmt.Sprintf("%s: object %d (%s %s) is in %s too", f.Name, i+1, o.GetTypeMeta().Kind, o.GetObjectMeta().Name, prev))
+			}
+			objects[id] = f.Name
 			api.SetDefaults(o) // as the API does before it validates
 			for _, e := range api.Validate(o) {
 				problems = append(problems, fmt.Sprintf("%s: object %d (%s %s): %s", f.Name, i+1, o.GetTypeMeta().Kind, o.GetObjectMeta().Name, e.Error()))
@@ -177,9 +186,12 @@ func Build(dst string, in Input) (string, error) {
 			problems = append(problems, fmt.Sprintf("images[%d]: %q %q: an image is named and pinned by digest (repository@sha256:...)", i, t.Name, t.From.Name))
 		}
 	}
+	if len(in.Binaries) == 0 {
+		problems = append(problems, "binaries: a release carries the outpost binary of at least one platform (--binary linux/amd64=PATH)")
+	}
 	for platform := range in.Binaries {
-		if goos, arch, ok := strings.Cut(platform, "/"); !ok || goos == "" || arch == "" {
-			problems = append(problems, fmt.Sprintf("binaries: platform %q is os/arch, such as linux/amd64", platform))
+		if goos, arch, ok := strings.Cut(platform, "/"); !ok || goos != "linux" || !slices.Contains(platformArchs, arch) {
+			problems = append(problems, fmt.Sprintf("binaries: platform %q: outpost runs on linux/ARCH, ARCH one of %s", platform, strings.Join(platformArchs, ", ")))
 		}
 	}
 	if len(problems) > 0 {
@@ -389,7 +401,7 @@ func readTar(r io.Reader) (tarSource, error) {
 			return t, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: tar: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: not a tar archive of an OCI layout: %w", ErrInvalid, err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -429,6 +441,9 @@ func Open(src string) (*Payload, error) {
 }
 
 func open(s source) (*Payload, error) {
+	if _, err := s.read("oci-layout"); err != nil {
+		return nil, fmt.Errorf("%w: not an OCI image layout (no oci-layout file)", ErrInvalid)
+	}
 	ib, err := s.read("index.json")
 	if err != nil {
 		return nil, fmt.Errorf("%w: no index.json: %w", ErrInvalid, err)
@@ -481,6 +496,9 @@ func open(s source) (*Payload, error) {
 			b, err := readBlob(s, l)
 			if err != nil {
 				return nil, err
+			}
+			if _, _, ok := ParseManifestName(l.Annotations[ocispec.AnnotationTitle]); !ok {
+				return nil, fmt.Errorf("%w: a manifest named %q (0000_<runlevel>_<component>_<name>.yaml)", ErrInvalid, l.Annotations[ocispec.AnnotationTitle])
 			}
 			p.Manifests = append(p.Manifests, File{Name: l.Annotations[ocispec.AnnotationTitle], Data: b})
 		case mediaImageRefs:
@@ -546,8 +564,8 @@ func readBlob(s source, d ocispec.Descriptor) ([]byte, error) {
 		return nil, fmt.Errorf("%w: blob %s: %w", ErrInvalid, d.Digest, err)
 	}
 	sum := sha256.Sum256(b)
-	if hex.EncodeToString(sum[:]) != d.Digest.Encoded() || int64(len(b)) != d.Size {
-		return nil, fmt.Errorf("%w: blob %s (%d bytes, descriptor says %d)", ErrDigest, d.Digest, len(b), d.Size)
+	if got := hex.EncodeToString(sum[:]); got != d.Digest.Encoded() || int64(len(b)) != d.Size {
+		return nil, fmt.Errorf("%w: blob %s holds %d bytes of digest sha256:%s (the manifest says %d bytes)", ErrDigest, d.Digest, len(b), got, d.Size)
 	}
 	return b, nil
 }
@@ -567,8 +585,8 @@ func checkBlob(s source, d ocispec.Descriptor) error {
 	if err != nil {
 		return fmt.Errorf("blob %s: %w", d.Digest, err)
 	}
-	if hex.EncodeToString(h.Sum(nil)) != d.Digest.Encoded() || n != d.Size {
-		return fmt.Errorf("%w: blob %s (%d bytes, descriptor says %d)", ErrDigest, d.Digest, n, d.Size)
+	if got := hex.EncodeToString(h.Sum(nil)); got != d.Digest.Encoded() || n != d.Size {
+		return fmt.Errorf("%w: blob %s holds %d bytes of digest sha256:%s (the manifest says %d bytes)", ErrDigest, d.Digest, n, got, d.Size)
 	}
 	return nil
 }

@@ -358,7 +358,9 @@ func TestBuildRefusesBadManifests(t *testing.T) {
 		File{Name: "50_dns_deployment.yaml", Data: []byte(deployment)},
 		File{Name: "0000_50_dns_02-bad.yaml", Data: []byte(strings.Replace(strings.Replace(deployment, "replicas: 2", "replicas: -1", 1), "name: edge-dns\n  namespace", "name: Edge_DNS\n  namespace", 1))},
 		File{Name: "0000_50_dns_03-unknown.yaml", Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containerz: []}\n")},
+		File{Name: "0000_60_dns_00-namespace-again.yaml", Data: []byte(namespace)},
 	)
+	in.Binaries = map[string]string{"plan9/amd64": in.Binaries["linux/amd64"]}
 	_, err := Build(filepath.Join(t.TempDir(), "p"), in)
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Build: %v, want ErrInvalid", err)
@@ -370,6 +372,8 @@ func TestBuildRefusesBadManifests(t *testing.T) {
 		"0000_50_dns_02-bad.yaml: object 1 (Deployment Edge_DNS): spec.replicas",
 		"0000_50_dns_03-unknown.yaml",
 		"containerz",
+		"0000_60_dns_00-namespace-again.yaml: object 1 (Namespace kube-system) is in 0000_10_dns_00-namespace.yaml too",
+		`binaries: platform "plan9/amd64"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -424,5 +428,39 @@ func TestOrder(t *testing.T) {
 	}
 	if _, err := Order([]File{{Name: "deploy.yaml"}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a badly named manifest: %v", err)
+	}
+}
+
+// What is no signature, a signature twice, an encrypted key and a file
+// that is no payload are refused with what is wrong.
+func TestRefusals(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "payload")
+	if _, err := Build(dir, testInput(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddSignature(dir, []byte(" \n")); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("an empty signature: %v", err)
+	}
+	if err := AddSignature(dir, []byte("c2ln")); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddSignature(dir, []byte("c2ln\n")); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Errorf("the same signature twice: %v", err)
+	}
+	if _, err := ParsePrivateKey([]byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")); err == nil || !strings.Contains(err.Error(), "encrypted") {
+		t.Errorf("an encrypted key: %v", err)
+	}
+	junk := filepath.Join(t.TempDir(), "junk.tar")
+	if err := os.WriteFile(junk, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(junk); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not a tar archive of an OCI layout") {
+		t.Errorf("a file that is no payload: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "oci-layout")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "oci-layout") {
+		t.Errorf("a layout without oci-layout: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -37,6 +38,8 @@ func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 	var k any
 	var err error
 	switch b.Type {
+	case "ENCRYPTED PRIVATE KEY":
+		return nil, errors.New("an encrypted private key: outpost reads unencrypted PEM keys (openssl pkey -in KEY -out PLAIN), or sign with your tool and attach the signature")
 	case "PRIVATE KEY":
 		k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
 	case "EC PRIVATE KEY":
@@ -109,6 +112,20 @@ func (p *Payload) Verify(keys []crypto.PublicKey) error {
 	return fmt.Errorf("%w: %s has %d signature(s), checked against %d key(s)", ErrSignature, p.Digest, len(p.Signatures), len(keys))
 }
 
+// Verified counts the payload's signatures that one of keys verifies.
+func (p *Payload) Verified(keys []crypto.PublicKey) int {
+	n := 0
+	for _, sig := range p.Signatures {
+		for _, k := range keys {
+			if verifyOne(k, p.manifest, sig) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 // AddSignature stores sig (as cosign or openssl printed it for the
 // payload's manifest) in the layout directory dir, as an OCI referrer of
 // the release manifest. The signature is checked against nothing here:
@@ -119,7 +136,15 @@ func AddSignature(dir string, sig []byte) error {
 		return err
 	}
 	if _, ok := p.src.(dirSource); !ok {
-		return fmt.Errorf("%w: signatures are added to a layout directory, not an archive", ErrInvalid)
+		return fmt.Errorf("%s is an archive: signatures are added to a layout directory (sign with --sign-key when building, or sign a --to-dir payload and archive it)", dir)
+	}
+	if len(bytes.TrimSpace(sig)) == 0 {
+		return fmt.Errorf("%w: an empty signature", ErrInvalid)
+	}
+	for _, have := range p.Signatures {
+		if bytes.Equal(bytes.TrimSpace(have), bytes.TrimSpace(sig)) {
+			return fmt.Errorf("%w: the payload has this signature already", ErrInvalid)
+		}
 	}
 	w := &layoutWriter{dir: dir}
 	empty, err := w.blob(mediaEmpty, []byte("{}"), nil)
