@@ -261,6 +261,8 @@ func TestGet(t *testing.T) {
 
 	res = f.run("get", "pod/web-1", "pod/missing", "-o", "name")
 	expect(t, "get with a missing name", res, 1, "pod/web-1\n", "Error from server (NotFound): pods \"missing\" not found\n")
+	// One object asked for and missing: the error only, no empty List.
+	expect(t, "get -o yaml of a missing object", f.run("get", "pod/missing", "-o", "yaml"), 1, "", "Error from server (NotFound): pods \"missing\" not found\n")
 
 	// Machines (MCH-1), cluster objects with OpenShift's labels.
 	f.put(api.ResourceForKind("Machine"), `{"metadata":{"name":"edge-1","labels":{"machine.openshift.io/cluster-api-machine-role":"master","machine.openshift.io/zone":"zone-a"}},

@@ -150,6 +150,9 @@ func printFetched(o *options, g *getOptions, results []fetched, named, single bo
 		if single && total == 1 {
 			return printRaw(stdout, g.output, results[0].raws[0])
 		}
+		if single {
+			return nil // the one object asked for failed, and said so: no empty List, as kubectl
+		}
 		var items []json.RawMessage
 		for _, f := range results {
 			items = append(items, f.raws...)
