@@ -2,18 +2,21 @@ package repo
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
 type pkg struct {
-	ImportPath string
-	Dir        string
-	Doc        string
-	Name       string
-	Deps       []string
-	Imports    []string
+	ImportPath   string
+	Dir          string
+	Doc          string
+	Name         string
+	Deps         []string
+	Imports      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
 }
 
 func goList(t *testing.T, args ...string) []pkg {
@@ -147,6 +150,45 @@ func TestBinaryDoesNotImportTesting(t *testing.T) {
 			if imp == "testing" || strings.HasPrefix(imp, "testing/") || strings.HasPrefix(imp, "github.com/outpost-edge/outpost/testing") {
 				t.Errorf("%s imports %s into the outpost binary", p.ImportPath, imp)
 			}
+		}
+	}
+}
+
+// Every package with tests is in one of make test's package lists
+// (RACE_PKGS, OTHER_PKGS): a package left out has tests CI never runs.
+func TestMakeTestRunsEveryPackage(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(mk), "\\\n", " ")
+	var patterns []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, v := range []string{"RACE_PKGS :=", "OTHER_PKGS :="} {
+			if rest, ok := strings.CutPrefix(l, v); ok {
+				patterns = append(patterns, strings.Fields(rest)...)
+			}
+		}
+	}
+	if len(patterns) < 5 {
+		t.Fatalf("found %d package patterns in the Makefile: %v", len(patterns), patterns)
+	}
+	for _, p := range goList(t, mod+"...") {
+		if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
+			continue
+		}
+		rel := strings.TrimPrefix(p.ImportPath, mod)
+		covered := false
+		for _, pat := range patterns {
+			pat = strings.TrimPrefix(pat, "./")
+			if base, ok := strings.CutSuffix(pat, "/..."); ok {
+				covered = covered || rel == base || strings.HasPrefix(rel, base+"/")
+			} else {
+				covered = covered || rel == pat
+			}
+		}
+		if !covered {
+			t.Errorf("%s has tests that make test does not run: add it to RACE_PKGS or OTHER_PKGS in the Makefile", rel)
 		}
 	}
 }
