@@ -52,9 +52,14 @@ type clusterVersionController struct {
 	fetch      FetchGraph
 	releaseDir string
 
-	// accepting is the desired release being (or last) checked, by key.
-	amu       sync.Mutex
-	accepting map[string]acceptance
+	// accepting is the desired release last checked, by key; checking
+	// the key of the one being checked in the background (a download may
+	// take minutes: the status goes on meanwhile).
+	amu          sync.Mutex
+	accepting    map[string]acceptance
+	checking     string
+	fetchPayload FetchPayload
+	bg           sync.WaitGroup
 
 	mu sync.Mutex
 	// The last answer of the upstream, for the upstream and channel it
@@ -65,7 +70,13 @@ type clusterVersionController struct {
 	failReason, failMsg string
 }
 
-func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph, releaseDir string) *clusterVersionController {
+// FetchPayload copies a payload into dir and opens it (release.Fetch).
+type FetchPayload func(ctx context.Context, ref, dir string) (*release.Payload, error)
+
+func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph, fetchPayload FetchPayload, releaseDir string) *clusterVersionController {
+	if fetchPayload == nil {
+		fetchPayload = release.Fetch
+	}
 	if fetch == nil {
 		fetch = release.GetGraph
 	}
@@ -75,7 +86,7 @@ func newClusterVersionController(s *shared, inf *controller.Informer, version st
 	if releaseDir == "" {
 		releaseDir = filepath.Join(os.TempDir(), "outpost-releases")
 	}
-	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch, releaseDir: releaseDir, accepting: map[string]acceptance{}}
+	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch, fetchPayload: fetchPayload, releaseDir: releaseDir, accepting: map[string]acceptance{}}
 	c.loop = newLoop(s, "clusterversion", c.sync)
 	return c
 }
@@ -90,8 +101,12 @@ func (c *clusterVersionController) sync(ctx context.Context, name string) (time.
 	cv := obj.(*api.ClusterVersion)
 	now := c.s.now()
 	st := c.status(ctx, cv, now)
+	after := graphPollInterval
+	if c.retryDue() {
+		after = acceptRetry
+	}
 	if reflect.DeepEqual(st, cv.Status) {
-		return graphPollInterval, nil
+		return after, nil
 	}
 	cp, err := controller.Copy(cv)
 	if err != nil {
@@ -102,7 +117,7 @@ func (c *clusterVersionController) sync(ctx context.Context, name string) (time.
 	if _, err := c.s.client.UpdateStatus(ctx, upd); err != nil {
 		return 0, ignoreGone(err)
 	}
-	return graphPollInterval, nil
+	return after, nil
 }
 
 // status is cv's status now: the running version, the updates from the
@@ -165,6 +180,9 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 	if d := cv.Spec.DesiredUpdate; d != nil && !c.isRunning(d) {
 		acc := c.accept(ctx, cv, d, now)
 		ra := api.MachineCondition{Type: api.CVReleaseAccepted, Status: api.ConditionFalse, Reason: acc.reason, Message: acc.message}
+		if acc.pending {
+			ra.Status = api.ConditionUnknown
+		}
 		if acc.ok {
 			ra.Status = api.ConditionTrue
 			st.Desired = api.Release{Version: acc.version, Image: acc.image}
@@ -190,7 +208,7 @@ func (c *clusterVersionController) isRunning(d *api.Update) bool {
 
 // acceptance is what came of checking a desired release.
 type acceptance struct {
-	ok              bool
+	ok, pending     bool
 	reason, message string
 	version, image  string
 	at              time.Time
@@ -199,9 +217,10 @@ type acceptance struct {
 // acceptRetry is how soon a release whose fetch failed is fetched again.
 const acceptRetry = time.Minute
 
-// accept resolves, fetches, verifies and validates the desired release,
-// once per desired release and key set (a failed fetch again after
-// acceptRetry).
+// accept resolves the desired release and returns what its check found:
+// the check (fetch, verify, validate) runs in the background once per
+// desired release and key set, a failed fetch again after acceptRetry;
+// until it ends the acceptance is pending.
 func (c *clusterVersionController) accept(ctx context.Context, cv *api.ClusterVersion, d *api.Update, now time.Time) acceptance {
 	image, refusal := resolveUpdate(cv, d)
 	if refusal.reason != "" {
@@ -213,11 +232,38 @@ func (c *clusterVersionController) accept(ctx context.Context, cv *api.ClusterVe
 	if a, ok := c.accepting[key]; ok && (a.reason != "RetrievePayload" || now.Sub(a.at) < acceptRetry) {
 		return a
 	}
-	a := c.check(ctx, cv, d, image)
-	a.at = now
-	c.accepting = map[string]acceptance{key: a} // one desired release at a time
-	c.s.log.Info("desired release checked", "image", image, "accepted", a.ok, "reason", a.reason, "message", a.message)
-	return a
+	pending := acceptance{pending: true, reason: "RetrievePayload", message: "fetching, verifying and validating " + image}
+	if c.checking == key {
+		return pending
+	}
+	c.checking = key
+	keys, want := cv.Spec.TrustedKeys, *d
+	c.bg.Go(func() {
+		a := c.check(ctx, keys, want, image)
+		a.at = c.s.now()
+		c.amu.Lock()
+		c.accepting = map[string]acceptance{key: a} // one desired release at a time
+		if c.checking == key {
+			c.checking = ""
+		}
+		c.amu.Unlock()
+		c.s.log.Info("desired release checked", "image", image, "accepted", a.ok, "reason", a.reason, "message", a.message)
+		c.q.Add(api.ClusterVersionName)
+	})
+	return pending
+}
+
+// retryDue reports whether the last check failed to fetch its payload:
+// it is tried again after acceptRetry.
+func (c *clusterVersionController) retryDue() bool {
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	for _, a := range c.accepting {
+		if a.reason == "RetrievePayload" && !a.pending {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveUpdate finds the payload of d: its image, or its version among
@@ -267,15 +313,15 @@ func resolveUpdate(cv *api.ClusterVersion, d *api.Update) (string, acceptance) {
 }
 
 // check fetches, verifies and validates the payload.
-func (c *clusterVersionController) check(ctx context.Context, cv *api.ClusterVersion, d *api.Update, image string) acceptance {
-	keys, err := api.ParseTrustedKeys([]byte(cv.Spec.TrustedKeys))
-	if cv.Spec.TrustedKeys == "" {
+func (c *clusterVersionController) check(ctx context.Context, trustedKeys string, d api.Update, image string) acceptance {
+	if trustedKeys == "" {
 		return acceptance{reason: "VerifyPayload", message: "the cluster trusts no release signing key: set spec.trustedKeys (PEM public keys) before updating"}
 	}
+	keys, err := api.ParseTrustedKeys([]byte(trustedKeys))
 	if err != nil {
 		return acceptance{reason: "VerifyPayload", message: "spec.trustedKeys: " + err.Error()}
 	}
-	p, err := release.Fetch(ctx, image, c.releaseDir)
+	p, err := c.fetchPayload(ctx, image, c.releaseDir)
 	switch {
 	case errors.Is(err, release.ErrDigest) || errors.Is(err, release.ErrInvalid):
 		return acceptance{reason: "VerifyPayload", message: err.Error()}

@@ -257,3 +257,47 @@ func TestClusterVersionAcceptsOnlyVerifiedReleases(t *testing.T) {
 		t.Errorf("desired %+v after a refused release, want the running 1.2.0", d)
 	}
 }
+
+// A payload's download and checks run in the background (UPD-4): while
+// it is under way ReleaseAccepted is Unknown and the status goes on
+// (risks still evaluated on a node change); when it ends, the release is
+// accepted.
+func TestClusterVersionCheckRunsInTheBackground(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	good := testRelease(t, dir, "1.2.1", key)
+	graph := fmt.Sprintf(`{"nodes": [{"version": "1.2.0", "payload": "x"}, {"version": "1.2.1", "payload": %q}, {"version": "1.3.0", "payload": "y"}],
+  "edges": [[0, 1]],
+  "conditionalEdges": [{"edges": [{"from": "1.2.0", "to": "1.3.0"}], "risks": [{"url": "u", "name": "GPU", "message": "m", "matchingRules": [{"type": "Expression", "expression": {"expression": "nodes(\"gpu=true\") > 0"}}]}]}]}`, good)
+	gate := make(chan struct{})
+	slow := func(ctx context.Context, ref, dir string) (*release.Payload, error) {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return release.Fetch(ctx, ref, dir)
+	}
+	e := newEnv(t)
+	e.agentNode("n1")
+	e.create(&api.ClusterVersion{ObjectMeta: api.ObjectMeta{Name: "version"}, Spec: api.ClusterVersionSpec{Channel: "stable-1", Upstream: "https://u.example/graph",
+		TrustedKeys: pemPublic(t, key)}})
+	e.startConfig(Config{Client: e.f, Version: "1.2.0", FetchGraph: (&fakeUpstream{graph: graph}).fetch, FetchPayload: slow, ReleaseDir: t.TempDir()})
+	cv := func() *api.ClusterVersion { return e.get(cvRes, "", "version").(*api.ClusterVersion) }
+	e.waitFor("updates listed", func() (bool, string) { return len(cv().Status.AvailableUpdates) == 1, "" })
+	e.update(cvRes, "", "version", false, func(o api.Object) { o.(*api.ClusterVersion).Spec.DesiredUpdate = &api.Update{Version: "1.2.1"} })
+	e.waitFor("the check under way", func() (bool, string) {
+		c := cvCondition(cv(), api.CVReleaseAccepted)
+		return c.Status == api.ConditionUnknown && c.Reason == "RetrievePayload", fmt.Sprintf("%+v", c)
+	})
+	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Labels = map[string]string{"gpu": "true"} })
+	e.waitFor("risks evaluated meanwhile", func() (bool, string) {
+		c := cv()
+		return len(c.Status.ConditionalUpdates) == 1 && c.Status.ConditionalUpdates[0].Conditions[0].Status == api.ConditionFalse, fmt.Sprintf("%+v", c.Status.ConditionalUpdates)
+	})
+	close(gate)
+	e.waitFor("accepted", func() (bool, string) {
+		c := cvCondition(cv(), api.CVReleaseAccepted)
+		return c.Status == api.ConditionTrue && c.Reason == "PayloadLoaded", fmt.Sprintf("%+v", c)
+	})
+}

@@ -70,6 +70,8 @@ type Config struct {
 	// ReleaseDir is where release payloads are fetched to; default a
 	// directory in the system's temporary directory.
 	ReleaseDir string
+	// FetchPayload fetches a release payload; default release.Fetch.
+	FetchPayload FetchPayload
 }
 
 // Queue backoff: conflicts and failed writes come back after 20ms, 40ms,
@@ -178,7 +180,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
 	mcc := newMachineConfigController(s, cfg.PoolLock)
-	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph, cfg.ReleaseDir)
+	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph, cfg.FetchPayload, cfg.ReleaseDir)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
 	if cfg.Raft != nil {
@@ -274,6 +276,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 			l.q.Stop()
 		}
 		wg.Wait()
+		cvc.bg.Wait() // a payload check ends with ctx
 	}()
 	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf, s.mcInf, s.mcpInf, s.cvInf} {
 		select {
