@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/outpost-edge/outpost/agent"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
@@ -15,31 +17,42 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/server"
 )
 
-// Ports of the dev agent: beside the server's, on loopback.
-const (
-	devAgentEndpoint = "127.0.0.1:10250"
-	devAgentGossip   = 6446
-)
+// devAgentOptions are the dev agent's ports: beside the server's, on
+// loopback; a second dev cluster on one machine takes others.
+type devAgentOptions struct {
+	listen     string
+	gossipPort int
+}
 
-// runDevAgent runs `outpost dev`'s agent for this host. It joins through
-// the same join flow as any agent, with a short-lived join token the
-// server's admin makes for it, so dev exercises what production does.
-func runDevAgent(ctx context.Context, s *server.Server, dataDir, socket string, log *slog.Logger) {
-	log = log.With("component", "agent")
-	if err := s.WaitReady(ctx); err != nil {
-		return
-	}
-	cfg := agent.Config{
-		Server:           s.URL(),
+func (o *devAgentOptions) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.listen, "agent-listen", "127.0.0.1:10250", "address of the dev agent's endpoint (logs, exec, image import)")
+	cmd.Flags().IntVar(&o.gossipPort, "agent-gossip-port", 6446, "port of the dev agent's gossip member on 127.0.0.1")
+}
+
+// config is the dev agent's configuration.
+func (o *devAgentOptions) config(serverURL, dataDir, socket string, log *slog.Logger) agent.Config {
+	return agent.Config{
+		Server:           serverURL,
 		DataDir:          filepath.Join(dataDir, "agent"),
 		Address:          "127.0.0.1",
-		EndpointAddr:     devAgentEndpoint,
-		GossipPort:       devAgentGossip,
+		EndpointAddr:     o.listen,
+		GossipPort:       o.gossipPort,
 		GossipAddr:       "127.0.0.1",
 		ContainerdSocket: socket,
 		Logger:           log,
 		Ready:            agent.NotifyReady(log),
 	}
+}
+
+// runDevAgent runs `outpost dev`'s agent for this host. It joins through
+// the same join flow as any agent, with a short-lived join token the
+// server's admin makes for it, so dev exercises what production does.
+func runDevAgent(ctx context.Context, s *server.Server, o *devAgentOptions, dataDir, socket string, log *slog.Logger) {
+	log = log.With("component", "agent")
+	if err := s.WaitReady(ctx); err != nil {
+		return
+	}
+	cfg := o.config(s.URL(), dataDir, socket, log)
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "credential.json")); err != nil {
 		join, err := devJoinString(ctx, s)
 		if err != nil {

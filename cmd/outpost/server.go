@@ -167,6 +167,7 @@ func newDevCommand() *cobra.Command {
 		sched            schedulerFlags
 		noAgent          bool
 		containerdSocket string
+		devAgent         devAgentOptions
 		tol              tolerationFlags
 		evict            evictionFlags
 		devGossip        gossipFlags
@@ -181,7 +182,10 @@ starts a private containerd from the installed binary: apt-get install
 containerd runc). Stop it and start it again with the same --data-dir and
 every object is still there. The admin config is written to
 ~/.config/outpost/config, so "outpost get namespaces" works from another shell.
---no-agent runs the control plane alone (for simulated nodes).`,
+--no-agent runs the control plane alone (for simulated nodes). A second dev
+cluster on the same machine needs its own --data-dir, --admin-config and
+ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
+--agent-gossip-port.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -218,7 +222,7 @@ every object is still there. The admin config is written to
 				return err
 			}
 			if !noAgent {
-				go runDevAgent(cmd.Context(), s, cfg.DataDir, containerdSocket, log)
+				go runDevAgent(cmd.Context(), s, &devAgent, cfg.DataDir, containerdSocket, log)
 			}
 			return s.Wait(cmd.Context())
 		},
@@ -233,6 +237,7 @@ every object is still there. The admin config is written to
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP, no TLS")
 	f.BoolVar(&noAgent, "no-agent", false, "run the control plane only, without a node agent for this host")
 	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
+	devAgent.add(cmd)
 	tol.add(cmd)
 	evict.add(cmd)
 	conf.add(cmd)

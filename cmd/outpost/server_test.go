@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,33 @@ func TestServerConfigFileEvictionSettings(t *testing.T) {
 				t.Errorf("%s: error %v, want it to say %q", cmd.Name(), err, w)
 			}
 		}
+	}
+}
+
+// The dev agent's ports are flags: loopback 10250 and 6446 by default,
+// others for a second dev cluster on the machine (seen by a review: they
+// were fixed).
+func TestDevAgentPorts(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		listen string
+		gossip int
+	}{
+		{nil, "127.0.0.1:10250", 6446},
+		{[]string{"--agent-listen", "127.0.0.1:20250", "--agent-gossip-port", "7446"}, "127.0.0.1:20250", 7446},
+	} {
+		var o devAgentOptions
+		cmd := &cobra.Command{Use: "dev"}
+		o.add(cmd)
+		if err := cmd.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg := o.config("https://127.0.0.1:6443", "/data", "", slog.New(slog.DiscardHandler))
+		if cfg.EndpointAddr != tt.listen || cfg.GossipPort != tt.gossip || cfg.DataDir != "/data/agent" {
+			t.Errorf("%v: endpoint %s gossip %d data %s, want %s %d /data/agent", tt.args, cfg.EndpointAddr, cfg.GossipPort, cfg.DataDir, tt.listen, tt.gossip)
+		}
+	}
+	if f := newDevCommand().Flags().Lookup("agent-listen"); f == nil {
+		t.Error("outpost dev has no --agent-listen")
 	}
 }
