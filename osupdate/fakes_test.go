@@ -118,13 +118,15 @@ type fakeSystemd struct {
 	// a unit in failJobs fails them.
 	jobs     []string
 	failJobs map[string]bool
-	started  map[string]bool
+	// started are the units started since the boot; running those the
+	// boot started (the enabled ones).
+	started, running map[string]bool
 	// failReloads makes that many daemon-reloads fail.
 	failReloads int
 }
 
 func newFakeSystemd() *fakeSystemd {
-	return &fakeSystemd{enabled: map[string]bool{}, masked: map[string]bool{}, failing: map[string]bool{}, failJobs: map[string]bool{}, started: map[string]bool{}}
+	return &fakeSystemd{enabled: map[string]bool{}, masked: map[string]bool{}, failing: map[string]bool{}, failJobs: map[string]bool{}, started: map[string]bool{}, running: map[string]bool{}}
 }
 
 func (s *fakeSystemd) DaemonReload(context.Context) error {
@@ -189,7 +191,7 @@ func (s *fakeSystemd) ActiveState(_ context.Context, unit string) (string, error
 	switch {
 	case s.failing[unit]:
 		return "failed", nil
-	case s.enabled[unit] && !s.masked[unit]:
+	case !s.masked[unit] && (s.running[unit] || s.started[unit]):
 		return "active", nil
 	}
 	return "inactive", nil
@@ -200,6 +202,15 @@ func (s *fakeSystemd) Reboot(context.Context, string) error {
 	defer s.mu.Unlock()
 	s.reboots++
 	return nil
+}
+
+func (s *fakeSystemd) boot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running, s.started = map[string]bool{}, map[string]bool{}
+	for u, on := range s.enabled {
+		s.running[u] = on && !s.masked[u]
+	}
 }
 
 func (s *fakeSystemd) rebootCount() int {
@@ -276,9 +287,11 @@ func (h *host) updater() *Updater {
 	return u
 }
 
-// reboot is the host coming back: /run is empty again.
+// reboot is the host coming back: /run is empty again, and the enabled
+// units run.
 func (h *host) reboot() {
 	h.t.Helper()
+	h.sd.boot()
 	if err := os.RemoveAll(h.runDir); err != nil {
 		h.t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 // write. It is kept in the journal: a restarted agent carries on with
 // the same plan.
 type Plan struct {
+	// Made tells a plan from none: an older agent's journal has none.
+	Made   bool `json:"made"`
 	Reboot bool `json:"reboot,omitempty"`
 	Drain  bool `json:"drain,omitempty"`
 	// Actions are DaemonReload, Reload and Restart, in the order the
@@ -29,7 +31,7 @@ type Plan struct {
 
 // rebootPlan is an update's plan without a policy that spares anything:
 // drain and reboot, as the MCO does by default.
-func rebootPlan(why string) Plan { return Plan{Reboot: true, Drain: true, Why: why} }
+func rebootPlan(why string) Plan { return Plan{Made: true, Reboot: true, Drain: true, Why: why} }
 
 // planFor is the plan for the changes: files that differ on the host
 // (a unit's file or drop-in counts as the unit's), units whose enabled or
@@ -43,7 +45,7 @@ func planFor(policy *api.MachineConfiguration, changedFiles []fileOp, changedUni
 	if policy != nil {
 		np = policy.Spec.NodeDisruptionPolicy
 	}
-	var p Plan
+	p := Plan{Made: true}
 	add := func(what string, actions []api.NodeDisruptionAction, found bool) {
 		if !found {
 			if !p.Reboot {
@@ -97,29 +99,30 @@ func planFor(policy *api.MachineConfiguration, changedFiles []fileOp, changedUni
 	return p
 }
 
-// unitsChanged are the units whose enabled or masked state, contents or
-// drop-ins differ between prev and want, and prev's units want drops.
+// unitsChanged are the units whose enabled or masked state differs
+// between prev and want, and prev's units with a state that want drops;
+// a unit's contents and drop-ins are files, which the file diff sees as
+// the host has them.
 func unitsChanged(prev, want *api.MachineConfig) []string {
-	was := map[string]api.IgnitionUnit{}
+	type state struct{ enabled, mask *bool }
+	was := map[string]state{}
 	if prev != nil {
 		for _, u := range prev.Spec.Config.Systemd.Units {
-			was[u.Name] = u
+			was[u.Name] = state{u.Enabled, u.Mask}
 		}
 	}
+	same := func(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 	var out []string
 	for _, u := range want.Spec.Config.Systemd.Units {
 		old, ok := was[u.Name]
 		delete(was, u.Name)
-		if ok && reflect.DeepEqual(old, u) {
+		if ok && same(old.enabled, u.Enabled) && same(old.mask, u.Mask) || !ok && u.Enabled == nil && u.Mask == nil {
 			continue
-		}
-		if !ok && u.Enabled == nil && u.Mask == nil {
-			continue // only files, which the file diff sees
 		}
 		out = append(out, u.Name)
 	}
-	for name, u := range was {
-		if u.Enabled != nil || u.Mask != nil {
+	for name, st := range was {
+		if st.enabled != nil || st.mask != nil {
 			out = append(out, name)
 		}
 	}
@@ -127,30 +130,26 @@ func unitsChanged(prev, want *api.MachineConfig) []string {
 	return out
 }
 
-// takeUp carries out a plan's actions after a write without a reboot:
-// systemd reads the units again, the config's enabled units that do not
-// run are started (as the boot would), and the policy's reloads and
-// restarts run in order.
-func (u *Updater) takeUp(ctx context.Context, p Plan, want *api.MachineConfig) error {
-	if err := u.cfg.Systemd.DaemonReload(ctx); err != nil {
-		return fmt.Errorf("daemon-reload: %w", err)
-	}
+// takeUp carries out a plan's actions after a write without a reboot
+// (from's config replaced by to's): the policy's daemon-reloads, reloads
+// and restarts in order (the write itself reloaded systemd's units), then
+// the units to newly enables are started, as the boot would have.
+func (u *Updater) takeUp(ctx context.Context, p Plan, from, to *api.MachineConfig) error {
 	for _, a := range p.Actions {
+		var err error
 		switch a.Type {
+		case api.DisruptionDaemonReload:
+			err = u.cfg.Systemd.DaemonReload(ctx)
 		case api.DisruptionReload:
-			if err := u.cfg.Systemd.ReloadUnit(ctx, a.Reload.ServiceName); err != nil {
-				return fmt.Errorf("reload %s: %w", a.Reload.ServiceName, err)
-			}
+			err = u.cfg.Systemd.ReloadUnit(ctx, a.Reload.ServiceName)
 		case api.DisruptionRestart:
-			if err := u.cfg.Systemd.RestartUnit(ctx, a.Restart.ServiceName); err != nil {
-				return fmt.Errorf("restart %s: %w", a.Restart.ServiceName, err)
-			}
+			err = u.cfg.Systemd.RestartUnit(ctx, a.Restart.ServiceName)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.Type, err)
 		}
 	}
-	if want == nil {
-		return nil
-	}
-	for _, name := range enabledUnits(want) {
+	for _, name := range newlyEnabled(from, to) {
 		st, err := u.cfg.Systemd.ActiveState(ctx, name)
 		if err != nil {
 			return fmt.Errorf("unit %s: %w", name, err)
@@ -162,4 +161,22 @@ func (u *Updater) takeUp(ctx context.Context, p Plan, want *api.MachineConfig) e
 		}
 	}
 	return nil
+}
+
+// newlyEnabled are the units to enables that from did not.
+func newlyEnabled(from, to *api.MachineConfig) []string {
+	if to == nil {
+		return nil
+	}
+	var was []string
+	if from != nil {
+		was = enabledUnits(from)
+	}
+	var out []string
+	for _, name := range enabledUnits(to) {
+		if !slices.Contains(was, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }

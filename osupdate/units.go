@@ -14,10 +14,6 @@ type unitStates struct {
 	enable, disable, mask, unmask []string
 }
 
-func (u unitStates) empty() bool {
-	return len(u.enable)+len(u.disable)+len(u.mask)+len(u.unmask) == 0
-}
-
 func unitChanges(prev, want *api.MachineConfig) unitStates {
 	var s unitStates
 	units := func(mc *api.MachineConfig) []api.IgnitionUnit {

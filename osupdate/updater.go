@@ -143,6 +143,11 @@ func (u *Updater) Sync(ctx context.Context) (time.Duration, error) {
 		if err != nil {
 			return u.cfg.RetryAfter, fmt.Errorf("osupdate: journal: %w", err)
 		}
+		if rec.Step != "" && !rec.Plan.Made {
+			// An update an older agent began: it planned none, and
+			// drained and rebooted every update.
+			rec.Plan = rebootPlan("begun by an older agent")
+		}
 		next, err := u.step(ctx, rec)
 		switch {
 		case errors.Is(err, errWait):
@@ -304,7 +309,11 @@ func (u *Updater) start(ctx context.Context, rec Record) (*Record, error) {
 			return nil, u.fail(ctx, *next, fmt.Errorf("%s: %w", u.cfg.Backend.Name(), err))
 		}
 	}
-	changed, units, osChanged := u.diff(prev, want, booted)
+	changed, units, osChanged, err := u.diff(prev, want, booted)
+	if err != nil {
+		// Refused before anything is touched: no cordon, no drain.
+		return nil, u.fail(ctx, *next, err)
+	}
 	if len(changed) == 0 && len(units) == 0 && !osChanged {
 		// Nothing on the host would change (a pool put over hosts that
 		// have its files already): report it, no cordon, no reboot.
@@ -327,31 +336,32 @@ func (u *Updater) start(ctx context.Context, rec Record) (*Record, error) {
 }
 
 // diff is what moving from prev to want changes on the host: the files
-// that differ from what is there, the units whose state or files the
-// configs set differently, and whether the OS changes. A config whose
-// files cannot be read counts as a change (the write reports it).
-func (u *Updater) diff(prev, want *api.MachineConfig, booted OSState) (changed []fileOp, units []string, osChanged bool) {
+// that differ from what is there, the units whose enabled or masked
+// state the configs set differently, and whether the OS changes. A
+// config whose files cannot be made (bad contents, an unknown user) is
+// an error.
+func (u *Updater) diff(prev, want *api.MachineConfig, booted OSState) (changed []fileOp, units []string, osChanged bool, err error) {
 	ops, err := fileOps(prev, want)
 	if err != nil {
-		return []fileOp{{path: "(unreadable)"}}, nil, false
+		return nil, nil, false, err
 	}
 	for _, op := range ops {
 		if u.files.changes(op) {
 			changed = append(changed, op)
 		}
 	}
-	return changed, unitsChanged(prev, want), !sameOS(osWanted(want, booted), booted)
+	return changed, unitsChanged(prev, want), !sameOS(osWanted(want, booted), booted), nil
 }
 
 // takeUpWritten makes the running host take up a config written without
 // a reboot; when it cannot (a reload fails on the new file), the update
 // is rolled back.
 func (u *Updater) takeUpWritten(ctx context.Context, rec Record) (*Record, error) {
-	_, want, err := u.configs(ctx, rec)
+	prev, want, err := u.configs(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
-	if err := u.takeUp(ctx, rec.Plan, want); err != nil {
+	if err := u.takeUp(ctx, rec.Plan, prev, want); err != nil {
 		u.log.Warn("taking up the config without a reboot failed; rolling back", "config", rec.Desired, "error", err)
 		return u.rollback(ctx, rec, want, "taking up the config without a reboot: "+err.Error())
 	}
@@ -610,7 +620,7 @@ func (u *Updater) restore(ctx context.Context, rec Record) (*Record, error) {
 	if !rec.Plan.Reboot {
 		// Nothing was staged and nothing rebooted: the running host
 		// takes the previous files up as it took the new ones.
-		if err := u.takeUp(ctx, rec.Plan, prev); err != nil {
+		if err := u.takeUp(ctx, rec.Plan, want, prev); err != nil {
 			// Degraded says so; a reboot of a node never drained is
 			// not the agent's to decide.
 			rec.Reason += fmt.Sprintf("; taking the previous config up again failed too: %v", err)

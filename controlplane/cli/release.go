@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/release"
 )
 
@@ -87,6 +88,9 @@ os-<pool>). With --sign-key the payload is signed at once.`,
 				platform, path, ok := strings.Cut(b, "=")
 				if !ok {
 					return usagef("--binary %q: give OS/ARCH=PATH", b)
+				}
+				if _, dup := in.Binaries[platform]; dup {
+					return usagef("--binary %q: platform %s given twice", b, platform)
 				}
 				in.Binaries[platform] = path
 			}
@@ -230,7 +234,7 @@ func openPayload(src string, keyFiles []string) (*release.Payload, []crypto.Publ
 		if err != nil {
 			return nil, nil, err
 		}
-		k, err := release.ParsePublicKeys(b)
+		k, err := api.ParseTrustedKeys(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--key %s: %w", kf, err)
 		}

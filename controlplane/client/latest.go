@@ -1,8 +1,6 @@
 package client
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 
@@ -47,17 +45,9 @@ func (l *Latest[T]) Copy() (out T, ok bool, err error) {
 	if p == nil {
 		return out, false, nil
 	}
-	raw, err := json.Marshal(*p)
+	obj, err := api.DeepCopy(*p)
 	if err != nil {
-		return out, false, fmt.Errorf("copy: %w", err)
-	}
-	r := api.ResourceOf(*p)
-	if r == nil {
-		return out, false, api.ErrUnknownKind
-	}
-	obj := r.New()
-	if err := json.Unmarshal(raw, obj); err != nil {
-		return out, false, fmt.Errorf("copy %s: %w", r.Kind, err)
+		return out, false, err
 	}
 	out, ok = obj.(T)
 	return out, ok, nil

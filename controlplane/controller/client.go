@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -60,18 +58,4 @@ type Binding struct {
 }
 
 // Copy returns a private deep copy of obj, for a loop to change.
-func Copy(obj api.Object) (api.Object, error) {
-	r := api.ResourceOf(obj)
-	if r == nil {
-		return nil, api.ErrUnknownKind
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("copy %s: %w", r.Kind, err)
-	}
-	out := r.New()
-	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, fmt.Errorf("copy %s: %w", r.Kind, err)
-	}
-	return out, nil
-}
+func Copy(obj api.Object) (api.Object, error) { return api.DeepCopy(obj) }

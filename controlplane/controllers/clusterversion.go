@@ -242,8 +242,8 @@ func (c *clusterVersionController) accept(ctx context.Context, cv *api.ClusterVe
 		a := c.check(ctx, keys, want, image)
 		a.at = c.s.now()
 		c.amu.Lock()
-		c.accepting = map[string]acceptance{key: a} // one desired release at a time
-		if c.checking == key {
+		if c.checking == key { // else the desired release changed meanwhile: this one is moot
+			c.accepting = map[string]acceptance{key: a} // one desired release at a time
 			c.checking = ""
 		}
 		c.amu.Unlock()
@@ -259,7 +259,7 @@ func (c *clusterVersionController) retryDue() bool {
 	c.amu.Lock()
 	defer c.amu.Unlock()
 	for _, a := range c.accepting {
-		if a.reason == "RetrievePayload" && !a.pending {
+		if a.reason == "RetrievePayload" {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -231,7 +232,9 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		mc.onNode(ev)
 		hc.onChange(ev)
 		mcc.onChange(ev)
-		cvc.onChange(ev) // risks may name nodes
+		if ev.Type != api.Modified || ev.Old == nil || !maps.Equal(ev.Old.GetObjectMeta().Labels, ev.Object.GetObjectMeta().Labels) {
+			cvc.onChange(ev) // risks may name nodes' labels, not their heartbeats
+		}
 		if h.delivered != nil {
 			m := ev.Object.GetObjectMeta()
 			h.delivered("Node", m.Name, m.ResourceVersion)

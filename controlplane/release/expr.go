@@ -231,10 +231,7 @@ func compareValues(l, r any, op string) (int, error) {
 		}
 	case string:
 		if rv, ok := r.(string); ok {
-			if isVersion(lv) && isVersion(rv) {
-				return CompareVersions(lv, rv), nil
-			}
-			return strings.Compare(lv, rv), nil
+			return CompareVersions(lv, rv), nil
 		}
 	case bool:
 		if rv, ok := r.(bool); ok && (op == "==" || op == "!=") {
@@ -372,5 +369,20 @@ func CompareVersions(a, b string) int {
 	case bpre == "":
 		return -1
 	}
-	return strings.Compare(apre, bpre)
+	// Pre-releases by dot-separated part, numbers as numbers (rc.10
+	// after rc.9), as semantic versioning orders them.
+	ap, bp = strings.Split(apre, "."), strings.Split(bpre, ".")
+	for i := 0; i < min(len(ap), len(bp)); i++ {
+		x, xerr := strconv.Atoi(ap[i])
+		y, yerr := strconv.Atoi(bp[i])
+		switch {
+		case xerr == nil && yerr == nil && x != y:
+			return x - y
+		case xerr != nil || yerr != nil:
+			if c := strings.Compare(ap[i], bp[i]); c != 0 {
+				return c
+			}
+		}
+	}
+	return len(ap) - len(bp)
 }

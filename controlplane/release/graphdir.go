@@ -23,7 +23,7 @@ import (
 // GraphDir serves an update graph from a directory, as Cincinnati's
 // graph-data does, so that a site hosts its own update service:
 //
-//	DIR/releases/          payloads (tar files or layout directories)
+//	DIR/releases/          payloads (tar files)
 //	DIR/channels/*.yaml    name: stable-1, versions: [1.2.0, 1.3.0]
 //	DIR/blocked-edges/*.yaml
 //	                       to: 1.3.0, from: <regexp of versions>, and
@@ -332,7 +332,7 @@ func (d *GraphDir) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p := filepath.Join(d.Dir, "releases", name)
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
-			http.NotFound(w, r) // layout directories are served as graph nodes, not files
+			http.NotFound(w, r)
 			return
 		}
 		http.ServeFile(w, r, p)

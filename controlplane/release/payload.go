@@ -182,8 +182,11 @@ func Build(dst string, in Input) (string, error) {
 	}
 	problems = append(problems, CheckManifests(in.Manifests)...)
 	for i, t := range in.Images {
-		if t.Name == "" || !strings.Contains(t.From.Name, "@sha256:") {
-			problems = append(problems, fmt.Sprintf("images[%d]: %q %q: an image is named and pinned by digest (repository@sha256:...)", i, t.Name, t.From.Name))
+		if t.Name == "" {
+			problems = append(problems, fmt.Sprintf("images[%d].name: required", i))
+		}
+		if !api.PinnedByDigest(t.From.Name) {
+			problems = append(problems, fmt.Sprintf("images[%d].from.name: %q is not pinned by its digest (repository@sha256:<64 hex digits>)", i, t.From.Name))
 		}
 	}
 	if len(in.Binaries) == 0 {
@@ -415,8 +418,8 @@ func readTar(r io.Reader) (tarSource, error) {
 }
 
 // Open reads the payload at src: an OCI layout directory, or a tar
-// archive of one. Every blob the release manifest names is read and its
-// digest and size checked; binaries are checked and not kept in memory.
+// archive of one (read into memory). Every blob the release manifest
+// names is read and its digest and size checked.
 func Open(src string) (*Payload, error) {
 	st, err := os.Stat(src)
 	if err != nil {
@@ -618,10 +621,7 @@ func (p *Payload) Extract(dir string, binaries bool) error {
 			return err
 		}
 	}
-	for _, f := range p.Manifests {
-		if f.Name != filepath.Base(f.Name) || f.Name == "" || strings.HasPrefix(f.Name, ".") {
-			return fmt.Errorf("%w: manifest name %q", ErrInvalid, f.Name)
-		}
+	for _, f := range p.Manifests { // Open refused any name but 0000_<runlevel>_<component>_<name>
 		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
 			return err
 		}

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 const deployment = `apiVersion: apps/v1
@@ -229,16 +231,16 @@ func TestParseKeys(t *testing.T) {
 		}
 		_ = pem.Encode(&buf, &pem.Block{Type: "PUBLIC KEY", Bytes: der})
 	}
-	keys, err := ParsePublicKeys(buf.Bytes())
+	keys, err := api.ParseTrustedKeys(buf.Bytes())
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("%d keys, %v", len(keys), err)
 	}
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	der, _ := x509.MarshalPKIXPublicKey(&p384.PublicKey)
-	if _, err := ParsePublicKeys(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err == nil || !strings.Contains(err.Error(), "P-384") {
+	if _, err := api.ParseTrustedKeys(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err == nil || !strings.Contains(err.Error(), "P-384") {
 		t.Errorf("a P-384 key: %v, want a refusal naming the curve", err)
 	}
-	if _, err := ParsePublicKeys([]byte("not a key")); err == nil {
+	if _, err := api.ParseTrustedKeys([]byte("not a key")); err == nil {
 		t.Error("no PEM: no error")
 	}
 	priv, _ := x509.MarshalECPrivateKey(k)

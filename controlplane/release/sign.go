@@ -22,10 +22,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
-// ParsePublicKeys reads the PEM "PUBLIC KEY" blocks of data: ECDSA P-256
-// (cosign's keys, `openssl ec -pubout`) or Ed25519 keys.
-func ParsePublicKeys(data []byte) ([]crypto.PublicKey, error) { return api.ParseTrustedKeys(data) }
-
 // ParsePrivateKey reads a PEM private key (PKCS #8 "PRIVATE KEY", or
 // SEC 1 "EC PRIVATE KEY" as `openssl ecparam -genkey` writes) for Sign.
 // cosign's own encrypted keys are not read: sign with cosign and attach
@@ -102,14 +98,10 @@ func (p *Payload) Verify(keys []crypto.PublicKey) error {
 	if len(p.Signatures) == 0 {
 		return fmt.Errorf("%w: %s", ErrUnsigned, p.Digest)
 	}
-	for _, sig := range p.Signatures {
-		for _, k := range keys {
-			if verifyOne(k, p.manifest, sig) {
-				return nil
-			}
-		}
+	if p.Verified(keys) == 0 {
+		return fmt.Errorf("%w: %s has %d signature(s), checked against %d key(s)", ErrSignature, p.Digest, len(p.Signatures), len(keys))
 	}
-	return fmt.Errorf("%w: %s has %d signature(s), checked against %d key(s)", ErrSignature, p.Digest, len(p.Signatures), len(keys))
+	return nil
 }
 
 // Verified counts the payload's signatures that one of keys verifies.
