@@ -677,9 +677,16 @@ spec:
 	}
 	maxBusy := 0
 	waitFor(t, "every node updated", 30*time.Second, func() bool {
+		// One list: a snapshot at one resourceVersion. Reading the nodes
+		// one by one could see a node still cordoned and then the next
+		// one cordoned after it had finished (CI saw 3).
+		objs, _, err := admin.List(ctx, nodesResource, "", client.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		busy, done := 0, 0
-		for _, name := range a.Names() {
-			n := getNode(t, admin, name)
+		for _, o := range objs {
+			n := o.(*api.Node)
 			if n.Spec.Unschedulable {
 				busy++
 			}
