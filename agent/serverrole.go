@@ -372,20 +372,37 @@ func (s *SystemdRole) run(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// serverUnit is the unit file for bin with args, each argument quoted
-// as systemd's command lines read them.
+// BinaryDir is where a server unit's binary lives, so that a release
+// can replace it (package selfupdate).
+const BinaryDir = "/var/lib/outpost/bin"
+
+// serverUnit is the unit file for bin with args (args[0] is "server"),
+// each argument quoted as systemd's command lines read them. As the
+// packaged unit, it runs the binary from BinaryDir: bin is copied there
+// at the first start, a binary on trial is checked by the good one
+// before each start and its end recorded after each stop.
 func serverUnit(bin string, args []string) string {
-	q := make([]string, 0, len(args)+1)
-	for _, s := range append([]string{bin}, args...) {
-		q = append(q, systemdQuote(s))
+	q := func(args ...string) string {
+		out := make([]string, len(args))
+		for i, s := range args {
+			out[i] = systemdQuote(s)
+		}
+		return strings.Join(out, " ")
 	}
+	good := filepath.Join(BinaryDir, "good", "outpost")
+	run := append([]string{filepath.Join(BinaryDir, "current", "outpost")}, args...)
+	run = append(run, "--binary-dir", BinaryDir)
 	return `[Unit]
 Description=outpost server (started by the outpost agent: the control plane chose this host)
 Wants=network-online.target
 After=network-online.target
+StartLimitIntervalSec=0
 
 [Service]
-ExecStart=` + strings.Join(q, " ") + `
+ExecStartPre=` + q(bin, "adm", "binary", "install", "--dir", BinaryDir) + `
+ExecStartPre=` + q(good, "adm", "binary", "check", "--dir", BinaryDir) + `
+ExecStart=` + q(run...) + `
+ExecStopPost=` + q(good, "adm", "binary", "stopped", "--dir", BinaryDir) + `
 Restart=always
 RestartSec=2
 LimitNOFILE=1048576

@@ -51,8 +51,10 @@ func TestProcessRole(t *testing.T) {
 	}
 }
 
-// TestServerUnit: the systemd unit runs the agent's binary with the
-// server's arguments, each quoted so systemd passes it unchanged.
+// TestServerUnit: the systemd unit installs the agent's binary into the
+// self-update layout and runs it from there (UPD-6) with the server's
+// arguments, each quoted so systemd passes it unchanged; the good binary
+// checks a trial before each start and records each stop.
 func TestServerUnit(t *testing.T) {
 	var calls []string
 	dir := t.TempDir()
@@ -67,9 +69,16 @@ func TestServerUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `ExecStart="/usr/bin/outpost" "server" "--id" "h 1" "--data-dir" "/var/lib/o\"p%%$$"`
-	if !strings.Contains(string(b), want+"\n") || !strings.Contains(string(b), "Restart=always") || !strings.Contains(string(b), "WantedBy=multi-user.target") {
-		t.Errorf("unit:\n%s\nwant the line %s", b, want)
+	for _, want := range []string{
+		`ExecStartPre="/usr/bin/outpost" "adm" "binary" "install" "--dir" "/var/lib/outpost/bin"`,
+		`ExecStartPre="/var/lib/outpost/bin/good/outpost" "adm" "binary" "check" "--dir" "/var/lib/outpost/bin"`,
+		`ExecStart="/var/lib/outpost/bin/current/outpost" "server" "--id" "h 1" "--data-dir" "/var/lib/o\"p%%$$" "--binary-dir" "/var/lib/outpost/bin"`,
+		`ExecStopPost="/var/lib/outpost/bin/good/outpost" "adm" "binary" "stopped" "--dir" "/var/lib/outpost/bin"`,
+		"Restart=always", "StartLimitIntervalSec=0", "WantedBy=multi-user.target",
+	} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf("unit:\n%s\nwant the line %s", b, want)
+		}
 	}
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)

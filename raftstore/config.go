@@ -28,6 +28,11 @@ type Config struct {
 	// APIAddr is this server's HTTP API URL (https://host:port), handed to
 	// peers so followers can name the leader's API.
 	APIAddr string
+	// Version is the release this server runs, and Info, when set, what
+	// else it says of itself; both are in its status, so the leader
+	// learns every server's version and binary state from one probe.
+	Version string
+	Info    func() map[string]string
 	// BootstrapExpect > 0 forms a new cluster once this many servers
 	// (including this one) are known.
 	BootstrapExpect int

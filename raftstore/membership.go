@@ -21,6 +21,9 @@ type Peer struct {
 	LastIndex uint64 `json:"lastIndex"`
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
+	// Version and Info are what the server's status says (Status).
+	Version string            `json:"version,omitempty"`
+	Info    map[string]string `json:"info,omitempty"`
 }
 
 func (n *Node) configuration() (raft.Configuration, uint64, error) {
@@ -156,6 +159,7 @@ func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
 			p.Reachable = true
 			p.APIAddr = r.status.APIAddr
 			p.LastIndex = r.status.LastIndex
+			p.Version, p.Info = r.status.Version, r.status.Info
 		}
 	}
 	return peers, nil

@@ -882,7 +882,16 @@ func (n *Node) Status() Status {
 		IsLeader:     state == raft.Leader,
 		Bootstrapped: n.raft.LastIndex() > 0,
 		Servers:      n.serverIDs(),
+		Version:      n.cfg.Version,
+		Info:         n.info(),
 	}
+}
+
+func (n *Node) info() map[string]string {
+	if n.cfg.Info == nil {
+		return nil
+	}
+	return n.cfg.Info()
 }
 
 // serverIDs lists the IDs of the configuration this node holds.

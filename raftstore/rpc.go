@@ -87,6 +87,11 @@ type Status struct {
 	// Servers are the IDs of the raft configuration this server holds,
 	// so that a server removed without learning it can find out.
 	Servers []string `json:"servers,omitempty"`
+	// Version is the release the server's binary is; Info what else the
+	// server says of itself (its binary's self-update state), both from
+	// Config.
+	Version string            `json:"version,omitempty"`
+	Info    map[string]string `json:"info,omitempty"`
 }
 
 type readIndexResponse struct {

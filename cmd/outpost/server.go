@@ -130,6 +130,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.ID, "id", "", "this server's stable ID (default: the host name)")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "directory for the raft log, snapshots, certificates and the admin config")
+	f.StringVar(&cfg.BinaryDir, "binary-dir", "", "the self-update directory this server's binary runs from (DIR/current/outpost; see outpost adm binary --help); without it a release cannot replace this server's binary")
 	f.StringVar(&cfg.APIAddr, "api-addr", ":6443", "address the HTTPS API listens on")
 	f.StringVar(&cfg.AdvertiseAPI, "advertise-api", "", "API URL other servers and clients use (default: derived from --api-addr)")
 	f.StringVar(&cfg.RaftAddr, "raft-addr", ":6444", "address raft listens on")

@@ -58,6 +58,20 @@ type ClusterVersionStatus struct {
 	Conditions         []MachineCondition        `json:"conditions,omitempty"`
 	AvailableUpdates   []Release                 `json:"availableUpdates"`
 	ConditionalUpdates []ConditionalUpdateStatus `json:"conditionalUpdates,omitempty"`
+	// ControlPlane is the servers' binary update while a release is
+	// applied (an outpost field): which server updates now.
+	ControlPlane *ControlPlaneUpdate `json:"controlPlane,omitempty"`
+}
+
+// ControlPlaneUpdate is the servers' part of applying a release (SPEC
+// UPD-6): one server at a time is named, and only the named one swaps
+// its binary for the release's.
+type ControlPlaneUpdate struct {
+	Version string `json:"version"`
+	Image   string `json:"image"`
+	// Server is the server asked to update now; Since when it was asked.
+	Server string `json:"server,omitempty"`
+	Since  *Time  `json:"since,omitempty"`
 }
 
 // Release is one release: its version, payload, notes and channels.

@@ -51,6 +51,7 @@ var Resources = []*Resource{
 	{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool", Plural: "machineconfigpools", Singular: "machineconfigpool", ShortNames: []string{"mcp"}, HasStatus: true, New: func() Object { return &MachineConfigPool{} }},
 	{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration", Plural: "machineconfigurations", Singular: "machineconfiguration", New: func() Object { return &MachineConfiguration{} }},
 	{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion", Plural: "clusterversions", Singular: "clusterversion", HasStatus: true, New: func() Object { return &ClusterVersion{} }},
+	{Group: "config.openshift.io", Version: "v1", Kind: "ClusterOperator", Plural: "clusteroperators", Singular: "clusteroperator", ShortNames: []string{"co"}, HasStatus: true, New: func() Object { return &ClusterOperator{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -134,6 +135,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[17]
 	case *ClusterVersion:
 		return Resources[18]
+	case *ClusterOperator:
+		return Resources[19]
 	}
 	return nil
 }

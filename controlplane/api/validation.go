@@ -80,6 +80,8 @@ func Validate(obj Object) ErrorList {
 	case *ClusterVersion:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateClusterVersion(o)...)
+	case *ClusterOperator:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 	case *Binding:
 		errs = validateObjectMeta(meta, &Resource{Kind: "Binding", Namespaced: true}, IsDNS1123Subdomain)
 		if o.Target.Name == "" {

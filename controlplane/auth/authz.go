@@ -185,6 +185,7 @@ var resourceGroup = map[string]string{
 	"machineconfigpools":      "machineconfiguration.openshift.io",
 	"machineconfigurations":   "operator.openshift.io",
 	"clusterversions":         "config.openshift.io",
+	"clusteroperators":        "config.openshift.io",
 	"tokens":                  "outpost.io",
 	"schedulerpolicies":       "outpost.io",
 	ResourceNodeCredentials:   "outpost.io",

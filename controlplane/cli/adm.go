@@ -27,7 +27,7 @@ func newAdmCommand(o *options) *cobra.Command {
 	}
 	adm.AddCommand(newTokenCommand(o), newRaftCommand(o), newTaintCommand(o),
 		newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newSchedulerCommand(),
-		newUpgradeCommand(o), newFleetLockCommand(o), newReleaseCommand())
+		newUpgradeCommand(o), newFleetLockCommand(o), newReleaseCommand(), newBinaryCommand())
 	return adm
 }
 

@@ -301,6 +301,27 @@ func tableColumns(r *api.Resource) columns {
 			}
 			return []string{cv.Name, version, cond(api.CVAvailable).Status, prog.Status, age(now, prog.LastTransitionTime), status}
 		}}
+	case "ClusterOperator":
+		// oc's columns: SINCE is when Available last changed.
+		return columns{header: []string{"NAME", "VERSION", "AVAILABLE", "PROGRESSING", "DEGRADED", "SINCE", "MESSAGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			co := obj.(*api.ClusterOperator)
+			conds := map[string]api.MachineCondition{}
+			for _, c := range co.Status.Conditions {
+				conds[c.Type] = c
+			}
+			version := ""
+			for _, v := range co.Status.Versions {
+				if v.Name == "operator" {
+					version = v.Version
+				}
+			}
+			msg := conds[api.OperatorDegraded].Message
+			if msg == "" {
+				msg = conds[api.OperatorProgressing].Message
+			}
+			avail := conds[api.OperatorAvailable]
+			return []string{co.Name, version, avail.Status, conds[api.OperatorProgressing].Status, conds[api.OperatorDegraded].Status, age(now, avail.LastTransitionTime), msg}
+		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

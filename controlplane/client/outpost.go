@@ -21,6 +21,10 @@ type RaftPeer struct {
 	LastIndex uint64 `json:"lastIndex"`
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
+	// Version is the release the server runs; Info what its status says
+	// of its binary (self-update state, the last rolled-back version).
+	Version string            `json:"version,omitempty"`
+	Info    map[string]string `json:"info,omitempty"`
 }
 
 // raftPeerList is the reply of GET /apis/outpost.io/v1/raft/peers.

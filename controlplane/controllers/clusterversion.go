@@ -30,8 +30,7 @@ import (
 // resolved (a version through the updates listed; a not recommended one
 // only with its risks accepted or force), fetched, verified against
 // spec.trustedKeys and its manifests validated, with ReleaseAccepted
-// saying so or why not (UPD-4, UPD-5's first steps); applying it is not
-// done yet.
+// saying so or why not (UPD-4), then applied (clusterversion_apply.go).
 
 const componentClusterVersion = "cluster-version-controller"
 
@@ -51,6 +50,10 @@ type clusterVersionController struct {
 	version    string
 	fetch      FetchGraph
 	releaseDir string
+	raft       Raft
+	// updating is set by a sync that left an update in progress: it is
+	// looked at again in applyPoll.
+	updating bool
 
 	// accepting is the desired release last checked, by key; checking
 	// the key of the one being checked in the background (a download may
@@ -73,7 +76,7 @@ type clusterVersionController struct {
 // FetchPayload copies a payload into dir and opens it (release.Fetch).
 type FetchPayload func(ctx context.Context, ref, dir string) (*release.Payload, error)
 
-func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph, fetchPayload FetchPayload, releaseDir string) *clusterVersionController {
+func newClusterVersionController(s *shared, inf *controller.Informer, version string, fetch FetchGraph, fetchPayload FetchPayload, releaseDir string, raft Raft) *clusterVersionController {
 	if fetchPayload == nil {
 		fetchPayload = release.Fetch
 	}
@@ -86,7 +89,7 @@ func newClusterVersionController(s *shared, inf *controller.Informer, version st
 	if releaseDir == "" {
 		releaseDir = filepath.Join(os.TempDir(), "outpost-releases")
 	}
-	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch, fetchPayload: fetchPayload, releaseDir: releaseDir, accepting: map[string]acceptance{}}
+	c := &clusterVersionController{s: s, inf: inf, version: version, fetch: fetch, fetchPayload: fetchPayload, releaseDir: releaseDir, raft: raft, accepting: map[string]acceptance{}}
 	c.loop = newLoop(s, "clusterversion", c.sync)
 	return c
 }
@@ -100,10 +103,14 @@ func (c *clusterVersionController) sync(ctx context.Context, name string) (time.
 	}
 	cv := obj.(*api.ClusterVersion)
 	now := c.s.now()
+	c.updating = false
 	st := c.status(ctx, cv, now)
 	after := graphPollInterval
 	if c.retryDue() {
 		after = acceptRetry
+	}
+	if c.updating {
+		after = applyPoll
 	}
 	if reflect.DeepEqual(st, cv.Status) {
 		return after, nil
@@ -177,7 +184,13 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 		progressing,
 		retrieved,
 	}
-	if d := cv.Spec.DesiredUpdate; d != nil && !c.isRunning(d) {
+	if d := cv.Spec.DesiredUpdate; d != nil && !completed(st.History, d) {
+		if cv.Status.ControlPlane != nil {
+			// Kept while the release is fetched again (a new leader):
+			// the server named goes on meanwhile.
+			cp := *cv.Status.ControlPlane
+			st.ControlPlane = &cp
+		}
 		acc := c.accept(ctx, cv, d, now)
 		ra := api.MachineCondition{Type: api.CVReleaseAccepted, Status: api.ConditionFalse, Reason: acc.reason, Message: acc.message}
 		if acc.pending {
@@ -191,9 +204,14 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 					st.Desired = releaseOf(acc.version, acc.image, graph.Nodes[i].Metadata)
 				}
 			}
-			conds[2].Message = fmt.Sprintf("Release %s is verified and accepted; outpost does not apply releases yet", acc.version)
+			c.progress(ctx, cv, d, acc, &st, conds, now)
 		}
 		conds = append(conds, ra)
+	}
+	if len(st.History) > 0 && st.History[0].State == api.UpdatePartial && conds[2].Status == api.ConditionFalse && conds[1].Status == api.ConditionFalse {
+		// An update that is not going on (its desired update withdrawn)
+		// leaves Partial in the history, as OpenShift's does.
+		conds[2].Message = fmt.Sprintf("Cluster version is %s; the update to %s is not complete", c.version, st.History[0].Version)
 	}
 	for _, cond := range conds {
 		st.Conditions = append(st.Conditions, keepTransition(cond, cv.Status.Conditions, now))
@@ -201,9 +219,58 @@ func (c *clusterVersionController) status(ctx context.Context, cv *api.ClusterVe
 	return st
 }
 
-// isRunning reports whether d names the release the cluster runs.
-func (c *clusterVersionController) isRunning(d *api.Update) bool {
-	return d.Image == "" && d.Version == c.version
+// completed reports whether d names the release the history's last
+// completed update moved to (or the version installed).
+func completed(h []api.UpdateHistory, d *api.Update) bool {
+	if len(h) == 0 || h[0].State != api.UpdateCompleted {
+		return false
+	}
+	if d.Image != "" {
+		return h[0].Image == d.Image
+	}
+	return h[0].Version == d.Version
+}
+
+// progress starts the accepted update (after its preconditions) or moves
+// it on, and sets the Progressing and Failing conditions (conds[2] and
+// conds[1]).
+func (c *clusterVersionController) progress(ctx context.Context, cv *api.ClusterVersion, d *api.Update, acc acceptance, st *api.ClusterVersionStatus, conds []api.MachineCondition, now time.Time) {
+	if len(st.History) == 0 || st.History[0].State != api.UpdatePartial || st.History[0].Image != acc.image {
+		if !d.Force {
+			if why := c.preconditions(ctx); why != "" {
+				conds[1] = api.MachineCondition{Type: api.CVFailing, Status: api.ConditionTrue, Reason: "PreconditionChecks",
+					Message: fmt.Sprintf("Precondition checks for the update to %s failed: %s (desiredUpdate.force skips them)", acc.version, why)}
+				conds[2].Message = fmt.Sprintf("Cluster version is %s; the update to %s waits for its preconditions", c.version, acc.version)
+				return
+			}
+		}
+		h := api.UpdateHistory{State: api.UpdatePartial, StartedTime: *api.NewTime(now), Version: acc.version, Image: acc.image, Verified: true,
+			AcceptedRisks: strings.Join(d.AcceptRisks, ", ")}
+		st.History = append([]api.UpdateHistory{h}, st.History...)
+		st.ControlPlane = &api.ControlPlaneUpdate{Version: acc.version, Image: acc.image}
+		c.s.log.Info("update started", "version", acc.version, "image", acc.image, "force", d.Force)
+	} else if cv.Status.ControlPlane != nil {
+		cp := *cv.Status.ControlPlane
+		st.ControlPlane = &cp
+	} else {
+		st.ControlPlane = &api.ControlPlaneUpdate{Version: acc.version, Image: acc.image}
+	}
+	r := c.apply(ctx, st, acc, now)
+	switch {
+	case r.done:
+		st.History[0].State, st.History[0].CompletionTime = api.UpdateCompleted, api.NewTime(now)
+		st.ControlPlane = nil
+		conds[0].Message = "Done applying " + acc.version
+		conds[2].Message = "Cluster version is " + acc.version
+		c.s.log.Info("update completed", "version", acc.version)
+	case r.failReason != "":
+		conds[1] = api.MachineCondition{Type: api.CVFailing, Status: api.ConditionTrue, Reason: r.failReason, Message: r.msg}
+		conds[2] = api.MachineCondition{Type: api.CVProgressing, Status: api.ConditionFalse, Reason: r.failReason,
+			Message: fmt.Sprintf("Error while reconciling %s: %s", acc.version, r.msg)}
+	default:
+		conds[2] = api.MachineCondition{Type: api.CVProgressing, Status: api.ConditionTrue, Message: r.waiting}
+		c.updating = true
+	}
 }
 
 // acceptance is what came of checking a desired release.
@@ -212,6 +279,7 @@ type acceptance struct {
 	reason, message string
 	version, image  string
 	at              time.Time
+	payload         *release.Payload
 }
 
 // acceptRetry is how soon a release whose fetch failed is fetched again.
@@ -223,6 +291,11 @@ const acceptRetry = time.Minute
 // until it ends the acceptance is pending.
 func (c *clusterVersionController) accept(ctx context.Context, cv *api.ClusterVersion, d *api.Update, now time.Time) acceptance {
 	image, refusal := resolveUpdate(cv, d)
+	if h := cv.Status.History; len(h) > 0 && h[0].State == api.UpdatePartial && h[0].Image != "" && (d.Image == h[0].Image || d.Image == "" && d.Version == h[0].Version) {
+		// Under way: a new leader on the new version lists no update to
+		// it, and risks were judged when it started.
+		image, refusal = h[0].Image, acceptance{}
+	}
 	if refusal.reason != "" {
 		return refusal
 	}
@@ -340,7 +413,7 @@ func (c *clusterVersionController) check(ctx context.Context, trustedKeys string
 	if problems := release.CheckManifests(p.Manifests); len(problems) > 0 {
 		return acceptance{reason: "ManifestsInvalid", message: strings.Join(problems, "; ")}
 	}
-	return acceptance{ok: true, reason: "PayloadLoaded", version: p.Metadata.Version, image: image,
+	return acceptance{ok: true, reason: "PayloadLoaded", version: p.Metadata.Version, image: image, payload: p,
 		message: fmt.Sprintf("Payload loaded version=%q image=%q digest=%s, its signature verified by a trusted key", p.Metadata.Version, image, p.Digest)}
 }
 

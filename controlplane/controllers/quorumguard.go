@@ -42,6 +42,12 @@ type RaftMember struct {
 	Voter     bool
 	Leader    bool
 	Reachable bool
+	// Version is the release the server runs and Info what its status
+	// says of its binary (InfoSelfUpdate...), for the cluster version
+	// controller; LastIndex its raft log's last index.
+	Version   string
+	Info      map[string]string
+	LastIndex uint64
 }
 
 // The guard's hook, with OpenShift's shape.

@@ -181,7 +181,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
 	mcc := newMachineConfigController(s, cfg.PoolLock)
-	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph, cfg.FetchPayload, cfg.ReleaseDir)
+	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph, cfg.FetchPayload, cfg.ReleaseDir, cfg.Raft)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
 	if cfg.Raft != nil {

@@ -75,6 +75,11 @@ type Core struct {
 	caughtUp chan struct{}
 	// evictMu takes evictions one at a time (evict.go).
 	evictMu sync.Mutex
+	// gate is closed once this leadership's barrier passed: the store
+	// then holds every entry committed before this leader's term, so a
+	// write's preconditions may be checked against it (leader.go).
+	gateMu sync.Mutex
+	gate   chan struct{}
 }
 
 // New returns the core of a server whose store and raft member are cfg's.
@@ -85,7 +90,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{})}
+	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{})}
 	c.admit = append(append(builtinAdmission(cfg.Store.Objects), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }

@@ -25,6 +25,9 @@ const ReasonDisruptionBudget = "DisruptionBudget"
 // asking its budget, and one that is not ready only while the budget is
 // met, as Kubernetes does by default.
 func (c *Core) Evict(ctx context.Context, id *auth.Identity, ns, name string, opts api.DeleteOptions) (*store.Result, error) {
+	if err := c.awaitBarrier(ctx); err != nil {
+		return nil, err
+	}
 	c.evictMu.Lock()
 	defer c.evictMu.Unlock()
 	obj, _, err := c.st.Get(podsResource, ns, name)

@@ -31,8 +31,9 @@ func (c *Core) RunLeadership(ctx context.Context) {
 			}
 			duties.stop()
 			duties = nil
+			gate := c.resetGate()
 			if leading {
-				duties = start(ctx, c.leaderDuties)
+				duties = start(ctx, func(ctx context.Context) { c.leaderDuties(ctx, gate) })
 			}
 		}
 	}
@@ -66,13 +67,14 @@ func (r *running) stop() {
 // leaderDuties runs while this server leads: it bootstraps the cluster's
 // fixed objects, runs Config.Duties (the schedulers and controllers), and
 // expires old events periodically.
-func (c *Core) leaderDuties(ctx context.Context) {
+func (c *Core) leaderDuties(ctx context.Context, gate chan struct{}) {
 	c.log.Info("leading: waiting until this server has applied every committed entry")
 	began := time.Now()
 	applied, ok := c.leaderBarrier(ctx)
 	if !ok {
 		return
 	}
+	close(gate)
 	c.log.Info("leading: starting leader duties", "applied_index", applied, "barrier_wait", time.Since(began).Round(time.Millisecond))
 	defer c.log.Info("leader duties stopped")
 	if !c.retry(ctx, "cluster bootstrap failed", slog.LevelWarn, 50*time.Millisecond, 5*time.Second, func() error {
@@ -95,6 +97,49 @@ func (c *Core) leaderDuties(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// resetGate shuts the write gate for a new leadership (or none) and
+// returns it, for the duties to open after their barrier.
+func (c *Core) resetGate() chan struct{} {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	c.gate = make(chan struct{})
+	return c.gate
+}
+
+// gateWait bounds how long a write waits for a new leader's barrier.
+const gateWait = 5 * time.Second
+
+// awaitBarrier holds a write on a leader until its barrier passed. A
+// write checks its preconditions (resourceVersion, existence, UID)
+// against this server's store before raft; a leader elected a moment
+// ago, a leadership transfer's target above all, may not have applied
+// the entries the last leader committed, and would answer "conflict" or
+// "not found" about a state that is gone. On a follower it returns at
+// once: the write then fails in raft, as it would have.
+func (c *Core) awaitBarrier(ctx context.Context) error {
+	c.gateMu.Lock()
+	gate := c.gate
+	c.gateMu.Unlock()
+	select {
+	case <-gate:
+		return nil
+	default:
+	}
+	if !c.node.IsLeader() {
+		return nil
+	}
+	t := time.NewTimer(gateWait)
+	defer t.Stop()
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return api.NewServiceUnavailable("the leader is starting (it has not applied every committed entry yet); retry")
 	}
 }
 

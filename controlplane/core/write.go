@@ -86,6 +86,9 @@ func (c *Core) applyBatch(ctx context.Context, cmds [][]byte) ([]*store.Result, 
 // (defaults, name) and handed to the store, which keeps it: the caller
 // must not touch it afterwards.
 func (c *Core) Create(ctx context.Context, id *auth.Identity, obj api.Object) (*store.Result, error) {
+	if err := c.awaitBarrier(ctx); err != nil {
+		return nil, err
+	}
 	res := api.ResourceOf(obj)
 	if res == nil {
 		return nil, fmt.Errorf("create %T: %w", obj, api.ErrUnknownKind)
@@ -139,6 +142,9 @@ func ownedFields(m *api.ObjectMeta, now time.Time) {
 // or fails on its own; the errors of those that failed are joined. Names
 // are not generated: a batch is for objects whose names are unique.
 func (c *Core) CreateBatch(ctx context.Context, id *auth.Identity, objs []api.Object) error {
+	if err := c.awaitBarrier(ctx); err != nil {
+		return err
+	}
 	var errs []error
 	cmds := make([][]byte, 0, len(objs))
 	now := time.Now()
@@ -210,6 +216,9 @@ func copyOf(r *api.Resource, raw []byte) (api.Object, error) {
 // tried again (with a fresh object from again) if another write came
 // between. obj is changed and handed to the store.
 func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, status bool, obj api.Object, again func() (api.Object, error)) (*store.Result, error) {
+	if err := c.awaitBarrier(ctx); err != nil {
+		return nil, err
+	}
 	if res == tokensResource && name == c.cfg.AdminTokenID {
 		return nil, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: this is the built-in admin token, derived from the cluster secret; "+
 			"it is changed only by rotating it: outpost adm token rotate-admin", name))
@@ -283,6 +292,9 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 // once stopped, or at once with a grace period of 0. The fixed namespaces
 // and the built-in admin token are refused, saying why.
 func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource, ns, name string, opts api.DeleteOptions) (*store.Result, error) {
+	if err := c.awaitBarrier(ctx); err != nil {
+		return nil, err
+	}
 	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
 		return nil, api.NewInvalid("DeleteOptions", name, api.ErrorList{
 			api.Invalid(api.Root("gracePeriodSeconds"), *g, "must be greater than or equal to 0")})
@@ -392,6 +404,9 @@ func (c *Core) RotateAdminToken(ctx context.Context, id *auth.Identity, hashOf f
 // condition PodScheduled=True, in one raft entry (store.BindCmd), so that
 // a pod is never bound without its condition.
 func (c *Core) Bind(ctx context.Context, id *auth.Identity, ns, name string, bind store.Binding) (*store.Result, error) {
+	if err := c.awaitBarrier(ctx); err != nil {
+		return nil, err
+	}
 	cmd, err := c.bindCmd(ctx, id, ns, name, bind)
 	if err != nil {
 		return nil, err

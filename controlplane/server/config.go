@@ -162,6 +162,13 @@ type Config struct {
 	UnsafeNoFsync     bool
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// BinaryDir, when set, is the self-update layout (package selfupdate)
+	// this server runs from: DIR/current/outpost under a systemd unit
+	// that checks trials with DIR/good/outpost before each start. A
+	// release's binary is then staged there and swapped in when the
+	// cluster version controller names this server (SPEC UPD-6). Empty:
+	// this server cannot update its own binary, and an update says so.
+	BinaryDir string
 	// CatchUpLag is raftstore's: how far behind the commit index a joining
 	// server may be when it is promoted (0: 64 entries).
 	CatchUpLag uint64

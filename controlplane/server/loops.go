@@ -63,7 +63,8 @@ func (r raftMembers) Members(ctx context.Context) ([]controllers.RaftMember, err
 	}
 	out := make([]controllers.RaftMember, 0, len(peers))
 	for _, p := range peers {
-		out = append(out, controllers.RaftMember{ID: p.ID, Voter: p.Suffrage == "Voter", Leader: p.Leader, Reachable: p.Reachable})
+		out = append(out, controllers.RaftMember{ID: p.ID, Voter: p.Suffrage == "Voter", Leader: p.Leader, Reachable: p.Reachable,
+			Version: p.Version, Info: p.Info, LastIndex: p.LastIndex})
 	}
 	return out, nil
 }

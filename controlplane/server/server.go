@@ -21,6 +21,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/pki"
 	"github.com/outpost-edge/outpost/controlplane/store"
+	"github.com/outpost-edge/outpost/controlplane/version"
 	"github.com/outpost-edge/outpost/gossip"
 	"github.com/outpost-edge/outpost/raftstore"
 )
@@ -102,6 +103,9 @@ type Server struct {
 	wg      sync.WaitGroup
 	// serveErr receives the HTTP server's error if it stops on its own.
 	serveErr chan error
+	// restartCh asks Wait to end for a restart on another binary.
+	restartCh  chan string
+	selfUpdate *selfUpdater
 	// fatal receives raftstore's OnFatal error: the server must stop.
 	fatal chan error
 
@@ -183,6 +187,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		UnsafeNoSync:       cfg.UnsafeNoFsync,
 		Dial:               cfg.Dial,
 		StateHash:          st.StateHash,
+		Version:            version.Version,
 	}
 	// A command this version cannot apply stops the server (ARCHITECTURE:
 	// hard rules); Run returns the error so systemd shows why.
@@ -202,6 +207,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cert.Use(rcfg.ServerTLS, rcfg.ClientTLS)
 		peerClientTLS = rcfg.ClientTLS.Clone()
 	}
+	// The binary's state is in every raft status answer, so it exists
+	// before raft; it learns its server below.
+	su := newSelfUpdater(cfg.BinaryDir)
+	rcfg.Info = su.Info
 	machine := core.FSM(st)
 	if cfg.WrapFSM != nil {
 		machine = cfg.WrapFSM(machine)
@@ -228,7 +237,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		url:          apiURL,
 		serveErr:     make(chan error, 1),
 		fatal:        fatal,
+		restartCh:    make(chan string, 1),
+		selfUpdate:   su,
 	}
+	su.s = s
 	s.core, err = core.New(core.Config{
 		Store:           st,
 		Node:            node,
@@ -307,6 +319,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}()
 	s.wg.Go(func() { s.runStateChecks(s.stopCtx) })
 	s.wg.Go(func() { s.followAdminToken(s.stopCtx) })
+	s.wg.Go(func() { s.selfUpdate.run(s.stopCtx) })
 	if !cfg.Insecure {
 		s.wg.Go(func() { cert.Run(s.stopCtx, log.With("component", "pki")) })
 	}
@@ -402,6 +415,11 @@ func (s *Server) Wait(ctx context.Context) error {
 			done = true
 		case serveErr = <-s.fatal:
 			done = true
+		case why := <-s.restartCh:
+			// Exiting cleanly: systemd (Restart=always) starts the
+			// binary DIR/current names now.
+			s.log.Info("exiting to be restarted", "why", why)
+			done = true
 		case <-s.cfg.Reload:
 			// Logged by ReloadSchedulers; a bad file keeps the last good
 			// policy and the server goes on.
@@ -409,6 +427,15 @@ func (s *Server) Wait(ctx context.Context) error {
 		}
 	}
 	return errors.Join(serveErr, s.Close())
+}
+
+// restart ends Wait, so the process exits and its supervisor starts it
+// again (on a newly swapped binary, or the good one after a roll back).
+func (s *Server) restart(why string) {
+	select {
+	case s.restartCh <- why:
+	default:
+	}
 }
 
 // Node is the server's raft member.

@@ -135,8 +135,10 @@ func enableForwarding(t testing.TB) {
 type voterWatch struct {
 	mu       sync.Mutex
 	min, max int
-	samples  int
-	last     []client.RaftPeer
+	// minReachable is the fewest voters that answered their probe.
+	minReachable int
+	samples      int
+	last         []client.RaftPeer
 }
 
 func (v *voterWatch) run(ctx context.Context, cl *client.Client) {
@@ -164,10 +166,19 @@ func (v *voterWatch) sample(ctx context.Context, cl *client.Client) {
 		return
 	}
 	n := voterCount(peers)
+	reach := 0
+	for _, p := range peers {
+		if p.Suffrage == "Voter" && p.Reachable {
+			reach++
+		}
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.samples == 0 || n < v.min {
 		v.min = n
+	}
+	if v.samples == 0 || reach < v.minReachable {
+		v.minReachable = reach
 	}
 	v.max = max(v.max, n)
 	v.samples++
