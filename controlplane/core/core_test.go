@@ -245,3 +245,42 @@ func (labelStep) Admit(_ context.Context, op string, _ *auth.Identity, obj, _ ap
 	}
 	return nil
 }
+
+// A write on a leader waits for its leadership's barrier: its
+// preconditions are checked against this server's store, which before
+// the barrier may lack what the last leader committed (a leadership
+// transfer's target answered "conflict" about such a state). With the
+// gate shut, as a new leadership finds it, a create is held until its
+// context ends; once the barrier opens the gate it goes through.
+func TestWritesWaitForTheLeaderBarrier(t *testing.T) {
+	c := startCore(t, nil, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := c.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, _, err := c.Get(namespacesResource, "", NamespaceDefault); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no default namespace")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	gate := c.resetGate() // a new leadership, its barrier not passed yet
+	held, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err := c.Create(held, ControlPlane, testPod("early"))
+	stop()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a create before the barrier: %v, want it held until its context ended", err)
+	}
+	if _, _, err := c.Get(podsResource, NamespaceDefault, "early"); !api.IsNotFound(err) {
+		t.Fatalf("the held create was applied: %v", err)
+	}
+	close(gate)
+	if _, err := c.Create(ctx, ControlPlane, testPod("after")); err != nil {
+		t.Fatalf("a create after the barrier: %v", err)
+	}
+}
