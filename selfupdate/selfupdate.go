@@ -603,3 +603,24 @@ func removeOp(op, dir, name string) error {
 	}
 	return nil
 }
+
+// Running returns nil when this process runs DIR/current/outpost, so a
+// Begin in dir changes what its next start runs; else why not (the
+// process was started from elsewhere: it cannot replace its binary).
+func Running(dir string) error {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return fmt.Errorf("its executable: %w", err)
+	}
+	cur, err := filepath.EvalSymlinks(filepath.Join(dir, "current", "outpost"))
+	if err != nil {
+		return fmt.Errorf("%s has no current binary (outpost adm binary install --dir %s)", dir, dir)
+	}
+	if cur != exe {
+		return fmt.Errorf("it runs %s, not %s/current/outpost (the unit's ExecStart must)", exe, dir)
+	}
+	return nil
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -73,9 +72,9 @@ func (u *selfUpdater) run(ctx context.Context) {
 		u.setInfo(controllers.SelfUpdateUnsupported+": "+err.Error(), nil)
 		return
 	}
-	if reason := u.runningFromDir(); reason != "" {
-		u.setInfo(controllers.SelfUpdateUnsupported+": "+reason, st.Failure)
-		u.s.log.Warn("this server cannot update its own binary", "reason", reason)
+	if err := selfupdate.Running(u.dir); err != nil {
+		u.setInfo(controllers.SelfUpdateUnsupported+": "+err.Error(), st.Failure)
+		u.s.log.Warn("this server cannot update its own binary", "reason", err)
 		return
 	}
 	if st.Trial != nil && st.Current == st.Trial.Digest {
@@ -133,25 +132,6 @@ func (u *selfUpdater) setError(err error) {
 	m := maps.Clone(u.Info())
 	m[controllers.InfoError] = err.Error()
 	u.info.Store(&m)
-}
-
-// runningFromDir says why this process cannot swap its binary, or "".
-func (u *selfUpdater) runningFromDir() string {
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
-	if err != nil {
-		return "its executable: " + err.Error()
-	}
-	cur, err := filepath.EvalSymlinks(filepath.Join(u.dir, "current", "outpost"))
-	if err != nil {
-		return fmt.Sprintf("%s has no current binary (outpost adm binary install --dir %s)", u.dir, u.dir)
-	}
-	if cur != exe {
-		return fmt.Sprintf("it runs %s, not %s/current/outpost (the unit's ExecStart must)", exe, u.dir)
-	}
-	return ""
 }
 
 // named returns the control plane update naming this server, if any, and

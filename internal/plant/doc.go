@@ -23,7 +23,9 @@ const (
 	// LostWrite acknowledges some creates without storing them.
 	LostWrite = "lost-write"
 	// SkipReadBarrier lets a new leader hand out read indexes before it has
-	// committed an entry of its own term.
+	// committed an entry of its own term, and check writes' preconditions
+	// before its store holds what the last leader committed (the core's
+	// write gate).
 	SkipReadBarrier = "skip-read-barrier"
 	// UnknownAs503 reports a write whose outcome is unknown as 503 (not
 	// applied) instead of 504.
