@@ -48,7 +48,11 @@ type Agent struct {
 
 	// online is whether the control plane answered last time; since is
 	// when it stopped answering.
-	online      atomic.Bool
+	online atomic.Bool
+	// restart asks Run to return for a restart on another binary
+	// (binaryupdate.go); wantMu guards the binary the node names.
+	restart     chan string
+	wantMu      sync.Mutex
 	offlineMu   sync.Mutex
 	offlineFrom time.Time
 	// contactSaved is when the state file last got a contact time
@@ -165,7 +169,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now,
+	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now, restart: make(chan string, 1),
 		events: make(chan *api.Event, 256), eventLast: map[string]time.Time{}}
 	// A bad threshold is refused before anything starts, with its reason.
 	a.thresholds = host.DefaultThresholds()
@@ -259,8 +263,15 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	})
+	a.wg.Go(func() { a.binaryUpdateLoop(runCtx) })
 	log.Info("agent running", "server", a.cred.Server, "address", a.address, "pods", a.podCount())
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case why := <-a.restart:
+		// Exiting cleanly, the pods left running: systemd
+		// (Restart=always) starts the binary DIR/current names now.
+		log.Info("exiting to be restarted", "why", why)
+	}
 	return nil
 }
 

@@ -109,6 +109,13 @@ type Config struct {
 	// host booted with systemd, else a child process).
 	ServerRole ServerRole
 
+	// BinaryDir, when set, is the self-update layout (package
+	// selfupdate) the agent runs from, DIR/current/outpost under a unit
+	// whose good binary checks a trial before each start: the agent then
+	// replaces its binary when the cluster version controller names one
+	// for its node (SPEC UPD-6). Empty: it cannot, and says so.
+	BinaryDir string
+
 	// OSSystemd, when set, makes the agent apply its pool's
 	// MachineConfigs (SPEC UPD-8) through it: files under OSRoot (default
 	// /), units, the OS through OSBackend (default: none, which refuses a

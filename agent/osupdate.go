@@ -246,30 +246,16 @@ func (a *Agent) osUpdateLoop(ctx context.Context, u *osupdate.Updater) {
 	var desired string
 	// Ends with ctx; a.wg holds this loop, so adding to it here is safe.
 	a.wg.Go(func() {
-		a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{FieldSelector: "metadata.name=" + a.cfg.NodeName}, client.ListWatchHandler{
-			Reset: func(objs []api.Object) {
-				for _, o := range objs {
-					if n, ok := o.(*api.Node); ok && n.Name == a.cfg.NodeName {
-						a.osNode.See(n)
-					}
-				}
-				wake()
-			},
-			Event: func(typ string, obj api.Object) {
-				n, ok := obj.(*api.Node)
-				if !ok {
-					return
-				}
-				if typ == client.EventDeleted {
-					a.osNode.Forget()
-					return
-				}
+		a.watchOwnNode(ctx, ownNodeHandler{
+			see: func(n *api.Node, listed bool) {
 				a.osNode.See(n)
-				if n.Annotations[api.AnnotationDesiredConfig] != desired {
+				if !listed && n.Annotations[api.AnnotationDesiredConfig] != desired {
 					desired = n.Annotations[api.AnnotationDesiredConfig]
 					wake()
 				}
 			},
+			listed: wake,
+			gone:   a.osNode.Forget,
 		})
 	})
 	for {
@@ -359,4 +345,42 @@ func holdAtSteps(log *slog.Logger, runDir, steps string) func(context.Context, o
 		log.Warn("update held for a test", "step", string(step), "env", envHoldUpdateSteps)
 		<-ctx.Done()
 	}
+}
+
+// ownNodeHandler is what watchOwnNode calls: see with each version of the
+// node (listed: from a list, not a change), listed after each list, gone
+// when the node is deleted; nil ones are not called.
+type ownNodeHandler struct {
+	see    func(n *api.Node, listed bool)
+	listed func()
+	gone   func()
+}
+
+// watchOwnNode follows this node's own object through the API until ctx
+// ends.
+func (a *Agent) watchOwnNode(ctx context.Context, h ownNodeHandler) {
+	a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{FieldSelector: "metadata.name=" + a.cfg.NodeName}, client.ListWatchHandler{
+		Reset: func(objs []api.Object) {
+			for _, o := range objs {
+				if n, ok := o.(*api.Node); ok && n.Name == a.cfg.NodeName && h.see != nil {
+					h.see(n, true)
+				}
+			}
+			if h.listed != nil {
+				h.listed()
+			}
+		},
+		Event: func(typ string, obj api.Object) {
+			n, ok := obj.(*api.Node)
+			switch {
+			case !ok:
+			case typ == client.EventDeleted:
+				if h.gone != nil {
+					h.gone()
+				}
+			case h.see != nil:
+				h.see(n, false)
+			}
+		},
+	})
 }

@@ -93,6 +93,13 @@ type Config struct {
 	// reboot) reports the config current, Done, and uncordons, as a real
 	// agent does through the same node annotations.
 	UpdateDuration time.Duration
+	// BinaryUpdateDuration, when above 0, makes each node's agent play a
+	// binary update (SPEC UPD-6) when the cluster version controller
+	// names one on its Node: it downloads the binary from the API (and
+	// checks its digest), and BinaryUpdateDuration later (its restart)
+	// reports the version, as a real agent does. The nodes then say
+	// their agents can replace their binary.
+	BinaryUpdateDuration time.Duration
 	// DisablePods leaves pods alone, for pure scheduler benchmarks:
 	// pods bound to the nodes stay Pending.
 	DisablePods bool
@@ -175,6 +182,12 @@ type simNode struct {
 	timerMu sync.Mutex
 	timer   *time.Timer
 
+	// version is the agent version the node reports once a simulated
+	// binary update ended (nil: the simulator's own); versionChanged
+	// asks the next heartbeat to post the status with it.
+	version        atomic.Pointer[string]
+	versionChanged atomic.Bool
+	replacing      atomic.Bool
 	// updating is the config a simulated update is applying ("" when
 	// none).
 	updating atomic.Pointer[string]
@@ -453,6 +466,15 @@ func (a *Agents) registerWithToken(ctx context.Context, n *simNode, tokens map[s
 // the node is silenced by its annotation.
 func (a *Agents) register(ctx context.Context, n *simNode, cur *api.Node) error {
 	want := buildNode(n.tmpl, n.name, n.net, n.ownRange)
+	if a.cfg.BinaryUpdateDuration > 0 {
+		if want.Annotations == nil {
+			want.Annotations = map[string]string{}
+		}
+		want.Annotations[api.AnnotationAgentBinaryState] = api.SelfUpdateReady
+	}
+	if v := n.version.Load(); v != nil {
+		want.Status.NodeInfo.KubeletVersion = *v
+	}
 	now := api.NewTime(time.Now())
 	for i := range want.Status.Conditions {
 		c := &want.Status.Conditions[i]
@@ -639,7 +661,7 @@ func (a *Agents) heartbeat(n *simNode) {
 		n.mu.RUnlock()
 		return
 	}
-	if a.cfg.StatusEveryHeartbeat || n.noBeatCall || !n.serverReady.Load() || time.Since(n.statusAt) >= a.cfg.StatusRefresh {
+	if a.cfg.StatusEveryHeartbeat || n.noBeatCall || !n.serverReady.Load() || n.versionChanged.Load() || time.Since(n.statusAt) >= a.cfg.StatusRefresh {
 		a.postStatus(n)
 		return
 	}
@@ -697,6 +719,10 @@ func isRouteNotFound(err error) bool {
 // the caller holds.
 func (a *Agents) postStatus(n *simNode) {
 	now := api.NewTime(time.Now())
+	changed := n.versionChanged.Swap(false)
+	if v := n.version.Load(); v != nil {
+		n.status.NodeInfo.KubeletVersion = *v
+	}
 	transition := !n.serverReady.Load()
 	for i := range n.status.Conditions {
 		c := &n.status.Conditions[i]
@@ -714,6 +740,9 @@ func (a *Agents) postStatus(n *simNode) {
 	}
 	_, _, err := n.cl.UpdateStatus(ctx, body)
 	n.mu.RUnlock()
+	if err != nil && changed {
+		n.versionChanged.Store(true)
+	}
 	if err == nil {
 		n.statusAt = now.Time
 		n.serverReady.Store(api.ReadyIn(n.status.Conditions))

@@ -144,11 +144,12 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 		count     int
 		heartbeat time.Duration
 		// statusEvery: the old heartbeat (a status write each).
-		statusEvery bool
-		pods        bool
-		workers     int
-		quiet       bool
-		update      time.Duration
+		statusEvery  bool
+		pods         bool
+		workers      int
+		quiet        bool
+		update       time.Duration
+		binaryUpdate time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "agents -f nodes.yaml [--count N]",
@@ -188,6 +189,8 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 				Workers:     workers,
 				// A config update each node plays (UPD-8).
 				UpdateDuration: update,
+				// A binary update each node's agent plays (UPD-6).
+				BinaryUpdateDuration: binaryUpdate,
 
 				StatusEveryHeartbeat: statusEvery,
 				Logger:               slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
@@ -204,6 +207,7 @@ func agentsCommand(cf *connFlags) *cobra.Command {
 	f.BoolVar(&pods, "pods", true, "mark pods bound to the nodes Running; --pods=false leaves them Pending")
 	f.IntVar(&workers, "workers", DefaultWorkers, "writes in flight at most, for each of registration, heartbeats and pods")
 	f.BoolVarP(&quiet, "quiet", "q", false, "log only warnings (not each node going quiet or resuming)")
+	f.DurationVar(&binaryUpdate, "binary-update-duration", 0, "play agent binary updates: a node the cluster version controller names a binary downloads it from the API and, this long later (its simulated restart), reports the version (0: agents say they cannot replace their binary)")
 	f.DurationVar(&update, "update-duration", 0, "play config updates: a node its pool gives a desiredConfig reports Working and cordons itself, and this long later (its simulated apply and reboot) Done (0: nodes ignore configs)")
 	return cmd
 }

@@ -38,6 +38,7 @@ func (a *Agents) nodeEvent(typ string, obj api.Object) {
 	n.latest.See(node)
 	n.serverReady.Store(api.ReadyIn(node.Status.Conditions))
 	a.maybeUpdate(n, node)
+	a.maybeReplaceBinary(n, node)
 	ann := node.Annotations[SilencedAnnotation]
 	if prev := n.annotation.Swap(&ann); prev != nil && *prev == ann {
 		return

@@ -2,6 +2,11 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -102,4 +107,60 @@ func (a *Agents) updateNodeOnce(ctx context.Context, n *simNode, change func(*ap
 		}
 		return err
 	})
+}
+
+// maybeReplaceBinary starts a simulated binary update of n when its Node
+// names a binary of another version and none is under way.
+func (a *Agents) maybeReplaceBinary(n *simNode, node *api.Node) {
+	if a.cfg.BinaryUpdateDuration <= 0 {
+		return
+	}
+	f := strings.Fields(node.Annotations[api.AnnotationAgentBinary])
+	if len(f) < 2 || f[0] == node.Status.NodeInfo.KubeletVersion {
+		return
+	}
+	if v := n.version.Load(); v != nil && *v == f[0] {
+		return
+	}
+	if !n.replacing.CompareAndSwap(false, true) {
+		return
+	}
+	a.wg.Go(func() {
+		defer n.replacing.Store(false)
+		a.simulateBinaryUpdate(n, f[0], f[1])
+	})
+}
+
+// simulateBinaryUpdate downloads the binary from the API as an agent
+// does (the load the control plane sees), checks its digest, waits
+// BinaryUpdateDuration (the restart) and reports the version.
+func (a *Agents) simulateBinaryUpdate(n *simNode, version, digest string) {
+	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Minute)
+	defer cancel()
+	rc, err := n.cl.Binary(ctx, digest)
+	if err != nil {
+		a.warn("simulated binary update: download", "node", n.name, "error", err)
+		return
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, rc)
+	rc.Close()
+	if err == nil && "sha256:"+hex.EncodeToString(h.Sum(nil)) != digest {
+		err = fmt.Errorf("digest mismatch: want %s", digest)
+	}
+	if err != nil {
+		a.warn("simulated binary update: download", "node", n.name, "error", err)
+		return
+	}
+	t := time.NewTimer(a.cfg.BinaryUpdateDuration)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return
+	case <-t.C:
+	}
+	n.version.Store(&version)
+	n.versionChanged.Store(true)
+	idx := n.idx
+	a.hbq.Add(idx)
 }

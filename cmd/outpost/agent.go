@@ -121,6 +121,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_JOIN"), "join string (or OUTPOST_JOIN); needed on the first start only")
 	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/outpost/agent", "directory for the credential, the state file, logs and containerd's root")
+	f.StringVar(&cfg.BinaryDir, "binary-dir", "", "the self-update directory this agent's binary runs from (DIR/current/outpost; see outpost adm binary --help); without it a release cannot replace this agent's binary")
 	f.StringVar(&cfg.NodeName, "node-name", "", "the Node's name (default: the host name)")
 	f.StringVar(&labels, "labels", "", "labels to put on the Node, k=v,k2=v2")
 	f.StringVar(&taints, "register-with-taints", "", "taints the Node is registered with, key=value:Effect,key2:Effect (as the kubelet's flag; later changes are `outpost adm taint`'s)")

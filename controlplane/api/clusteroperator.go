@@ -49,3 +49,32 @@ const (
 
 // ControlPlaneOperator is the ClusterOperator of the servers' own binary.
 const ControlPlaneOperator = "control-plane"
+
+// An agent's binary update (SPEC UPD-6), through its Node's annotations:
+// the cluster version controller sets AnnotationAgentBinary to
+// "VERSION sha256:DIGEST" (the release's binary for the node's
+// platform, whose signature the control plane verified); the agent
+// downloads that binary from the API by digest, runs it on trial, and
+// reports AnnotationAgentBinaryState ("ready", "starting", "trial", or
+// "unsupported: why") and, after a roll back,
+// AnnotationAgentBinaryFailure ("VERSION: reason").
+const (
+	AnnotationAgentBinary        = "update.outpost.io/agent-binary"
+	AnnotationAgentBinaryState   = "update.outpost.io/agent-binary-state"
+	AnnotationAgentBinaryFailure = "update.outpost.io/agent-binary-failure"
+	// AgentsOperator is the ClusterOperator of the agents' binaries.
+	AgentsOperator = "node-agents"
+)
+
+// States of a server's or agent's binary, as it reports them (the
+// server's raft status Info, an agent's Node annotation).
+const (
+	// SelfUpdateReady: healthy (a server: a caught-up voter) on a good
+	// binary, ready to replace it.
+	SelfUpdateReady    = "ready"
+	SelfUpdateStarting = "starting"
+	SelfUpdateTrial    = "trial"
+	// SelfUpdateUnsupported starts the state of one that cannot replace
+	// its binary: "unsupported: why".
+	SelfUpdateUnsupported = "unsupported"
+)

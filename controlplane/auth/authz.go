@@ -190,6 +190,7 @@ var resourceGroup = map[string]string{
 	"schedulerpolicies":       "outpost.io",
 	ResourceNodeCredentials:   "outpost.io",
 	ResourceServers:           "outpost.io",
+	"binaries":                "outpost.io",
 }
 
 // publicPaths are readable by every authenticated caller; other
@@ -297,6 +298,10 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 		return req.Verb == VerbGet && req.Subresource == "" && req.Name == api.MachineConfigurationName
 	case ResourceServers:
 		return req.Verb == VerbList
+	case "binaries":
+		// The agent downloads, by digest, the binary the cluster version
+		// controller named for it (UPD-6).
+		return req.Verb == VerbGet
 	case "events":
 		return (req.Verb == VerbCreate || req.Verb == VerbUpdate || req.Verb == VerbPatch) && req.Subresource == ""
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -138,4 +139,21 @@ func (c *Client) Zones(ctx context.Context) (*api.ZoneList, error) {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// Binary streams the release binary with digest ("sha256:HEX") from the
+// API (GET /apis/outpost.io/v1/binaries/DIGEST); the caller closes it
+// and checks the bytes against the digest.
+func (c *Client) Binary(ctx context.Context, digest string) (io.ReadCloser, error) {
+	path := "/apis/outpost.io/v1/binaries/" + url.PathEscape(digest)
+	resp, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, ErrorFromReply(resp.StatusCode, data)
+	}
+	return resp.Body, nil
 }

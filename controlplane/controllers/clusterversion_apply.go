@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -32,27 +33,28 @@ import (
 //     is named while a voter is unreachable, so a restart never takes
 //     the cluster below quorum. A server that rolled back, or did not
 //     finish in serverUpdateTimeout, stops the update: Failing=True.
-//  3. The manifests, by runlevel: lower first, the components of one
+//  3. The agents' binary, a wave at a time (agentWave of the nodes): a
+//     Ready node whose agent can replace its binary is given the release's
+//     binary for its platform in its AnnotationAgentBinary, and counts as
+//     done once it reports the version. Nodes not Ready, agents that
+//     cannot replace their binary and ones that rolled back do not hold
+//     the update: they are listed in the node-agents ClusterOperator
+//     (Degraded for a roll back); a node that comes back later still
+//     finds its annotation.
+//  4. The manifests, by runlevel: lower first, the components of one
 //     runlevel side by side, one component's manifests in lexical order;
 //     each component's ClusterOperator derives from the rollouts of what
 //     it applied, and the next runlevel waits until every component of
 //     this one is Available at the new version.
-//  4. History Completed. Machine config pools roll on afterwards (UPD-7).
+//  5. History Completed. Machine config pools roll on afterwards (UPD-7).
 
-// Keys and values of a server's raft status Info about its binary.
+// Keys of a server's raft status Info about its binary (its state is
+// one of api's SelfUpdate values).
 const (
 	InfoSelfUpdate    = "selfUpdate"
 	InfoFailedVersion = "selfUpdateFailedVersion"
 	InfoFailure       = "selfUpdateFailure"
 	InfoError         = "selfUpdateError"
-
-	// SelfUpdateReady: a caught-up voter whose binary is good.
-	SelfUpdateReady    = "ready"
-	SelfUpdateStarting = "starting"
-	SelfUpdateTrial    = "trial"
-	// SelfUpdateUnsupported starts the value of a server that cannot
-	// update its binary: "unsupported: why".
-	SelfUpdateUnsupported = "unsupported"
 )
 
 // serverUpdateTimeout bounds one server's binary update: fetching the
@@ -124,7 +126,7 @@ func (c *clusterVersionController) preconditions(ctx context.Context) string {
 			case m.Voter && leaderIndex > m.LastIndex+catchUpSlack:
 				why = append(why, fmt.Sprintf("server %s is %d entries behind the leader", m.ID, leaderIndex-m.LastIndex))
 			}
-			if s := m.Info[InfoSelfUpdate]; m.Reachable && s != SelfUpdateReady {
+			if s := m.Info[InfoSelfUpdate]; m.Reachable && s != api.SelfUpdateReady {
 				why = append(why, fmt.Sprintf("server %s is not ready to update its binary (%s)", m.ID, orUnknown(s)))
 			}
 		}
@@ -164,6 +166,9 @@ func poolCond(p *api.MachineConfigPool, typ string) bool {
 // apply moves the update in st forward by what can be done now.
 func (c *clusterVersionController) apply(ctx context.Context, st *api.ClusterVersionStatus, acc acceptance, now time.Time) applyState {
 	if r := c.applyControlPlane(ctx, st.ControlPlane, acc.version, now); !r.done {
+		return r
+	}
+	if r := c.applyAgents(ctx, acc.payload, acc.version, now); !r.done {
 		return r
 	}
 	return c.applyManifests(ctx, acc.payload, acc.version, now)
@@ -206,7 +211,7 @@ func (c *clusterVersionController) applyControlPlane(ctx context.Context, cp *ap
 				msg += ": " + e
 			}
 			return applyState{waiting: msg}
-		case !ms[i].Reachable || !ms[i].Voter || ms[i].Info[InfoSelfUpdate] != SelfUpdateReady:
+		case !ms[i].Reachable || !ms[i].Voter || ms[i].Info[InfoSelfUpdate] != api.SelfUpdateReady:
 			if late {
 				return failing("ControlPlaneUpdateTimeout", "server %s runs %s but did not become a healthy voter within %v", cp.Server, version, serverUpdateTimeout)
 			}
@@ -238,7 +243,7 @@ func (c *clusterVersionController) applyControlPlane(ctx context.Context, cp *ap
 	if next < 0 {
 		next = 0 // one server: it updates itself, the cluster pauses meanwhile
 	}
-	if st := left[next].Info[InfoSelfUpdate]; strings.HasPrefix(st, SelfUpdateUnsupported) {
+	if st := left[next].Info[InfoSelfUpdate]; strings.HasPrefix(st, api.SelfUpdateUnsupported) {
 		return failing("ControlPlaneUpdateUnsupported", "server %s cannot replace its binary (%s): run it from the packaged outpost-server.service, which passes --binary-dir", left[next].ID, st)
 	}
 	cp.Server, cp.Since = left[next].ID, api.NewTime(now)
@@ -445,4 +450,104 @@ func rolloutPending(o api.Object) string {
 		}
 	}
 	return ""
+}
+
+// agentWave is the share of the nodes whose agents replace their binary
+// at once; their pods run on meanwhile, so the wave is wider than a
+// pool's maxUnavailable.
+const agentWave = 10 // percent, at least one node
+
+// applyAgents names the next wave of agents to replace their binary, or
+// says what it waits for; done once no named agent is still on its way.
+func (c *clusterVersionController) applyAgents(ctx context.Context, p *release.Payload, version string, now time.Time) applyState {
+	if p == nil {
+		return waiting("Working towards %s: loading the payload", version)
+	}
+	digests := map[string]string{}
+	for _, b := range p.Binaries {
+		digests[b.Platform] = b.Digest
+	}
+	var nodes []*api.Node
+	for _, o := range c.s.nodeInf.List() {
+		nodes = append(nodes, o.(*api.Node))
+	}
+	slices.SortFunc(nodes, func(a, b *api.Node) int { return strings.Compare(a.Name, b.Name) })
+	var (
+		done, inflight                int
+		next                          []*api.Node
+		failed, unsupported, notReady []string
+	)
+	for _, n := range nodes {
+		state := n.Annotations[api.AnnotationAgentBinaryState]
+		switch {
+		case n.Status.NodeInfo.KubeletVersion == version:
+			done++
+		case strings.HasPrefix(n.Annotations[api.AnnotationAgentBinaryFailure], version+": "):
+			failed = append(failed, n.Name+": "+strings.TrimPrefix(n.Annotations[api.AnnotationAgentBinaryFailure], version+": "))
+		case state == "" || strings.HasPrefix(state, api.SelfUpdateUnsupported):
+			unsupported = append(unsupported, n.Name)
+		case nodeReadyCondition(n) == nil || nodeReadyCondition(n).Status != api.ConditionTrue:
+			notReady = append(notReady, n.Name)
+		case strings.HasPrefix(n.Annotations[api.AnnotationAgentBinary], version+" "):
+			inflight++
+		default:
+			next = append(next, n)
+		}
+	}
+	wave := max(1, len(nodes)*agentWave/100)
+	for _, n := range next[:min(len(next), max(0, wave-inflight))] {
+		platform := cmp.Or(n.Status.NodeInfo.OperatingSystem, "linux") + "/" + cmp.Or(n.Status.NodeInfo.Architecture, "amd64")
+		digest, ok := digests[platform]
+		if !ok {
+			failed = append(failed, fmt.Sprintf("%s: the release has no binary for %s", n.Name, platform))
+			continue
+		}
+		if err := c.nameAgentBinary(ctx, n.Name, version+" "+digest); err != nil {
+			return waiting("Working towards %s: naming node %s's binary: %v", version, n.Name, err)
+		}
+		inflight++
+	}
+	pending := inflight + max(0, len(next)-wave)
+	msg := fmt.Sprintf("%d of %d agents at %s", done, len(nodes), version)
+	var notes []string
+	if len(failed) > 0 {
+		notes = append(notes, "rolled back: "+strings.Join(failed, "; "))
+	}
+	if len(unsupported) > 0 {
+		notes = append(notes, "cannot replace their binary: "+strings.Join(unsupported, ", "))
+	}
+	if len(notReady) > 0 {
+		notes = append(notes, "not Ready, left to update when back: "+strings.Join(notReady, ", "))
+	}
+	if len(notes) > 0 {
+		msg += " (" + strings.Join(notes, "; ") + ")"
+	}
+	s := operatorStatus{available: true, progressing: pending > 0, degraded: len(failed) > 0, message: msg}
+	if pending == 0 && len(failed)+len(unsupported)+len(notReady) == 0 {
+		s.version = version
+	}
+	c.setOperator(ctx, api.AgentsOperator, s, nil, now)
+	if pending > 0 {
+		return waiting("Working towards %s: agents replacing their binary: %s", version, msg)
+	}
+	return applyState{done: true}
+}
+
+// nameAgentBinary sets a node's AnnotationAgentBinary.
+func (c *clusterVersionController) nameAgentBinary(ctx context.Context, name, value string) error {
+	obj, err := c.s.client.Get(nodesResource, "", name)
+	if err != nil {
+		return err
+	}
+	cp, err := controller.Copy(obj)
+	if err != nil {
+		return err
+	}
+	n := cp.(*api.Node)
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[api.AnnotationAgentBinary] = value
+	_, err = c.s.client.Update(ctx, n)
+	return err
 }

@@ -50,7 +50,7 @@ spec:
 }
 
 func server(id, version string, leader bool) RaftMember {
-	return RaftMember{ID: id, Voter: true, Reachable: true, Leader: leader, Version: version, Info: map[string]string{InfoSelfUpdate: SelfUpdateReady}}
+	return RaftMember{ID: id, Voter: true, Reachable: true, Leader: leader, Version: version, Info: map[string]string{InfoSelfUpdate: api.SelfUpdateReady}}
 }
 
 // moved makes server id run version, as its restart on the new binary
@@ -93,6 +93,13 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 		e.stopControllers()
 		e.startConfig(Config{Client: e.f, Version: version, FetchGraph: (&fakeUpstream{graph: graph}).fetch, ReleaseDir: t.TempDir(), Raft: raft})
 	}
+	// n1's agent can replace its binary; n2's is older and says nothing.
+	e.agentNode("n1")
+	e.agentNode("n2")
+	e.update(nodesRes, "", "n1", false, func(o api.Object) {
+		o.(*api.Node).Annotations = map[string]string{api.AnnotationAgentBinaryState: api.SelfUpdateReady}
+	})
+	e.update(nodesRes, "", "n1", true, func(o api.Object) { o.(*api.Node).Status.NodeInfo.KubeletVersion = "1.2.0" })
 	start("1.2.0")
 	cv := func() *api.ClusterVersion { return e.get(cvRes, "", "version").(*api.ClusterVersion) }
 	// kick stands for the periodic look while an update is under way.
@@ -134,6 +141,20 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 	named("s1")
 	raft.moved("s1", "1.2.1")
 	kick()
+	// Then the agents: n1 is given the release's binary for its platform;
+	// n2 cannot take it and does not hold the update.
+	e.waitFor("n1's agent named", func() (bool, string) {
+		n := e.get(nodesRes, "", "n1").(*api.Node)
+		return strings.HasPrefix(n.Annotations[api.AnnotationAgentBinary], "1.2.1 sha256:"), fmt.Sprintf("%v %+v", n.Annotations, cvCondition(cv(), api.CVProgressing))
+	})
+	if _, err := e.f.Get(api.ResourceForKind("Namespace"), "", "addons"); !api.IsNotFound(err) {
+		t.Errorf("the manifests were applied before the agents were: %v", err)
+	}
+	if n := e.get(nodesRes, "", "n2").(*api.Node); n.Annotations[api.AnnotationAgentBinary] != "" {
+		t.Errorf("n2, whose agent cannot replace its binary, was named one: %v", n.Annotations)
+	}
+	e.update(nodesRes, "", "n1", true, func(o api.Object) { o.(*api.Node).Status.NodeInfo.KubeletVersion = "1.2.1" })
+	kick()
 	e.waitFor("runlevel 20 waits for the rollout", func() (bool, string) {
 		c := cvCondition(cv(), api.CVProgressing)
 		return strings.Contains(c.Message, "runlevel 20: waiting on web"), c.Message
@@ -153,6 +174,9 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 	})
 	if c := cv(); c.Status.History[0].CompletionTime == nil || cvCondition(c, api.CVProgressing).Status != api.ConditionFalse || c.Status.History[1].Version != "1.2.0" {
 		t.Errorf("status %+v", c.Status)
+	}
+	if co := e.get(coRes, "", api.AgentsOperator).(*api.ClusterOperator); !strings.Contains(operatorCond(co, api.OperatorAvailable).Message, "1 of 2 agents at 1.2.1 (cannot replace their binary: n2)") {
+		t.Errorf("node-agents operator %+v", co.Status)
 	}
 	for _, name := range []string{"control-plane", "addons", "web"} {
 		co := e.get(coRes, "", name).(*api.ClusterOperator)
@@ -193,7 +217,7 @@ func TestClusterVersionUpdateStopsOnRollBack(t *testing.T) {
 		c := cv()
 		return c.Status.ControlPlane != nil && c.Status.ControlPlane.Server == "s2", fmt.Sprintf("%+v", c.Status.ControlPlane)
 	})
-	raft.setInfo("s2", map[string]string{InfoSelfUpdate: SelfUpdateReady, InfoFailedVersion: "1.2.1", InfoFailure: "outpost 1.2.1 did not become healthy: started 4 times, last exit: exit-code status=3"})
+	raft.setInfo("s2", map[string]string{InfoSelfUpdate: api.SelfUpdateReady, InfoFailedVersion: "1.2.1", InfoFailure: "outpost 1.2.1 did not become healthy: started 4 times, last exit: exit-code status=3"})
 	e.update(cvRes, "", "version", false, func(o api.Object) { o.(*api.ClusterVersion).Annotations = map[string]string{"kick": "1"} })
 	e.waitFor("failing", func() (bool, string) {
 		c := cvCondition(cv(), api.CVFailing)

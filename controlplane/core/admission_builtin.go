@@ -180,6 +180,10 @@ func (nodeRestrictionAdmission) Admit(_ context.Context, op string, id *auth.Ide
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change annotation %s", id.NodeName, api.AnnotationDesiredConfig),
 				"the machine config pool sets the configuration a node should run")
 		}
+		if n.Annotations[api.AnnotationAgentBinary] != o.Annotations[api.AnnotationAgentBinary] {
+			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change annotation %s", id.NodeName, api.AnnotationAgentBinary),
+				"the cluster version controller sets the binary a node's agent should run")
+		}
 		if key, changed := changedLabel(n.Labels, o.Labels); changed {
 			return nodeForbidden(n.Name, fmt.Sprintf("node %q may not change label %q", id.NodeName, key), nodeRestrictionRule)
 		}

@@ -216,6 +216,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			s.serveServers(w, r, id, segs[4:n])
 			return
 		}
+		if group == raftGroup && segs[3] == ResourceBinaries {
+			s.serveBinaries(w, r, id, segs[4:n])
+			return
+		}
 		if group == raftGroup && segs[3] == auth.ResourceNodeCredentials {
 			s.serveNodeCredentials(w, r, id, segs[4:n])
 			return

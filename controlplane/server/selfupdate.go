@@ -46,7 +46,7 @@ type selfUpdater struct {
 
 func newSelfUpdater(dir string) *selfUpdater {
 	u := &selfUpdater{dir: dir}
-	u.setInfo(controllers.SelfUpdateUnsupported+": started without --binary-dir", nil)
+	u.setInfo(api.SelfUpdateUnsupported+": started without --binary-dir", nil)
 	return u
 }
 
@@ -69,23 +69,23 @@ func (u *selfUpdater) run(ctx context.Context) {
 	}
 	st, err := selfupdate.Read(u.dir)
 	if err != nil {
-		u.setInfo(controllers.SelfUpdateUnsupported+": "+err.Error(), nil)
+		u.setInfo(api.SelfUpdateUnsupported+": "+err.Error(), nil)
 		return
 	}
 	if err := selfupdate.Running(u.dir); err != nil {
-		u.setInfo(controllers.SelfUpdateUnsupported+": "+err.Error(), st.Failure)
+		u.setInfo(api.SelfUpdateUnsupported+": "+err.Error(), st.Failure)
 		u.s.log.Warn("this server cannot update its own binary", "reason", err)
 		return
 	}
 	if st.Trial != nil && st.Current == st.Trial.Digest {
-		u.setInfo(controllers.SelfUpdateTrial, st.Failure)
+		u.setInfo(api.SelfUpdateTrial, st.Failure)
 		if !u.confirm(ctx, st.Trial) {
 			return
 		}
 	} else {
 		// Ready means a caught-up voter, after any start: the controller
 		// names the next server only once the last one is.
-		u.setInfo(controllers.SelfUpdateStarting, st.Failure)
+		u.setInfo(api.SelfUpdateStarting, st.Failure)
 		for u.healthy(ctx) != nil {
 			select {
 			case <-ctx.Done():
@@ -94,7 +94,7 @@ func (u *selfUpdater) run(ctx context.Context) {
 			}
 		}
 	}
-	u.setInfo(controllers.SelfUpdateReady, st.Failure)
+	u.setInfo(api.SelfUpdateReady, st.Failure)
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
@@ -113,7 +113,7 @@ func (u *selfUpdater) run(ctx context.Context) {
 		if err := u.swap(ctx, cp, keys); err != nil {
 			u.s.log.Error("self-update", "version", cp.Version, "err", err)
 			st, _ := selfupdate.Read(u.dir)
-			u.setInfo(controllers.SelfUpdateReady, st.Failure)
+			u.setInfo(api.SelfUpdateReady, st.Failure)
 			u.setError(err)
 			select {
 			case <-ctx.Done():

@@ -49,12 +49,15 @@ func main() {
 		updB     = flag.Bool("updates", true, "run the rolling node update measurement (issue 12)")
 		updO     = flag.Bool("updates-only", false, "run only the rolling node update measurement")
 		updN     = flag.Int("update-nodes", 1000, "simulated nodes in the rolling node update measurement")
+		relB     = flag.Bool("releases", true, "run the release update measurements (issue 13; the servers' one needs root and systemd-nspawn)")
+		relO     = flag.Bool("releases-only", false, "run only the release update measurements")
+		relN     = flag.Int("release-agents", 500, "simulated agents replacing their binary in the release update measurement")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	others := !*hbO && *evO == "" && !*machO && !*updO
+	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -108,6 +111,11 @@ func main() {
 			fmt.Sprintf("go run ./testing/bench -bin %s -updates-only -update-nodes %d", *bin, *updN),
 			e2eBench(ctx, *bin, "BenchmarkConfigUpdateRealSystemd", "1x", "osupdate_bench_test.go", nil))
 	}
+	if (*relB && others && !*only && !*agentO) || *relO {
+		r.releases = releasesMarkdown(runAgentWaveBench(ctx, *bin, *relN, 2*time.Second),
+			fmt.Sprintf("go run ./testing/bench -bin %s -releases-only -release-agents %d", *bin, *relN),
+			e2eBench(ctx, *bin, "BenchmarkReleaseUpdateRealSystemd", "1x", "release_bench_test.go", nil))
+	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -143,6 +151,7 @@ type report struct {
 	eviction   string
 	machines   string
 	updates    string
+	releases   string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -523,6 +532,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.eviction)
 	b.WriteString(r.machines)
 	b.WriteString(r.updates)
+	b.WriteString(r.releases)
 	return b.String()
 }
 

@@ -308,6 +308,14 @@ func sharedContainerd(tb testing.TB, ctx context.Context) string {
 // the unit's; it joins server with join.
 func bootAgentHost(tb testing.TB, name string, netnsN int, server, join, ctdDir string, flags []string, files map[string]nspawn.File) *systemdHost {
 	tb.Helper()
+	return bootAgentHostRunning(tb, outpostBin, "/usr/local/bin/outpost", name, netnsN, server, join, ctdDir, flags, files)
+}
+
+// bootAgentHostRunning is bootAgentHost with bin as the host's
+// /usr/local/bin/outpost and the unit's ExecStart running exe (the
+// packaged unit's self-update path, say).
+func bootAgentHostRunning(tb testing.TB, bin, exe, name string, netnsN int, server, join, ctdDir string, flags []string, files map[string]nspawn.File) *systemdHost {
+	tb.Helper()
 	unit, err := os.ReadFile(filepath.Join(repoRoot(tb), "packaging", "systemd", "outpost-agent.service"))
 	if err != nil {
 		tb.Fatal(err)
@@ -315,8 +323,8 @@ func bootAgentHost(tb testing.TB, name string, netnsN int, server, join, ctdDir 
 	n := netns.New(tb, netnsN)
 	dropin := fmt.Sprintf(`[Service]
 ExecStart=
-ExecStart=/usr/local/bin/outpost agent --server ${OUTPOST_SERVER} --data-dir /var/lib/outpost/agent --node-name %[1]s --address %[2]s --listen %[2]s:10250 --containerd-socket /var/lib/outpost-test/containerd.sock --heartbeat 1s %[3]s
-`, name, n.Addr, strings.Join(flags, " "))
+ExecStart=%[4]s agent --server ${OUTPOST_SERVER} --data-dir /var/lib/outpost/agent --node-name %[1]s --address %[2]s --listen %[2]s:10250 --containerd-socket /var/lib/outpost-test/containerd.sock --heartbeat 1s %[3]s
+`, name, n.Addr, strings.Join(flags, " "), exe)
 	all := map[string]nspawn.File{
 		"/etc/systemd/system/outpost-agent.service":                {Content: string(unit)},
 		"/etc/systemd/system/outpost-agent.service.d/10-test.conf": {Content: dropin},
@@ -327,7 +335,7 @@ ExecStart=/usr/local/bin/outpost agent --server ${OUTPOST_SERVER} --data-dir /va
 	}
 	h := nspawn.Boot(tb, nspawn.Options{
 		NetNS: n.Name, Hostname: name,
-		Binds: []nspawn.Bind{{Source: outpostBin, Target: "/usr/local/bin/outpost", ReadOnly: true}, {Source: ctdDir, Target: "/var/lib/outpost-test"}},
+		Binds: []nspawn.Bind{{Source: bin, Target: "/usr/local/bin/outpost", ReadOnly: true}, {Source: ctdDir, Target: "/var/lib/outpost-test"}},
 		Files: all, Enable: []string{"outpost-agent.service"},
 	})
 	return &systemdHost{name: name, n: n, h: h}

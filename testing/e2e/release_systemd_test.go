@@ -37,8 +37,11 @@ import (
 //   - 1.1.0, the same code stamped with another version plus an add-on
 //     (a namespace and a Deployment): `adm upgrade --to 1.1.0` restarts
 //     the servers one at a time on the new binary (raft voters sampled
-//     throughout: never below quorum), the add-on is applied, history
-//     Completed, every server on 1.1.0, its ClusterOperators at 1.1.0;
+//     throughout: never below quorum), then the two agents (each the
+//     packaged outpost-agent.service on its own host) download their
+//     binary from the API and restart on it, the add-on is applied,
+//     history Completed, every server and agent on 1.1.0, the
+//     ClusterOperators at 1.1.0;
 //   - 1.2.0, whose binary exits at start: the first server named rolls
 //     back by itself to 1.1.0 (its unit's trial check), the update stops
 //     with Failing=True and the reason, the cluster serves on 1.1.0;
@@ -46,11 +49,135 @@ import (
 //
 // A client writes throughout; its history must be linearizable.
 func TestReleaseUpdateRealSystemd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	e := startReleaseEnv(t, ctx, 2)
+	e.follow(t, ctx)
+	c, hosts, names, agents, apis, graph, keyFile := e.c, e.hosts, e.names, e.agents, e.apis, e.graph, e.keyFile
+	v2 := e.v2
+	cv := func() *api.ClusterVersion { return e.cv(ctx) }
+	load := startWriteLoad(t, ctx, c, apis)
+	rs := watchRestarts(ctx, c.cl, "1.1.0")
+	t0 := time.Now()
+	c.mustCLI(ctx, "adm", "upgrade", "--to", "1.1.0")
+	waitFor(t, 5*time.Minute, "the update to 1.1.0 completed", func() (bool, string) {
+		v := cv()
+		ok := len(v.Status.History) > 0 && v.Status.History[0].Version == "1.1.0" && v.Status.History[0].State == api.UpdateCompleted
+		return ok, fmt.Sprintf("%+v; %s", cvConds(v), serverVersions(load.voters.peers()))
+	})
+	took := time.Since(t0)
+	if ps := mustPeers(t, ctx, c.cl); serverVersions(ps) != "h1=1.1.0 h2=1.1.0 h3=1.1.0" {
+		t.Errorf("servers after the update: %s", serverVersions(ps))
+	}
+	for i, h := range hosts {
+		out, _ := h.Run(ctx, "/var/lib/outpost/bin/good/outpost", "version")
+		if !strings.Contains(string(out), "1.1.0") {
+			t.Errorf("%s: the good binary says %q, want 1.1.0", names[i], out)
+		}
+	}
+	for _, a := range agents {
+		n, err := c.node(ctx, a.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.NodeInfo.KubeletVersion != "1.1.0" || n.Annotations[api.AnnotationAgentBinaryState] != api.SelfUpdateReady {
+			t.Errorf("node %s after the update: agent %s, binary %q", a.name, n.Status.NodeInfo.KubeletVersion, n.Annotations[api.AnnotationAgentBinaryState])
+		}
+		out, _ := a.h.Run(ctx, "/var/lib/outpost/agent-bin/good/outpost", "version")
+		if !strings.Contains(string(out), "1.1.0") {
+			t.Errorf("%s: the agent's good binary says %q, want 1.1.0", a.name, out)
+		}
+	}
+	out := c.mustCLI(ctx, "get", "clusteroperators")
+	for _, co := range []string{"control-plane", "node-agents", "edge", "edge-dns"} {
+		if !regexpLine(out, co+`\s+1\.1\.0\s+True\s+False\s+False`) {
+			t.Errorf("cluster operator %s not at 1.1.0 Available:\n%s", co, out)
+		}
+	}
+	if _, err := c.cl.Get(ctx, api.ResourceForKind("Deployment"), "edge", "edge-dns", client.GetOptions{}); err != nil {
+		t.Errorf("the add-on's deployment: %v", err)
+	}
+	r := load.stop()
+	t.Logf("MEASURED three-server self-update 1.0.0 → 1.1.0 (and two agents): %v in total; each server's restart to healthy %v; raft voters sampled %d times, between %d and %d reachable; %d writes acknowledged, longest gap %v; history %s",
+		took.Round(100*time.Millisecond), roundAll(rs.stop()), r.samples, r.minVoters, r.maxVoters, r.acked, r.maxGap.Round(10*time.Millisecond), r.history)
+	if r.minVoters < 2 {
+		t.Errorf("reachable raft voters fell to %d during the update, want never below quorum (2 of 3)", r.minVoters)
+	}
+
+	// 1.2.0 exits at start: the first server named rolls back by itself.
+	load = startWriteLoad(t, ctx, c, apis)
+	c.mustCLI(ctx, "adm", "upgrade", "--to", "1.2.0")
+	waitFor(t, 4*time.Minute, "the update to 1.2.0 failing", func() (bool, string) {
+		f := cvCond(cv(), api.CVFailing)
+		return f.Status == api.ConditionTrue && f.Reason == "ControlPlaneUpdateFailed", fmt.Sprintf("%+v", cvConds(cv()))
+	})
+	f := cvCond(cv(), api.CVFailing)
+	t.Logf("Failing: %s", f.Message)
+	if !strings.Contains(f.Message, "rolled back to 1.1.0") || !strings.Contains(f.Message, "status=3") {
+		t.Errorf("Failing's message %q should say the server rolled back and how 1.2.0 exited", f.Message)
+	}
+	waitFor(t, time.Minute, "every server back, a reachable voter on 1.1.0", func() (bool, string) {
+		ps, err := c.cl.RaftPeers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		reach := 0
+		for _, p := range ps {
+			if p.Reachable && p.Suffrage == "Voter" && p.Info["selfUpdate"] == "ready" {
+				reach++
+			}
+		}
+		return reach == 3 && serverVersions(ps) == "h1=1.1.0 h2=1.1.0 h3=1.1.0", describePeers(ps) + serverVersions(ps)
+	})
+	if v := cv(); v.Status.History[0].Version != "1.2.0" || v.Status.History[0].State != api.UpdatePartial || v.Status.History[1].State != api.UpdateCompleted {
+		t.Errorf("history %+v", v.Status.History)
+	}
+	if _, _, err := c.cl.Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "after-roll-back"}}); err != nil {
+		t.Errorf("the cluster does not serve writes after the roll back: %v", err)
+	}
+	r = load.stop()
+	if r.minVoters < 2 {
+		t.Errorf("reachable raft voters fell to %d during the failed update", r.minVoters)
+	}
+
+	// A payload changed after it was signed is refused; nothing moves.
+	// (Under the graph's directory: the hosts see it at /srv/graph.)
+	digest := buildTampered(t, ctx, filepath.Join(graph, "outpost-1.3.0"), v2, filepath.Join(graph, "m2"), keyFile)
+	before := cv().Status.History
+	c.mustCLI(ctx, "adm", "upgrade", "--to-image", "file:///srv/graph/outpost-1.3.0@"+digest, "--allow-explicit-upgrade")
+	waitFor(t, time.Minute, "the tampered release refused", func() (bool, string) {
+		ra := cvCond(cv(), api.CVReleaseAccepted)
+		return ra.Status == api.ConditionFalse && ra.Reason == "VerifyPayload", fmt.Sprintf("%+v", ra)
+	})
+	if got := cv().Status.History; !slices.EqualFunc(got, before, func(a, b api.UpdateHistory) bool { return a.Version == b.Version && a.State == b.State }) {
+		t.Errorf("history changed by a refused release: %+v", got)
+	}
+	if ps := mustPeers(t, ctx, c.cl); serverVersions(ps) != "h1=1.1.0 h2=1.1.0 h3=1.1.0" {
+		t.Errorf("servers after the refused release: %s", serverVersions(ps))
+	}
+}
+
+// releaseEnv is three servers, each the packaged outpost-server.service
+// under a real systemd on its own nspawn host (network namespaces
+// 91-93), on binary 1.0.0, every host serving the same update graph
+// (`outpost adm release serve`) of signed releases 1.0.0, 1.1.0 (the
+// same code stamped with another version, plus an add-on: a namespace
+// and a Deployment) and 1.2.0 (a binary that exits at start); and up to
+// two agents, each the packaged outpost-agent.service on its own host.
+type releaseEnv struct {
+	c                           *testCluster
+	hosts                       []*nspawn.Host
+	names                       []string
+	agents                      []*systemdHost
+	apis                        []string
+	graph, keyFile, trusted, v2 string
+}
+
+func startReleaseEnv(t testing.TB, ctx context.Context, withAgents int) *releaseEnv {
+	t.Helper()
 	requireReal(t)
 	nspawn.Require(t)
 	enableForwarding(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
 	root := t.TempDir()
 	_ = nspawn.MustRootfs(t)
 
@@ -200,17 +327,32 @@ WantedBy=multi-user.target
 	if err := client.WriteConfig(c.admin, cfg); err != nil {
 		t.Fatal(err)
 	}
-	cvRes := api.ResourceForKind("ClusterVersion")
-	cv := func() *api.ClusterVersion {
-		o, err := c.cl.Get(ctx, cvRes, "", api.ClusterVersionName, client.GetOptions{})
-		if err != nil {
-			return &api.ClusterVersion{}
-		}
-		return o.(*api.ClusterVersion)
+	// Agents, each the packaged outpost-agent.service on its own host,
+	// running from its self-update directory.
+	var agents []*systemdHost
+	if withAgents == 0 {
+		return &releaseEnv{c: c, hosts: hosts, names: names, apis: apis, graph: graph, keyFile: keyFile, trusted: trusted, v2: v2}
 	}
+	agentJoin := c.joinString(ctx)
+	ctdDir := sharedContainerd(t, ctx)
+	for i, name := range []string{"n1", "n2"}[:withAgents] {
+		agents = append(agents, bootAgentHostRunning(t, v1, "/var/lib/outpost/agent-bin/current/outpost", name, 94+i, apis[i], agentJoin, ctdDir,
+			[]string{"--os-updates", "off", "--binary-dir", "/var/lib/outpost/agent-bin"}, nil))
+	}
+	for _, a := range agents {
+		c.waitReady(a.name, "True", 2*time.Minute)
+	}
+	return &releaseEnv{c: c, hosts: hosts, names: names, agents: agents, apis: apis, graph: graph, keyFile: keyFile, trusted: trusted, v2: v2}
+}
+
+// follow points the cluster at the hosts' graph service with the test's
+// key trusted, and waits for 1.1.0 to be listed.
+func (e *releaseEnv) follow(t testing.TB, ctx context.Context) {
+	t.Helper()
+	c := e.c
 	waitFor(t, time.Minute, "the trusted key and upstream set", func() (bool, string) {
-		v := cv()
-		v.Spec.TrustedKeys, v.Spec.Upstream, v.Spec.Channel = trusted, "http://127.0.0.1:8080/api/upgrades_info/v1/graph", "stable-1"
+		v := e.cv(ctx)
+		v.Spec.TrustedKeys, v.Spec.Upstream, v.Spec.Channel = e.trusted, "http://127.0.0.1:8080/api/upgrades_info/v1/graph", "stable-1"
 		_, _, err := c.cl.Update(ctx, v)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -219,91 +361,15 @@ WantedBy=multi-user.target
 		return strings.Contains(out, "1.1.0"), out
 	})
 
-	load := startWriteLoad(t, ctx, c, apis)
-	t0 := time.Now()
-	c.mustCLI(ctx, "adm", "upgrade", "--to", "1.1.0")
-	waitFor(t, 5*time.Minute, "the update to 1.1.0 completed", func() (bool, string) {
-		v := cv()
-		ok := len(v.Status.History) > 0 && v.Status.History[0].Version == "1.1.0" && v.Status.History[0].State == api.UpdateCompleted
-		return ok, fmt.Sprintf("%+v; %s", cvConds(v), serverVersions(load.voters.peers()))
-	})
-	took := time.Since(t0)
-	if ps := mustPeers(t, ctx, c.cl); serverVersions(ps) != "h1=1.1.0 h2=1.1.0 h3=1.1.0" {
-		t.Errorf("servers after the update: %s", serverVersions(ps))
-	}
-	for i, h := range hosts {
-		out, _ := h.Run(ctx, "/var/lib/outpost/bin/good/outpost", "version")
-		if !strings.Contains(string(out), "1.1.0") {
-			t.Errorf("%s: the good binary says %q, want 1.1.0", names[i], out)
-		}
-	}
-	out := c.mustCLI(ctx, "get", "clusteroperators")
-	for _, co := range []string{"control-plane", "edge", "edge-dns"} {
-		if !regexpLine(out, co+`\s+1\.1\.0\s+True\s+False\s+False`) {
-			t.Errorf("cluster operator %s not at 1.1.0 Available:\n%s", co, out)
-		}
-	}
-	if _, err := c.cl.Get(ctx, api.ResourceForKind("Deployment"), "edge", "edge-dns", client.GetOptions{}); err != nil {
-		t.Errorf("the add-on's deployment: %v", err)
-	}
-	r := load.stop()
-	t.Logf("MEASURED three-server self-update 1.0.0 → 1.1.0: %v in total; raft voters sampled %d times, between %d and %d reachable; %d writes acknowledged, longest gap %v; history %s",
-		took.Round(100*time.Millisecond), r.samples, r.minVoters, r.maxVoters, r.acked, r.maxGap.Round(10*time.Millisecond), r.history)
-	if r.minVoters < 2 {
-		t.Errorf("reachable raft voters fell to %d during the update, want never below quorum (2 of 3)", r.minVoters)
-	}
+}
 
-	// 1.2.0 exits at start: the first server named rolls back by itself.
-	load = startWriteLoad(t, ctx, c, apis)
-	c.mustCLI(ctx, "adm", "upgrade", "--to", "1.2.0")
-	waitFor(t, 4*time.Minute, "the update to 1.2.0 failing", func() (bool, string) {
-		f := cvCond(cv(), api.CVFailing)
-		return f.Status == api.ConditionTrue && f.Reason == "ControlPlaneUpdateFailed", fmt.Sprintf("%+v", cvConds(cv()))
-	})
-	f := cvCond(cv(), api.CVFailing)
-	t.Logf("Failing: %s", f.Message)
-	if !strings.Contains(f.Message, "rolled back to 1.1.0") || !strings.Contains(f.Message, "status=3") {
-		t.Errorf("Failing's message %q should say the server rolled back and how 1.2.0 exited", f.Message)
+// cv is the ClusterVersion, or an empty one while it cannot be read.
+func (e *releaseEnv) cv(ctx context.Context) *api.ClusterVersion {
+	o, err := e.c.cl.Get(ctx, api.ResourceForKind("ClusterVersion"), "", api.ClusterVersionName, client.GetOptions{})
+	if err != nil {
+		return &api.ClusterVersion{}
 	}
-	waitFor(t, time.Minute, "every server back, a reachable voter on 1.1.0", func() (bool, string) {
-		ps, err := c.cl.RaftPeers(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		reach := 0
-		for _, p := range ps {
-			if p.Reachable && p.Suffrage == "Voter" && p.Info["selfUpdate"] == "ready" {
-				reach++
-			}
-		}
-		return reach == 3 && serverVersions(ps) == "h1=1.1.0 h2=1.1.0 h3=1.1.0", describePeers(ps) + serverVersions(ps)
-	})
-	if v := cv(); v.Status.History[0].Version != "1.2.0" || v.Status.History[0].State != api.UpdatePartial || v.Status.History[1].State != api.UpdateCompleted {
-		t.Errorf("history %+v", v.Status.History)
-	}
-	if _, _, err := c.cl.Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "after-roll-back"}}); err != nil {
-		t.Errorf("the cluster does not serve writes after the roll back: %v", err)
-	}
-	r = load.stop()
-	if r.minVoters < 2 {
-		t.Errorf("reachable raft voters fell to %d during the failed update", r.minVoters)
-	}
-
-	// A payload changed after it was signed is refused; nothing moves.
-	// (Under the graph's directory: the hosts see it at /srv/graph.)
-	digest := buildTampered(t, ctx, filepath.Join(graph, "outpost-1.3.0"), v2, filepath.Join(graph, "m2"), keyFile)
-	before := cv().Status.History
-	c.mustCLI(ctx, "adm", "upgrade", "--to-image", "file:///srv/graph/outpost-1.3.0@"+digest, "--allow-explicit-upgrade")
-	waitFor(t, time.Minute, "the tampered release refused", func() (bool, string) {
-		ra := cvCond(cv(), api.CVReleaseAccepted)
-		return ra.Status == api.ConditionFalse && ra.Reason == "VerifyPayload", fmt.Sprintf("%+v", ra)
-	})
-	if got := cv().Status.History; !slices.EqualFunc(got, before, func(a, b api.UpdateHistory) bool { return a.Version == b.Version && a.State == b.State }) {
-		t.Errorf("history changed by a refused release: %+v", got)
-	}
-	if ps := mustPeers(t, ctx, c.cl); serverVersions(ps) != "h1=1.1.0 h2=1.1.0 h3=1.1.0" {
-		t.Errorf("servers after the refused release: %s", serverVersions(ps))
-	}
+	return o.(*api.ClusterVersion)
 }
 
 // buildVersion builds the outpost binary stamped with version.
