@@ -51,8 +51,10 @@ type Agent struct {
 	online atomic.Bool
 	// restart asks Run to return for a restart on another binary
 	// (binaryupdate.go); wantMu guards the binary the node names.
-	restart     chan string
-	wantMu      sync.Mutex
+	restart chan string
+	wantMu  sync.Mutex
+	// bin is the binary's state found at start (read-only after).
+	bin         binaryState
 	offlineMu   sync.Mutex
 	offlineFrom time.Time
 	// contactSaved is when the state file last got a contact time
@@ -240,6 +242,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
+	a.bin = a.readBinary()
 	a.alive.Store(time.Now().UnixNano())
 	a.wg.Go(func() { a.watchdog(runCtx, &a.alive) })
 	a.wg.Go(func() { a.nodeLoop(runCtx) })

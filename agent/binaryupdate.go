@@ -31,29 +31,53 @@ const agentTrialTimeout = 3 * time.Minute
 // agentBinaryRetry is how soon a failed download is tried again.
 const agentBinaryRetry = 30 * time.Second
 
-func (a *Agent) binaryUpdateLoop(ctx context.Context) {
+// binaryState is the binary's state as the agent found it at start,
+// registered with its Node.
+type binaryState struct {
+	state, failure string
+	trial          *selfupdate.Trial
+}
+
+// readBinary finds the binary's state at start.
+func (a *Agent) readBinary() binaryState {
 	dir := a.cfg.BinaryDir
 	if dir == "" {
-		a.reportBinary(ctx, api.SelfUpdateUnsupported+": started without --binary-dir", nil)
-		return
+		return binaryState{state: api.SelfUpdateUnsupported + ": started without --binary-dir"}
 	}
 	st, err := selfupdate.Read(dir)
 	if err == nil {
 		err = selfupdate.Running(dir)
 	}
 	if err != nil {
-		a.reportBinary(ctx, api.SelfUpdateUnsupported+": "+err.Error(), nil)
 		a.log.Warn("this agent cannot replace its binary", "reason", err)
+		return binaryState{state: api.SelfUpdateUnsupported + ": " + err.Error()}
+	}
+	b := binaryState{state: api.SelfUpdateReady, failure: failureNote(st.Failure)}
+	if st.Trial != nil && st.Current == st.Trial.Digest {
+		b.state, b.trial = api.SelfUpdateTrial, st.Trial
+	}
+	return b
+}
+
+func failureNote(f *selfupdate.Failure) string {
+	if f == nil {
+		return ""
+	}
+	return f.Version + ": " + f.Reason
+}
+
+func (a *Agent) binaryUpdateLoop(ctx context.Context) {
+	dir := a.cfg.BinaryDir
+	if strings.HasPrefix(a.bin.state, api.SelfUpdateUnsupported) {
 		return
 	}
-	if st.Trial != nil && st.Current == st.Trial.Digest {
-		a.reportBinary(ctx, api.SelfUpdateTrial, st.Failure)
-		if !a.confirmBinary(ctx, st.Trial) {
+	if t := a.bin.trial; t != nil {
+		if !a.confirmBinary(ctx, t) {
 			return
 		}
-		st, _ = selfupdate.Read(dir)
+		st, _ := selfupdate.Read(dir)
+		a.reportBinary(ctx, api.SelfUpdateReady, st.Failure)
 	}
-	a.reportBinary(ctx, api.SelfUpdateReady, st.Failure)
 
 	poke := make(chan struct{}, 1)
 	var want string
@@ -185,10 +209,7 @@ func (a *Agent) nodeReady(ctx context.Context) error {
 // reportBinary writes the binary's state, and the last roll back, on the
 // node (retrying until the node exists and the write goes through).
 func (a *Agent) reportBinary(ctx context.Context, state string, f *selfupdate.Failure) {
-	failure := ""
-	if f != nil {
-		failure = f.Version + ": " + f.Reason
-	}
+	failure := failureNote(f)
 	for {
 		err := osCluster{a}.UpdateNode(ctx, func(n *api.Node) {
 			n.Annotations[api.AnnotationAgentBinaryState] = state

@@ -247,9 +247,11 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 				changed = true
 			}
 		}
-		updates := a.configUpdatesAnnotation()
-		if node.Annotations[api.AnnotationConfigUpdates] != updates {
-			changed = true
+		own := a.ownAnnotations()
+		for k, v := range own {
+			if node.Annotations[k] != v {
+				changed = true
+			}
 		}
 		if !changed {
 			return node
@@ -261,13 +263,15 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 		}
 		maps.Copy(upd.Labels, want)
 		upd.Annotations = maps.Clone(node.Annotations)
-		if updates == "" {
-			delete(upd.Annotations, api.AnnotationConfigUpdates)
-		} else {
-			if upd.Annotations == nil {
-				upd.Annotations = map[string]string{}
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		for k, v := range own {
+			if v == "" {
+				delete(upd.Annotations, k)
+			} else {
+				upd.Annotations[k] = v
 			}
-			upd.Annotations[api.AnnotationConfigUpdates] = updates
 		}
 		res, _, err := a.cl.Update(rctx, &upd)
 		if err != nil {
@@ -288,8 +292,13 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 			Spec:       api.NodeSpec{Taints: a.cfg.Taints},
 			Status:     st,
 		}
-		if v := a.configUpdatesAnnotation(); v != "" {
-			node.Annotations = map[string]string{api.AnnotationConfigUpdates: v}
+		for k, v := range a.ownAnnotations() {
+			if v != "" {
+				if node.Annotations == nil {
+					node.Annotations = map[string]string{}
+				}
+				node.Annotations[k] = v
+			}
 		}
 		sentAt := a.fence.now()
 		res, _, err := a.cl.Create(rctx, node)
@@ -312,6 +321,18 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 	default:
 		a.offline(err)
 		return nil
+	}
+}
+
+// ownAnnotations are the annotations the agent keeps on its Node from
+// registration on, by key ("": absent): whether it takes config updates,
+// and its binary's state and last roll back. Written with the
+// registration, so that a heartbeating node's object is not written.
+func (a *Agent) ownAnnotations() map[string]string {
+	return map[string]string{
+		api.AnnotationConfigUpdates:      a.configUpdatesAnnotation(),
+		api.AnnotationAgentBinaryState:   a.bin.state,
+		api.AnnotationAgentBinaryFailure: a.bin.failure,
 	}
 }
 

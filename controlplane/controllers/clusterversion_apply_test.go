@@ -103,9 +103,11 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 	start("1.2.0")
 	cv := func() *api.ClusterVersion { return e.get(cvRes, "", "version").(*api.ClusterVersion) }
 	// kick stands for the periodic look while an update is under way.
+	kicks := 0
 	kick := func() {
+		kicks++
 		e.update(cvRes, "", "version", false, func(o api.Object) {
-			o.(*api.ClusterVersion).Annotations = map[string]string{"kick": fmt.Sprint(len(raft.transfers), e.clock.Now().UnixNano())}
+			o.(*api.ClusterVersion).Annotations = map[string]string{"kick": fmt.Sprint(kicks)}
 		})
 	}
 	named := func(id string) {

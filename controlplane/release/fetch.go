@@ -31,9 +31,25 @@ func SplitRef(ref string) (location, digest string) {
 const MaxPayload = 512 << 20
 
 // Fetch copies the payload ref names (an http(s):// or file:// URL, or a
-// path, optionally @sha256:DIGEST) into dir and opens it; a digest in
-// ref must be the payload's. The file is dir/<digest>.tar.
+// path, optionally @sha256:DIGEST; or docker://HOST/REPOSITORY@sha256:
+// DIGEST in an OCI registry, registry.go) into dir and opens it; a
+// digest in ref must be the payload's. The file is dir/<digest>.tar (a
+// registry's payload: the layout dir/<digest>/).
 func Fetch(ctx context.Context, ref, dir string) (*Payload, error) {
+	if strings.HasPrefix(ref, RegistryScheme) {
+		root, err := pullRegistry(ctx, ref, dir)
+		if err != nil {
+			return nil, fmt.Errorf("payload %s: %w", ref, err)
+		}
+		p, err := Open(root)
+		if err != nil {
+			return nil, fmt.Errorf("payload %s: %w", ref, err)
+		}
+		if _, want := SplitRef(ref); p.Digest != want {
+			return nil, fmt.Errorf("%w: payload %s is %s", ErrDigest, ref, p.Digest)
+		}
+		return p, nil
+	}
 	loc, want := SplitRef(ref)
 	u, err := url.Parse(loc)
 	if err != nil {

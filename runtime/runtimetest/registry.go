@@ -16,7 +16,8 @@ import (
 )
 
 // Registry is a minimal OCI distribution registry on 127.0.0.1 serving
-// one image (pull only) behind HTTP basic auth, for pull tests.
+// one OCI layout (pull only: its first manifest by tag, every manifest
+// by digest, the referrers API) behind HTTP basic auth, for pull tests.
 type Registry struct {
 	// Host is host:port to put in image references and RegistryAuth.
 	Host string
@@ -61,10 +62,28 @@ func NewRegistry(t *testing.T, archive []byte, user, password string) *Registry 
 			Digest    string `json:"digest"`
 		} `json:"manifests"`
 	}
-	if err := json.Unmarshal(index, &idx); err != nil || len(idx.Manifests) != 1 {
+	if err := json.Unmarshal(index, &idx); err != nil || len(idx.Manifests) == 0 {
 		t.Fatalf("registry: index.json: %v (%d manifests)", err, len(idx.Manifests))
 	}
+	// The tag names the first manifest; every manifest is served by
+	// its digest, and those with a subject through the referrers API
+	// (OCI 1.1), as signatures are found.
 	manifest := idx.Manifests[0]
+	mediaTypes := map[string]string{}
+	referrers := map[string][]map[string]any{}
+	for _, m := range idx.Manifests {
+		mediaTypes[m.Digest] = m.MediaType
+		var body struct {
+			ArtifactType string `json:"artifactType"`
+			Subject      *struct {
+				Digest string `json:"digest"`
+			} `json:"subject"`
+		}
+		if json.Unmarshal(blobs[m.Digest], &body) == nil && body.Subject != nil {
+			referrers[body.Subject.Digest] = append(referrers[body.Subject.Digest], map[string]any{
+				"mediaType": m.MediaType, "digest": m.Digest, "size": len(blobs[m.Digest]), "artifactType": body.ArtifactType})
+		}
+	}
 	reg := &Registry{Repo: "runtimetest/pulled", Tag: "1", Digest: manifest.Digest}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) {
@@ -88,9 +107,20 @@ func NewRegistry(t *testing.T, archive []byte, user, password string) *Registry 
 		var body []byte
 		var mediaType, digest string
 		switch {
-		case kind == "manifests" && (ref == reg.Tag || ref == manifest.Digest):
+		case kind == "manifests" && ref == reg.Tag:
 			body, mediaType, digest = blobs[manifest.Digest], manifest.MediaType, manifest.Digest
 			reg.pulls.Add(1)
+		case kind == "manifests" && mediaTypes[ref] != "":
+			body, mediaType, digest = blobs[ref], mediaTypes[ref], ref
+			reg.pulls.Add(1)
+		case kind == "referrers":
+			ref, _, _ = strings.Cut(ref, "?")
+			list := referrers[ref]
+			if list == nil {
+				list = []map[string]any{}
+			}
+			body, _ = json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": list})
+			mediaType = "application/vnd.oci.image.index.v1+json"
 		case kind == "blobs" && blobs[ref] != nil:
 			body, mediaType, digest = blobs[ref], "application/octet-stream", ref
 		default:

@@ -88,8 +88,22 @@ func TestReleaseUpdateRealSystemd(t *testing.T) {
 			t.Errorf("%s: the agent's good binary says %q, want 1.1.0", a.name, out)
 		}
 	}
+	// The pool rolls the release's MachineConfig out afterwards.
+	waitFor(t, 3*time.Minute, "the worker pool updated", func() (bool, string) {
+		obj, err := c.cl.Get(ctx, api.ResourceForKind("MachineConfigPool"), "", "worker", client.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p := obj.(*api.MachineConfigPool)
+		return p.Status.UpdatedMachineCount == 2 && poolStatus(p, api.PoolUpdated) == api.ConditionTrue, fmt.Sprintf("%+v", p.Status)
+	})
+	for _, a := range agents {
+		if b, err := os.ReadFile(a.h.Path("/etc/outpost-release")); err != nil || string(b) != "1.1.0\n" {
+			t.Errorf("%s: /etc/outpost-release %q %v, want the release's MachineConfig's 1.1.0", a.name, b, err)
+		}
+	}
 	out := c.mustCLI(ctx, "get", "clusteroperators")
-	for _, co := range []string{"control-plane", "node-agents", "edge", "edge-dns"} {
+	for _, co := range []string{"control-plane", "node-agents", "edge", "edge-dns", "machine-config"} {
 		if !regexpLine(out, co+`\s+1\.1\.0\s+True\s+False\s+False`) {
 			t.Errorf("cluster operator %s not at 1.1.0 Available:\n%s", co, out)
 		}
@@ -227,6 +241,15 @@ spec:
 	}
 	writeManifests(filepath.Join(graph, "m1"), "1.0.0")
 	writeManifests(filepath.Join(graph, "m2"), "1.1.0")
+	// 1.1.0 also brings the worker pool, a node disruption policy that
+	// takes the release file up without a reboot, and a MachineConfig
+	// writing it: the pool rolls it out after the update (UPD-7).
+	for n, c := range map[string]string{"0000_60_machine-config_00-pool.yaml": releasePool, "0000_60_machine-config_01-policy.yaml": releasePolicy,
+		"0000_60_machine-config_10-release-file.yaml": releaseFileConfig} {
+		if err := os.WriteFile(filepath.Join(graph, "m2", n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	writeManifests(filepath.Join(graph, "m3"), "1.2.0")
 	newRelease := func(version, bin, manifests, previous string) string {
 		f := filepath.Join(graph, "releases", "outpost-"+version+".tar")
@@ -337,7 +360,7 @@ WantedBy=multi-user.target
 	ctdDir := sharedContainerd(t, ctx)
 	for i, name := range []string{"n1", "n2"}[:withAgents] {
 		agents = append(agents, bootAgentHostRunning(t, v1, "/var/lib/outpost/agent-bin/current/outpost", name, 94+i, apis[i], agentJoin, ctdDir,
-			[]string{"--os-updates", "off", "--binary-dir", "/var/lib/outpost/agent-bin"}, nil))
+			[]string{"--os-updates", "on", "--os-backend", "directory", "--labels", "node-role.kubernetes.io/worker=", "--binary-dir", "/var/lib/outpost/agent-bin"}, nil))
 	}
 	for _, a := range agents {
 		c.waitReady(a.name, "True", 2*time.Minute)
@@ -559,3 +582,46 @@ func (l *writeLoad) stop() writeReport {
 	}
 	return r
 }
+
+const releasePool = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: worker
+spec:
+  maxUnavailable: 1
+  machineConfigSelector:
+    matchLabels:
+      machineconfiguration.openshift.io/role: worker
+  nodeSelector:
+    matchLabels:
+      node-role.kubernetes.io/worker: ""
+`
+
+const releasePolicy = `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/outpost-release
+      actions:
+      - type: None
+`
+
+const releaseFileConfig = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-release-file
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/outpost-release
+        contents:
+          source: data:,1.1.0%0A
+`
