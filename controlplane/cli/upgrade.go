@@ -125,7 +125,7 @@ Not built yet: applying an accepted release.`,
 	up.Flags().StringVar(&toImage, "to-image", "", "update to this payload (URL@sha256:DIGEST)")
 	up.Flags().BoolVar(&allowNotRecommended, "allow-not-recommended", false, "take an update whose risks apply to this cluster, accepting them")
 	up.Flags().BoolVar(&allowExplicit, "allow-explicit-upgrade", false, "take a --to-image payload that is not among the updates listed")
-	up.Flags().BoolVar(&force, "force", false, "skip the update's precondition checks (never the signature, nor the risks)")
+	up.Flags().BoolVar(&force, "force", false, "skip the update's precondition checks: every cluster operator Available and not Degraded, no machine config pool updating, every server a reachable, caught-up voter ready to replace its binary (never the signature, nor the risks)")
 	up.Flags().BoolVar(&clear, "clear", false, "take back a requested update")
 	channel := &cobra.Command{
 		Use:   "channel NAME",
