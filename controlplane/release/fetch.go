@@ -89,17 +89,61 @@ func Fetch(ctx context.Context, ref, dir string) (*Payload, error) {
 	if want != "" && p.Digest != want {
 		return nil, fmt.Errorf("%w: payload %s is %s", ErrDigest, ref, p.Digest)
 	}
-	if strings.HasPrefix(src, dir+string(filepath.Separator)) {
-		// Kept by digest, for the steps after (and a restart).
-		final := filepath.Join(dir, strings.TrimPrefix(p.Digest, "sha256:")+".tar")
+	// Kept by digest in dir, for the steps after (the servers hand out
+	// its binaries to agents) and a restart, whatever becomes of the
+	// source (a removable disk, say).
+	final := filepath.Join(dir, strings.TrimPrefix(p.Digest, "sha256:")+".tar")
+	switch {
+	case strings.HasPrefix(src, dir+string(filepath.Separator)):
 		if err := os.Rename(src, final); err != nil {
 			return nil, err
 		}
-		if p, err = Open(final); err != nil {
-			return nil, err
+	default:
+		if _, err := os.Stat(final); err == nil {
+			break
+		}
+		if err := keepCopy(src, dir, final); err != nil {
+			return nil, fmt.Errorf("payload %s: keeping a copy: %w", ref, err)
 		}
 	}
+	if p, err = Open(final); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// keepCopy writes the payload at src (a tar, or a layout directory) to
+// final as a tar, through a temporary file in dir.
+func keepCopy(src, dir, final string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".keep-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if st, err := os.Stat(src); err == nil && st.IsDir() {
+		err = WriteTar(tmp, src)
+	} else if err == nil {
+		var f *os.File
+		if f, err = os.Open(src); err == nil {
+			_, err = io.Copy(tmp, f)
+			f.Close()
+		}
+	}
+	if err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), final)
 }
 
 func download(ctx context.Context, u string, w io.Writer) error {

@@ -80,3 +80,25 @@ func TestFetchFromRegistry(t *testing.T) {
 		t.Errorf("a changed blob: %v, want ErrDigest", err)
 	}
 }
+
+// A payload fetched from a local directory is kept in the fetch
+// directory as DIGEST.tar (the servers hand its binaries out from
+// there, after the source is gone too).
+func TestFetchKeepsACopy(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "payload")
+	digest, err := Build(src, testInput(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Fetch(context.Background(), "file://"+src+"@"+digest, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(src); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(filepath.Join(dir, strings.TrimPrefix(digest, "sha256:")+".tar"))
+	if err != nil || p.Digest != digest {
+		t.Fatalf("the kept copy: %v (%v)", err, p)
+	}
+}

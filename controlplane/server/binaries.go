@@ -83,8 +83,12 @@ func (s *Server) binaryFile(hexd string) (string, error) {
 	if _, err := os.Stat(cache); err == nil {
 		return cache, nil
 	}
-	tars, _ := filepath.Glob(filepath.Join(s.cfg.DataDir, "releases", "*.tar"))
+	// Fetched payloads: tars, and layouts pulled from a registry.
+	tars, _ := filepath.Glob(filepath.Join(s.cfg.DataDir, "releases", "*"))
 	for _, t := range tars {
+		if strings.HasPrefix(filepath.Base(t), ".") {
+			continue
+		}
 		p, err := release.Open(t)
 		if err != nil {
 			continue

@@ -103,7 +103,9 @@ func agentWaveOnce(ctx context.Context, bin string, r *agentWaveResult) error {
 		obj, err := bc.cl.Get(ctx, cvr, "", api.ClusterVersionName, client.GetOptions{})
 		if err == nil {
 			cv := obj.(*api.ClusterVersion)
-			if h := cv.Status.History; len(h) > 0 && h[0].Version == version && h[0].State == api.UpdateCompleted {
+			// The image tells this update's entry from the one recorded
+			// at install (the same version).
+			if h := cv.Status.History; len(h) > 0 && h[0].Image == ref && h[0].State == api.UpdateCompleted {
 				break
 			}
 		}
