@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -49,6 +52,33 @@ func (l *logFlags) logger() (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
 }
 
+// networkFlags are the cluster's address ranges (SPEC NET-3).
+type networkFlags struct{ serviceCIDR, clusterCIDR, nodePorts string }
+
+func (n *networkFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&n.serviceCIDR, "service-cidr", "10.43.0.0/16", "the range Services' cluster IPs are given from")
+	f.StringVar(&n.clusterCIDR, "cluster-cidr", "10.42.0.0/16", "the range pods' addresses come from (may not overlap --service-cidr)")
+	f.StringVar(&n.nodePorts, "service-node-port-range", "30000-32767", "the node ports NodePort Services are given from, LOW-HIGH")
+}
+
+func (n *networkFlags) apply(cfg *server.Config) error {
+	var err error
+	if cfg.ServiceNetwork.CIDR, err = netip.ParsePrefix(n.serviceCIDR); err != nil {
+		return fmt.Errorf("--service-cidr %q: %w", n.serviceCIDR, err)
+	}
+	if cfg.ClusterCIDR, err = netip.ParsePrefix(n.clusterCIDR); err != nil {
+		return fmt.Errorf("--cluster-cidr %q: %w", n.clusterCIDR, err)
+	}
+	lo, hi, ok := strings.Cut(n.nodePorts, "-")
+	l, lerr := strconv.Atoi(lo)
+	h, herr := strconv.Atoi(hi)
+	if !ok || lerr != nil || herr != nil || l < 1 || h > 65535 || l > h {
+		return fmt.Errorf("--service-node-port-range %q: want LOW-HIGH within 1-65535", n.nodePorts)
+	}
+	cfg.ServiceNetwork.NodePorts = [2]int32{int32(l), int32(h)}
+	return nil
+}
+
 func newServerCommand() *cobra.Command {
 	var (
 		cfg   server.Config
@@ -58,6 +88,7 @@ func newServerCommand() *cobra.Command {
 		gf    gossipFlags
 		tol   tolerationFlags
 		evict evictionFlags
+		nets  networkFlags
 		conf  configFile
 		// secretFile holds the cluster secret, out of ps's sight.
 		secretFile string
@@ -123,6 +154,9 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if err := tol.apply(&cfg); err != nil {
 				return err
 			}
+			if err := nets.apply(&cfg); err != nil {
+				return err
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			return server.Run(cmd.Context(), cfg)
 		},
@@ -147,6 +181,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
 	f.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "how long a follower waits without hearing from the leader before it stands for election (the election timeout is the same, the leader's lease half): "+
 		"lower moves the leadership sooner when the leader's host dies, higher rides out slow or lossy links without needless elections; every server should have the same")
+	nets.register(f)
 	f.Uint64Var(&cfg.CatchUpLag, "raft-catch-up-lag", 64, "a joining server (a replacement too) is promoted to voter once it holds every entry committed when it asked and is at most this many entries behind the leader's commit index; the leader's setting counts")
 	// Hidden: a server that acknowledges writes it may lose on a power
 	// cut, only for the power-loss test to prove it notices.
@@ -171,6 +206,7 @@ func newDevCommand() *cobra.Command {
 		devAgent         devAgentOptions
 		tol              tolerationFlags
 		evict            evictionFlags
+		nets             networkFlags
 		devGossip        gossipFlags
 		conf             configFile
 	)
@@ -216,6 +252,9 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 			if err := tol.apply(&cfg); err != nil {
 				return err
 			}
+			if err := nets.apply(&cfg); err != nil {
+				return err
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			s, err := server.Start(cmd.Context(), cfg)
@@ -239,6 +278,7 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 	f.BoolVar(&noAgent, "no-agent", false, "run the control plane only, without a node agent for this host")
 	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
 	devAgent.add(cmd)
+	nets.register(cmd.Flags())
 	tol.add(cmd)
 	evict.add(cmd)
 	conf.add(cmd)

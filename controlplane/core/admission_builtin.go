@@ -13,12 +13,15 @@ import (
 )
 
 // builtinAdmission is what every server runs before Config.Admission:
-// rules of the spec that no configuration may leave out. These steps only
-// refuse; they never change obj, so validation need not run after them.
-func builtinAdmission(objects func(*api.Resource) ([]api.Object, uint64, error)) []admission.Interface {
-	// Each step only refuses: admission.KeepsValid, so the chain does not
-	// validate again after them.
-	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}, machineConfigAdmission{objects}}
+// rules of the spec that no configuration may leave out. These steps
+// refuse, or fill in a Service's addresses; validation need not run
+// after them.
+func builtinAdmission(objects func(*api.Resource) ([]api.Object, uint64, error), svc ServiceNetwork) []admission.Interface {
+	// Each step only refuses, or (serviceIPAdmission) adds well-formed
+	// fields: admission.KeepsValid, so the chain does not validate again
+	// after them.
+	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}, machineConfigAdmission{objects},
+		serviceIPAdmission{net: svc.withDefaults(), objects: objects}}
 }
 
 var machineConfigsResource = api.ResourceForKind("MachineConfig")

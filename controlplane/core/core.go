@@ -51,6 +51,9 @@ type Config struct {
 	AdmissionConfig admission.Config
 	// Admission runs last, in order, on every write.
 	Admission []admission.Interface
+	// ServiceNetwork is where Services' cluster IPs and node ports come
+	// from (default 10.43.0.0/16 and 30000-32767).
+	ServiceNetwork ServiceNetwork
 	// Seed creates, at bootstrap, objects the transports want before the
 	// cluster is ready (the schedulers' policies); nil for none.
 	Seed func(ctx context.Context) error
@@ -80,6 +83,8 @@ type Core struct {
 	// write's preconditions may be checked against it (leader.go).
 	gateMu sync.Mutex
 	gate   chan struct{}
+	// services serializes Service writes (serviceips.go).
+	services serviceLock
 }
 
 // New returns the core of a server whose store and raft member are cfg's.
@@ -91,7 +96,7 @@ func New(cfg Config) (*Core, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{})}
-	c.admit = append(append(builtinAdmission(cfg.Store.Objects), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
+	c.admit = append(append(builtinAdmission(cfg.Store.Objects, cfg.ServiceNetwork), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }
 

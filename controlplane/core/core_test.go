@@ -187,19 +187,7 @@ func TestCoreAdmissionChain(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if err := c.WaitCaughtUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, _, err := c.Get(namespacesResource, "", NamespaceDefault); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no default namespace")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitBootstrapped(t, ctx, c)
 	res, err := c.Create(ctx, ControlPlane, testPod("ok"))
 	if err != nil {
 		t.Fatal(err)
@@ -256,19 +244,7 @@ func TestWritesWaitForTheLeaderBarrier(t *testing.T) {
 	c := startCore(t, nil, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if err := c.WaitCaughtUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, _, err := c.Get(namespacesResource, "", NamespaceDefault); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no default namespace")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitBootstrapped(t, ctx, c)
 	gate := c.resetGate() // a new leadership, its barrier not passed yet
 	held, stop := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err := c.Create(held, ControlPlane, testPod("early"))
@@ -282,5 +258,24 @@ func TestWritesWaitForTheLeaderBarrier(t *testing.T) {
 	close(gate)
 	if _, err := c.Create(ctx, ControlPlane, testPod("after")); err != nil {
 		t.Fatalf("a create after the barrier: %v", err)
+	}
+}
+
+// waitBootstrapped waits until c caught up and its leader created the
+// default namespace.
+func waitBootstrapped(t *testing.T, ctx context.Context, c *Core) {
+	t.Helper()
+	if err := c.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, _, err := c.Get(namespacesResource, "", NamespaceDefault); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no default namespace")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -89,6 +89,7 @@ func (c *Core) Create(ctx context.Context, id *auth.Identity, obj api.Object) (*
 	if err := c.awaitBarrier(ctx); err != nil {
 		return nil, err
 	}
+	defer c.services.hold(obj)()
 	res := api.ResourceOf(obj)
 	if res == nil {
 		return nil, fmt.Errorf("create %T: %w", obj, api.ErrUnknownKind)
@@ -144,6 +145,12 @@ func ownedFields(m *api.ObjectMeta, now time.Time) {
 func (c *Core) CreateBatch(ctx context.Context, id *auth.Identity, objs []api.Object) error {
 	if err := c.awaitBarrier(ctx); err != nil {
 		return err
+	}
+	for _, o := range objs {
+		if _, ok := o.(*api.Service); ok {
+			defer c.services.hold(o)()
+			break
+		}
 	}
 	var errs []error
 	cmds := make([][]byte, 0, len(objs))
@@ -219,6 +226,7 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 	if err := c.awaitBarrier(ctx); err != nil {
 		return nil, err
 	}
+	defer c.services.hold(obj)()
 	if res == tokensResource && name == c.cfg.AdminTokenID {
 		return nil, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: this is the built-in admin token, derived from the cluster secret; "+
 			"it is changed only by rotating it: outpost adm token rotate-admin", name))

@@ -1,0 +1,28 @@
+package server
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/outpost-edge/outpost/controlplane/core"
+)
+
+// The cluster's ranges (SPEC NET-3): a pod range overlapping the service
+// range, or a node port range out of bounds, stops the server at start
+// naming the flags; the defaults are k3s's.
+func TestNetworkRanges(t *testing.T) {
+	c, err := Config{DataDir: "d", ID: "s1"}.withDefaults()
+	if err != nil || c.ClusterCIDR.String() != "10.42.0.0/16" || c.ServiceNetwork.CIDR.String() != "10.43.0.0/16" || c.ServiceNetwork.NodePorts != [2]int32{30000, 32767} {
+		t.Fatalf("defaults: %v %v %+v", err, c.ClusterCIDR, c.ServiceNetwork)
+	}
+	_, err = Config{DataDir: "d", ID: "s1", ClusterCIDR: netip.MustParsePrefix("10.0.0.0/8")}.withDefaults()
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--cluster-cidr") || !strings.Contains(err.Error(), "--service-cidr") {
+		t.Errorf("overlapping ranges: %v", err)
+	}
+	_, err = Config{DataDir: "d", ID: "s1", ServiceNetwork: core.ServiceNetwork{NodePorts: [2]int32{40000, 30000}}}.withDefaults()
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--service-node-port-range") {
+		t.Errorf("a reversed node port range: %v", err)
+	}
+}
