@@ -53,8 +53,9 @@ type Agent struct {
 	// (binaryupdate.go); wantMu guards the binary the node names.
 	restart chan string
 	wantMu  sync.Mutex
-	// bin is the binary's state found at start (read-only after).
-	bin         binaryState
+	// bin is the binary's state as the Node should say it: found at
+	// start, changed when a trial is confirmed (binaryupdate.go).
+	bin         atomic.Pointer[binaryState]
 	offlineMu   sync.Mutex
 	offlineFrom time.Time
 	// contactSaved is when the state file last got a contact time
@@ -242,7 +243,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
-	a.bin = a.readBinary()
+	b := a.readBinary()
+	a.bin.Store(&b)
 	a.alive.Store(time.Now().UnixNano())
 	a.wg.Go(func() { a.watchdog(runCtx, &a.alive) })
 	a.wg.Go(func() { a.nodeLoop(runCtx) })

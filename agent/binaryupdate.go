@@ -68,10 +68,11 @@ func failureNote(f *selfupdate.Failure) string {
 
 func (a *Agent) binaryUpdateLoop(ctx context.Context) {
 	dir := a.cfg.BinaryDir
-	if strings.HasPrefix(a.bin.state, api.SelfUpdateUnsupported) {
+	start := a.bin.Load()
+	if start == nil || strings.HasPrefix(start.state, api.SelfUpdateUnsupported) {
 		return
 	}
-	if t := a.bin.trial; t != nil {
+	if t := start.trial; t != nil {
 		if !a.confirmBinary(ctx, t) {
 			return
 		}
@@ -137,6 +138,11 @@ func (a *Agent) setWanted(want *string, n *api.Node, poke chan struct{}) {
 
 // stageBinary downloads the binary by digest and makes it the trial.
 func (a *Agent) stageBinary(ctx context.Context, v, digest string) error {
+	if st, err := selfupdate.Read(a.cfg.BinaryDir); err == nil && st.Current == digest {
+		// Already running it, yet it says another version: restarting
+		// on it again would loop.
+		return fmt.Errorf("this agent runs the release's binary %s already, and it reports version %s, not %s: the release's binary is mislabelled", digest, version.Version, v)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	rc, err := a.cl.Binary(dctx, digest)
@@ -210,6 +216,10 @@ func (a *Agent) nodeReady(ctx context.Context) error {
 // node (retrying until the node exists and the write goes through).
 func (a *Agent) reportBinary(ctx context.Context, state string, f *selfupdate.Failure) {
 	failure := failureNote(f)
+	if !strings.Contains(state, ";") {
+		// What a later registration writes too.
+		a.bin.Store(&binaryState{state: state, failure: failure})
+	}
 	for {
 		err := osCluster{a}.UpdateNode(ctx, func(n *api.Node) {
 			n.Annotations[api.AnnotationAgentBinaryState] = state

@@ -329,10 +329,14 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 // and its binary's state and last roll back. Written with the
 // registration, so that a heartbeating node's object is not written.
 func (a *Agent) ownAnnotations() map[string]string {
+	b := a.bin.Load()
+	if b == nil {
+		b = &binaryState{}
+	}
 	return map[string]string{
 		api.AnnotationConfigUpdates:      a.configUpdatesAnnotation(),
-		api.AnnotationAgentBinaryState:   a.bin.state,
-		api.AnnotationAgentBinaryFailure: a.bin.failure,
+		api.AnnotationAgentBinaryState:   b.state,
+		api.AnnotationAgentBinaryFailure: b.failure,
 	}
 }
 

@@ -73,6 +73,9 @@ const (
 	// binary, ready to replace it.
 	SelfUpdateReady    = "ready"
 	SelfUpdateStarting = "starting"
+	// SelfUpdateUpdating: fetching and staging a new binary, about to
+	// restart on it.
+	SelfUpdateUpdating = "updating"
 	SelfUpdateTrial    = "trial"
 	// SelfUpdateUnsupported starts the state of one that cannot replace
 	// its binary: "unsupported: why".

@@ -98,7 +98,9 @@ func (c *clusterVersionController) preconditions(ctx context.Context) string {
 		if cond := operatorCond(co, api.OperatorAvailable); cond.Status != api.ConditionTrue {
 			why = append(why, fmt.Sprintf("cluster operator %s is not Available", co.Name))
 		}
-		if cond := operatorCond(co, api.OperatorDegraded); cond.Status == api.ConditionTrue {
+		// Agents that rolled back are the nodes' own business (the
+		// next release may be their fix): they do not hold updates.
+		if cond := operatorCond(co, api.OperatorDegraded); cond.Status == api.ConditionTrue && co.Name != api.AgentsOperator {
 			why = append(why, fmt.Sprintf("cluster operator %s is Degraded: %s", co.Name, cond.Message))
 		}
 	}
@@ -226,6 +228,11 @@ func (c *clusterVersionController) applyControlPlane(ctx context.Context, cp *ap
 		if m.Voter && !m.Reachable {
 			return waiting("Working towards %s: server %s is unreachable; no server restarts until every voter is back (%s)", version, m.ID, progress)
 		}
+		// One starting, on trial or still staging a binary (an update
+		// replaced meanwhile) is not yet a voter to count on.
+		if st := m.Info[InfoSelfUpdate]; m.Reachable && (st == api.SelfUpdateStarting || st == api.SelfUpdateTrial || st == api.SelfUpdateUpdating) {
+			return waiting("Working towards %s: server %s is %s; no other server restarts until it is a ready voter (%s)", version, m.ID, st, progress)
+		}
 	}
 	next := slices.IndexFunc(left, func(m RaftMember) bool { return !m.Leader })
 	if next < 0 && len(ms) > 1 {
@@ -243,7 +250,7 @@ func (c *clusterVersionController) applyControlPlane(ctx context.Context, cp *ap
 	if next < 0 {
 		next = 0 // one server: it updates itself, the cluster pauses meanwhile
 	}
-	if st := left[next].Info[InfoSelfUpdate]; strings.HasPrefix(st, api.SelfUpdateUnsupported) {
+	if st := left[next].Info[InfoSelfUpdate]; st == "" || strings.HasPrefix(st, api.SelfUpdateUnsupported) {
 		return failing("ControlPlaneUpdateUnsupported", "server %s cannot replace its binary (%s): run it from the packaged outpost-server.service, which passes --binary-dir", left[next].ID, st)
 	}
 	cp.Server, cp.Since = left[next].ID, api.NewTime(now)
@@ -479,9 +486,14 @@ func (c *clusterVersionController) applyAgents(ctx context.Context, p *release.P
 	)
 	for _, n := range nodes {
 		state := n.Annotations[api.AnnotationAgentBinaryState]
+		platform := cmp.Or(n.Status.NodeInfo.OperatingSystem, "linux") + "/" + cmp.Or(n.Status.NodeInfo.Architecture, "amd64")
 		switch {
-		case n.Status.NodeInfo.KubeletVersion == version:
+		case n.Status.NodeInfo.KubeletVersion == version && state == api.SelfUpdateReady:
+			// Reporting the version on trial is not enough: done once
+			// the binary is marked good.
 			done++
+		case n.Status.NodeInfo.KubeletVersion == version && (state == "" || strings.HasPrefix(state, api.SelfUpdateUnsupported)):
+			done++ // there already, by other means
 		case strings.HasPrefix(n.Annotations[api.AnnotationAgentBinaryFailure], version+": "):
 			failed = append(failed, n.Name+": "+strings.TrimPrefix(n.Annotations[api.AnnotationAgentBinaryFailure], version+": "))
 		case state == "" || strings.HasPrefix(state, api.SelfUpdateUnsupported):
@@ -490,18 +502,15 @@ func (c *clusterVersionController) applyAgents(ctx context.Context, p *release.P
 			notReady = append(notReady, n.Name)
 		case strings.HasPrefix(n.Annotations[api.AnnotationAgentBinary], version+" "):
 			inflight++
+		case digests[platform] == "":
+			failed = append(failed, fmt.Sprintf("%s: the release has no binary for %s", n.Name, platform))
 		default:
 			next = append(next, n)
 		}
 	}
 	wave := max(1, len(nodes)*agentWave/100)
 	for _, n := range next[:min(len(next), max(0, wave-inflight))] {
-		platform := cmp.Or(n.Status.NodeInfo.OperatingSystem, "linux") + "/" + cmp.Or(n.Status.NodeInfo.Architecture, "amd64")
-		digest, ok := digests[platform]
-		if !ok {
-			failed = append(failed, fmt.Sprintf("%s: the release has no binary for %s", n.Name, platform))
-			continue
-		}
+		digest := digests[cmp.Or(n.Status.NodeInfo.OperatingSystem, "linux")+"/"+cmp.Or(n.Status.NodeInfo.Architecture, "amd64")]
 		if err := c.nameAgentBinary(ctx, n.Name, version+" "+digest); err != nil {
 			return waiting("Working towards %s: naming node %s's binary: %v", version, n.Name, err)
 		}
@@ -511,7 +520,7 @@ func (c *clusterVersionController) applyAgents(ctx context.Context, p *release.P
 	msg := fmt.Sprintf("%d of %d agents at %s", done, len(nodes), version)
 	var notes []string
 	if len(failed) > 0 {
-		notes = append(notes, "rolled back: "+strings.Join(failed, "; "))
+		notes = append(notes, "failed: "+strings.Join(failed, "; "))
 	}
 	if len(unsupported) > 0 {
 		notes = append(notes, "cannot replace their binary: "+strings.Join(unsupported, ", "))

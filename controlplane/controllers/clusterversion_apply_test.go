@@ -100,6 +100,14 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 		o.(*api.Node).Annotations = map[string]string{api.AnnotationAgentBinaryState: api.SelfUpdateReady}
 	})
 	e.update(nodesRes, "", "n1", true, func(o api.Object) { o.(*api.Node).Status.NodeInfo.KubeletVersion = "1.2.0" })
+	// n3's platform has no binary in the release: listed, not waited for.
+	e.agentNode("n3")
+	e.update(nodesRes, "", "n3", false, func(o api.Object) {
+		o.(*api.Node).Annotations = map[string]string{api.AnnotationAgentBinaryState: api.SelfUpdateReady}
+	})
+	e.update(nodesRes, "", "n3", true, func(o api.Object) {
+		o.(*api.Node).Status.NodeInfo.KubeletVersion, o.(*api.Node).Status.NodeInfo.Architecture = "1.2.0", "riscv64"
+	})
 	start("1.2.0")
 	cv := func() *api.ClusterVersion { return e.get(cvRes, "", "version").(*api.ClusterVersion) }
 	// kick stands for the periodic look while an update is under way.
@@ -155,7 +163,14 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 	if n := e.get(nodesRes, "", "n2").(*api.Node); n.Annotations[api.AnnotationAgentBinary] != "" {
 		t.Errorf("n2, whose agent cannot replace its binary, was named one: %v", n.Annotations)
 	}
+	// Reporting the version on trial is not done; marked good is.
+	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Annotations[api.AnnotationAgentBinaryState] = api.SelfUpdateTrial })
 	e.update(nodesRes, "", "n1", true, func(o api.Object) { o.(*api.Node).Status.NodeInfo.KubeletVersion = "1.2.1" })
+	kick()
+	if c := cvCondition(cv(), api.CVProgressing); !strings.Contains(c.Message, "agents replacing their binary") {
+		t.Errorf("Progressing %q while n1's binary is on trial, want the agents phase", c.Message)
+	}
+	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Annotations[api.AnnotationAgentBinaryState] = api.SelfUpdateReady })
 	kick()
 	e.waitFor("runlevel 20 waits for the rollout", func() (bool, string) {
 		c := cvCondition(cv(), api.CVProgressing)
@@ -177,7 +192,7 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 	if c := cv(); c.Status.History[0].CompletionTime == nil || cvCondition(c, api.CVProgressing).Status != api.ConditionFalse || c.Status.History[1].Version != "1.2.0" {
 		t.Errorf("status %+v", c.Status)
 	}
-	if co := e.get(coRes, "", api.AgentsOperator).(*api.ClusterOperator); !strings.Contains(operatorCond(co, api.OperatorAvailable).Message, "1 of 2 agents at 1.2.1 (cannot replace their binary: n2)") {
+	if co := e.get(coRes, "", api.AgentsOperator).(*api.ClusterOperator); !strings.Contains(operatorCond(co, api.OperatorAvailable).Message, "1 of 3 agents at 1.2.1 (failed: n3: the release has no binary for linux/riscv64; cannot replace their binary: n2)") {
 		t.Errorf("node-agents operator %+v", co.Status)
 	}
 	for _, name := range []string{"control-plane", "addons", "web"} {

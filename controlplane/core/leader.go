@@ -30,9 +30,12 @@ func (c *Core) RunLeadership(ctx context.Context) {
 			if !ok {
 				return
 			}
+			// The gate shuts first: a lost and regained leadership must
+			// not serve writes through the last term's open gate while
+			// the old duties stop.
+			gate := c.resetGate()
 			duties.stop()
 			duties = nil
-			gate := c.resetGate()
 			if leading {
 				duties = start(ctx, func(ctx context.Context) { c.leaderDuties(ctx, gate) })
 			}

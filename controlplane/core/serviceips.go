@@ -106,6 +106,8 @@ func (a serviceIPAdmission) Admit(_ context.Context, _ string, _ *auth.Identity,
 			errs = append(errs, api.Invalid(sp.Child("clusterIP"), "", fmt.Sprintf("no address of the service CIDR %s is free", a.net.CIDR)))
 		}
 		s.Spec.ClusterIP = free.String()
+	case prev != nil && prev.Spec.ClusterIP == ip:
+		// Kept as it was (given before a --service-cidr change, say).
 	default:
 		addr, err := netip.ParseAddr(ip)
 		switch {
@@ -134,7 +136,15 @@ func (a serviceIPAdmission) Admit(_ context.Context, _ string, _ *auth.Identity,
 				}
 			}
 		}
+		kept := false
+		if prev != nil {
+			for _, op := range prev.Spec.Ports {
+				kept = kept || op.NodePort == p.NodePort && op.NodePort != 0
+			}
+		}
 		switch {
+		case kept:
+			// Kept as it was.
 		case p.NodePort == 0:
 			for port := lo; port <= hi; port++ {
 				if usedPorts[port] == "" {
@@ -182,9 +192,14 @@ type serviceLock struct{ mu sync.Mutex }
 
 func (l *serviceLock) hold(obj api.Object) func() {
 	s, ok := obj.(*api.Service)
-	if !ok || s.Spec.ClusterIP == "None" && s.Spec.Type != api.ServiceTypeNodePort {
+	if !ok || !takesAddresses(s) {
 		return func() {}
 	}
 	l.mu.Lock()
 	return l.mu.Unlock
+}
+
+// takesAddresses reports whether s is given a cluster IP or node ports.
+func takesAddresses(s *api.Service) bool {
+	return s.Spec.ClusterIP != "None" || s.Spec.Type == api.ServiceTypeNodePort
 }

@@ -147,7 +147,7 @@ func (c *Core) CreateBatch(ctx context.Context, id *auth.Identity, objs []api.Ob
 		return err
 	}
 	for _, o := range objs {
-		if _, ok := o.(*api.Service); ok {
+		if s, ok := o.(*api.Service); ok && takesAddresses(s) {
 			defer c.services.hold(o)()
 			break
 		}

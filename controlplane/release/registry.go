@@ -15,8 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 // A payload in an OCI registry (UPD-3), named as skopeo names an image
@@ -35,8 +38,12 @@ import (
 // RegistryScheme prefixes a payload reference in an OCI registry.
 const RegistryScheme = "docker://"
 
-// maxManifest bounds a manifest or referrers index read from a registry.
-const maxManifest = 4 << 20
+// maxManifest bounds a manifest or referrers index read from a registry,
+// maxSignatures the signatures pulled for one payload.
+const (
+	maxManifest   = 4 << 20
+	maxSignatures = 16
+)
 
 // registryRef is a parsed docker:// reference.
 type registryRef struct {
@@ -50,7 +57,7 @@ func parseRegistryRef(ref string) (registryRef, error) {
 	}
 	loc, digest := SplitRef(rest)
 	host, repo, ok := strings.Cut(loc, "/")
-	if !ok || host == "" || repo == "" || digest == "" {
+	if !ok || host == "" || repo == "" || digest == "" || !api.PinnedByDigest(ref) || strings.Contains(repo, "..") {
 		return registryRef{}, fmt.Errorf("%q: a registry payload is named %sHOST/REPOSITORY@sha256:DIGEST (pinned by its digest)", ref, RegistryScheme)
 	}
 	return registryRef{host: host, repo: repo, digest: digest}, nil
@@ -229,7 +236,14 @@ func (c *registryClient) blob(ctx context.Context, dir, kind string, d ocispec.D
 	if kind == "manifests" {
 		w = io.MultiWriter(f, h, &keep)
 	}
-	n, err := io.Copy(w, io.LimitReader(resp.Body, MaxPayload+1))
+	limit := int64(MaxPayload)
+	if kind == "manifests" {
+		limit = maxManifest
+	}
+	n, err := io.Copy(w, io.LimitReader(resp.Body, limit+1))
+	if err == nil && n > limit {
+		err = fmt.Errorf("larger than %d bytes", limit)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -252,6 +266,9 @@ func pullRegistry(ctx context.Context, ref, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A registry that stalls must not hold the update's check forever.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
 	c := newRegistryClient(r)
 	root := pulledDir(dir, r.digest)
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -325,7 +342,7 @@ func (c *registryClient) referrers(ctx context.Context, digest string) ([]ocispe
 	}
 	var out []ocispec.Descriptor
 	for _, d := range idx.Manifests {
-		if d.ArtifactType == SignatureArtifactType {
+		if d.ArtifactType == SignatureArtifactType && len(out) < maxSignatures {
 			out = append(out, d)
 		}
 	}

@@ -43,7 +43,7 @@ func (s *Server) serveBinaries(w *recorder, r *http.Request, id *auth.Identity, 
 		return
 	}
 	hexd, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok || !api.PinnedByDigest("x@"+digest) {
+	if !ok || len(hexd) != 64 || !api.PinnedByDigest("x@"+digest) {
 		writeError(w, api.NewBadRequest(fmt.Sprintf("%q is not a digest: sha256:<64 hex digits>", digest)))
 		return
 	}

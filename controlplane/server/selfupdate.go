@@ -110,6 +110,10 @@ func (u *selfUpdater) run(ctx context.Context) {
 		if st, err := selfupdate.Read(u.dir); err == nil && st.Failure != nil && st.Failure.Version == cp.Version {
 			continue // rolled back once: the controller reports it; no retry loop
 		}
+		// Updating, until the restart: the controller names no other
+		// server meanwhile (a retargeted update included).
+		st, _ := selfupdate.Read(u.dir)
+		u.setInfo(api.SelfUpdateUpdating, st.Failure)
 		if err := u.swap(ctx, cp, keys); err != nil {
 			u.s.log.Error("self-update", "version", cp.Version, "err", err)
 			st, _ := selfupdate.Read(u.dir)
@@ -171,8 +175,16 @@ func (u *selfUpdater) swap(ctx context.Context, cp *api.ControlPlaneUpdate, trus
 		return err
 	}
 	defer r.Close()
+	if st, err := selfupdate.Read(u.dir); err == nil && st.Current == b.Digest {
+		// Already running it, yet it says another version: restarting
+		// on it again would loop.
+		return fmt.Errorf("this server runs the release's binary %s already, and it reports version %s, not %s: the release's binary is mislabelled", b.Digest, version.Version, cp.Version)
+	}
 	if err := selfupdate.Stage(u.dir, r, b.Digest); err != nil {
 		return err
+	}
+	if now, _ := u.named(); now == nil || now.Version != cp.Version || now.Image != cp.Image {
+		return fmt.Errorf("no longer named to move to %s", cp.Version)
 	}
 	now := time.Now()
 	return selfupdate.Begin(u.dir, selfupdate.Trial{Version: cp.Version, Digest: b.Digest, FromVersion: version.Version,

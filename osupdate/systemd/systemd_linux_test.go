@@ -412,9 +412,10 @@ func TestReboot(t *testing.T) {
 				if took > tc.timeout+30*time.Second {
 					t.Errorf("Reboot took %s for a timeout of %s", took, tc.timeout)
 				}
-				if res["lock_running"] != "true" {
-					t.Errorf("the lock's process had ended when Reboot returned (hold %s)", tc.hold)
-				}
+				// That the lock was still held when Reboot gave up is
+				// its log line below: once the reboot was asked, the
+				// shutdown may end the lock's process before the inner
+				// test looks (CI saw it once under load).
 				wantLog("who=" + inhibitBy)
 				wantLog("inhibitor lock still held; rebooting anyway")
 				wantLog("via=" + systemd.ViaLogind)
