@@ -167,9 +167,10 @@ func TestClusterVersionAppliesRelease(t *testing.T) {
 	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Annotations[api.AnnotationAgentBinaryState] = api.SelfUpdateTrial })
 	e.update(nodesRes, "", "n1", true, func(o api.Object) { o.(*api.Node).Status.NodeInfo.KubeletVersion = "1.2.1" })
 	kick()
-	if c := cvCondition(cv(), api.CVProgressing); !strings.Contains(c.Message, "agents replacing their binary") {
-		t.Errorf("Progressing %q while n1's binary is on trial, want the agents phase", c.Message)
-	}
+	e.waitFor("the agents phase waiting while n1's binary is on trial", func() (bool, string) {
+		c := cvCondition(cv(), api.CVProgressing)
+		return strings.Contains(c.Message, "agents replacing their binary: 0 of 3 agents at 1.2.1"), c.Message
+	})
 	e.update(nodesRes, "", "n1", false, func(o api.Object) { o.(*api.Node).Annotations[api.AnnotationAgentBinaryState] = api.SelfUpdateReady })
 	kick()
 	e.waitFor("runlevel 20 waits for the rollout", func() (bool, string) {
