@@ -498,7 +498,7 @@ func (c *clusterVersionController) applyAgents(ctx context.Context, p *release.P
 			failed = append(failed, n.Name+": "+strings.TrimPrefix(n.Annotations[api.AnnotationAgentBinaryFailure], version+": "))
 		case state == "" || strings.HasPrefix(state, api.SelfUpdateUnsupported):
 			unsupported = append(unsupported, n.Name)
-		case nodeReadyCondition(n) == nil || nodeReadyCondition(n).Status != api.ConditionTrue:
+		case !api.ReadyIn(n.Status.Conditions):
 			notReady = append(notReady, n.Name)
 		case strings.HasPrefix(n.Annotations[api.AnnotationAgentBinary], version+" "):
 			inflight++
