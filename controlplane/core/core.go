@@ -83,6 +83,9 @@ type Core struct {
 	// write's preconditions may be checked against it (leader.go).
 	gateMu sync.Mutex
 	gate   chan struct{}
+	// leadership is what awaitBarrier asks of the raft member: node, or
+	// a stand-in that loses the leadership when a test says.
+	leadership leadership
 	// services serializes Service writes (serviceips.go).
 	services serviceLock
 }
@@ -95,7 +98,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{})}
+	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{}), leadership: cfg.Node}
 	c.admit = append(append(builtinAdmission(cfg.Store.Objects, cfg.ServiceNetwork), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,5 +278,76 @@ func waitBootstrapped(t *testing.T, ctx context.Context, c *Core) {
 			t.Fatal("no default namespace")
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// lostLeadership is the raft member as awaitBarrier sees it, made to
+// lose the leadership when lose is called.
+type lostLeadership struct {
+	leadership
+	mu      sync.Mutex
+	lost    bool
+	changed chan struct{}
+	// waiting is closed when a write first waits for a change.
+	waiting     chan struct{}
+	waitingOnce sync.Once
+}
+
+func (l *lostLeadership) lose() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lost = true
+	close(l.changed)
+}
+
+func (l *lostLeadership) IsLeader() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lost && l.leadership.IsLeader()
+}
+
+func (l *lostLeadership) LeaderChanged() <-chan struct{} {
+	l.waitingOnce.Do(func() { close(l.waiting) })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+// A write held by a new leader's barrier that then loses the leadership
+// (its barrier cannot commit any more) is answered at once with
+// raftstore's not-leader error, which the API forwards to the next
+// leader, instead of waiting out the gate and answering 503.
+func TestWriteHeldByTheBarrierEndsWhenLeadershipIsLost(t *testing.T) {
+	var l *lostLeadership
+	c := startCore(t, nil, nil, func(c *Core) {
+		l = &lostLeadership{leadership: c.leadership, changed: make(chan struct{}), waiting: make(chan struct{})}
+		c.leadership = l
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	waitBootstrapped(t, ctx, c)
+	c.resetGate() // a new leadership, its barrier not passed yet
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Create(ctx, ControlPlane, testPod("held"))
+		errc <- err
+	}()
+	select {
+	case <-l.waiting:
+	case <-ctx.Done():
+		t.Fatal("the write was not held by the barrier")
+	}
+	l.lose()
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(gateWait - time.Second):
+		t.Fatal("the held write did not end when the leadership was lost")
+	}
+	if !errors.Is(err, raftstore.ErrNotLeader) {
+		t.Fatalf("the held write: %v, want raftstore.ErrNotLeader", err)
+	}
+	if _, _, err := c.Get(podsResource, NamespaceDefault, "held"); !api.IsNotFound(err) {
+		t.Fatalf("the held write was applied: %v", err)
 	}
 }

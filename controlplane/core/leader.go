@@ -10,6 +10,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/controller"
 	"github.com/outpost-edge/outpost/controlplane/store"
 	"github.com/outpost-edge/outpost/internal/plant"
+	"github.com/outpost-edge/outpost/raftstore"
 )
 
 // RunLeadership switches the leader duties on and off as this server wins
@@ -104,6 +105,13 @@ func (c *Core) leaderDuties(ctx context.Context, gate chan struct{}) {
 	}
 }
 
+// currentGate is the write gate of this leadership.
+func (c *Core) currentGate() chan struct{} {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	return c.gate
+}
+
 // resetGate shuts the write gate for a new leadership (or none) and
 // returns it, for the duties to open after their barrier.
 func (c *Core) resetGate() chan struct{} {
@@ -122,28 +130,50 @@ const gateWait = 5 * time.Second
 // ago, a leadership transfer's target above all, may not have applied
 // the entries the last leader committed, and would answer "conflict" or
 // "not found" about a state that is gone. On a follower it returns at
-// once: the write then fails in raft, as it would have.
+// once: the write then fails in raft, as it would have. A leader that
+// loses the leadership while the write waits (its barrier cannot commit
+// then; under load elections can follow each other) answers at once
+// with a *raftstore.NotLeaderError, which the API hands to the next
+// leader: nothing of the write was applied here.
 func (c *Core) awaitBarrier(ctx context.Context) error {
-	c.gateMu.Lock()
-	gate := c.gate
-	c.gateMu.Unlock()
-	select {
-	case <-gate:
-		return nil
-	default:
-	}
-	if !c.node.IsLeader() || plant.On(plant.SkipReadBarrier) {
+	if c.gateOpen() || !c.leadership.IsLeader() || plant.On(plant.SkipReadBarrier) {
 		return nil
 	}
 	t := time.NewTimer(gateWait)
 	defer t.Stop()
+	for {
+		// The leadership may end, or end and begin again with a new
+		// gate, while the write waits: read both again on every change.
+		changed := c.leadership.LeaderChanged()
+		if !c.leadership.IsLeader() {
+			return &raftstore.NotLeaderError{Leader: c.leadership.Leader()}
+		}
+		select {
+		case <-c.currentGate():
+			return nil
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return api.NewServiceUnavailable("the leader is starting (it has not applied every committed entry yet); retry")
+		}
+	}
+}
+
+// leadership is the part of *raftstore.Node that awaitBarrier watches.
+type leadership interface {
+	IsLeader() bool
+	LeaderChanged() <-chan struct{}
+	Leader() raftstore.LeaderInfo
+}
+
+// gateOpen reports whether this leadership's barrier has passed.
+func (c *Core) gateOpen() bool {
 	select {
-	case <-gate:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return api.NewServiceUnavailable("the leader is starting (it has not applied every committed entry yet); retry")
+	case <-c.currentGate():
+		return true
+	default:
+		return false
 	}
 }
 

@@ -22,6 +22,7 @@ type Host struct {
 	Addr, Gateway string
 	// rootIf is the test side's end of the veth pair.
 	rootIf string
+	n      int
 }
 
 // Available reports whether test hosts can be made here (root and ip).
@@ -66,6 +67,10 @@ func Open(n int) (*Host, error) {
 		Addr:    fmt.Sprintf("10.213.%d.2", n),
 		Gateway: fmt.Sprintf("10.213.%d.1", n),
 		rootIf:  "opr" + tag,
+		n:       n,
+	}
+	if err := claim(n); err != nil {
+		return nil, err
 	}
 	nsIf := "opn" + tag
 	steps := [][]string{
@@ -93,6 +98,7 @@ func Open(n int) (*Host, error) {
 func (h *Host) Close() error {
 	nsErr := run("ip", "netns", "del", h.Name)
 	_ = run("ip", "link", "del", h.rootIf) // gone with the namespace's end of the pair
+	release(h.n)
 	if nsErr != nil && !strings.Contains(nsErr.Error(), "No such file") {
 		return nsErr
 	}

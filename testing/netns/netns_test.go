@@ -2,7 +2,11 @@ package netns
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,5 +84,63 @@ func TestOpenClose(t *testing.T) {
 	}
 	if _, err := Open(0); err == nil {
 		t.Fatal("Open(0) succeeded, want an error naming the range")
+	}
+}
+
+// A run killed before its cleanup leaves its namespace, link and route:
+// the next Open of that number takes them back instead of making a second
+// link on the same subnet (whose traffic would go to the dead namespace).
+func TestOpenTakesBackAStaleHost(t *testing.T) {
+	Require(t)
+	const n = 203
+	stale := []string{"ip", "netns", "add", "op99999203"}
+	if err := run(stale...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run("ip", "netns", "del", "op99999203"); _ = run("ip", "link", "del", "opr99999203") })
+	for _, s := range [][]string{
+		{"ip", "link", "add", "opr99999203", "type", "veth", "peer", "name", "opn99999203"},
+		{"ip", "link", "set", "opn99999203", "netns", "op99999203"},
+		{"ip", "addr", "add", "10.213.203.1/24", "dev", "opr99999203"},
+		{"ip", "link", "set", "opr99999203", "up"},
+	} {
+		if err := run(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its owner: a process that is not running (PID 1 with a start time
+	// PID 1 never had).
+	if err := os.MkdirAll(ownersDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ownerFile(n), []byte("1 999999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	h := New(t, n)
+	if err := run("ip", "link", "show", "opr99999203"); err == nil {
+		t.Fatal("the stale link is still there")
+	}
+	if err := run("ip", "netns", "exec", "op99999203", "true"); err == nil {
+		t.Fatal("the stale namespace is still there")
+	}
+	out, err := exec.Command("ip", "-o", "route", "get", h.Addr).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dev "+h.rootIf+" ") {
+		t.Fatalf("the new host's address is not routed to its link %s: %s %v", h.rootIf, out, err)
+	}
+}
+
+// Two hosts with one number at once would share a subnet: the second is
+// refused, naming who holds it.
+func TestOpenRefusesAHostInUse(t *testing.T) {
+	Require(t)
+	New(t, 204)
+	h, err := Open(204)
+	if err == nil {
+		_ = h.Close()
+		t.Fatal("a second host 204 was made while the first runs")
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("in use by process %d", os.Getpid())) {
+		t.Fatalf("error %q does not name the process holding it", err)
 	}
 }

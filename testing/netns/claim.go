@@ -1,0 +1,96 @@
+package netns
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ownersDir holds one file per host number in use on this machine, naming
+// the process that made it, so that a run killed before its cleanup (a
+// CI job stopped, a test binary killed by its timeout) does not leave a
+// subnet that routes the next run's traffic into a dead namespace.
+var ownersDir = "/run/outpost-test-netns"
+
+// processID is a process as its owner file names it: the PID with the
+// process's start time, since PIDs are reused.
+func processID(pid int) (string, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis do not. Start time is field 22.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return "", false
+	}
+	return fmt.Sprintf("%d %s", pid, fields[19]), true
+}
+
+func ownerFile(n int) string { return filepath.Join(ownersDir, strconv.Itoa(n)) }
+
+// claim takes host number n for this process. A number held by a process
+// that is gone is taken back: its link and namespace are removed first.
+// A number held by a live process, or a subnet some other link of this
+// machine carries, is refused with what holds it.
+func claim(n int) error {
+	me, ok := processID(os.Getpid())
+	if !ok {
+		return fmt.Errorf("netns: cannot read this process's start time")
+	}
+	if b, err := os.ReadFile(ownerFile(n)); err == nil {
+		owner := strings.TrimSpace(string(b))
+		if f := strings.Fields(owner); len(f) == 2 {
+			pid, _ := strconv.Atoi(f[0])
+			if now, alive := processID(pid); alive && now == owner {
+				return fmt.Errorf("netns: test host %d is in use by process %d (another test run on this machine?)", n, pid)
+			}
+		}
+	}
+	subnet := fmt.Sprintf("10.213.%d.0/24", n)
+	out, err := exec.Command("ip", "-o", "-4", "addr", "show", "to", subnet).Output()
+	if err != nil {
+		return fmt.Errorf("netns: list links on %s: %w", subnet, err)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		link := f[1]
+		if !strings.HasPrefix(link, "opr") {
+			return fmt.Errorf("netns: %s is already on link %s of this machine", subnet, link)
+		}
+		// A test host's link whose owner is gone: what a killed run left.
+		if err := run("ip", "link", "del", link); err != nil {
+			return fmt.Errorf("netns: remove the stale test link %s: %w", link, err)
+		}
+		if err := run("ip", "netns", "del", "op"+strings.TrimPrefix(link, "opr")); err != nil && !strings.Contains(err.Error(), "No such file") {
+			return fmt.Errorf("netns: remove the stale test namespace: %w", err)
+		}
+	}
+	if err := os.MkdirAll(ownersDir, 0o755); err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
+	if err := os.WriteFile(ownerFile(n), []byte(me+"\n"), 0o644); err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
+	return nil
+}
+
+// release gives host number n back, if this process holds it.
+func release(n int) {
+	me, _ := processID(os.Getpid())
+	if b, err := os.ReadFile(ownerFile(n)); err == nil && strings.TrimSpace(string(b)) == me {
+		_ = os.Remove(ownerFile(n))
+	}
+}
