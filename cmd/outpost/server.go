@@ -53,20 +53,24 @@ func (l *logFlags) logger() (*slog.Logger, error) {
 }
 
 // networkFlags are the cluster's address ranges (SPEC NET-3).
-type networkFlags struct{ serviceCIDR, clusterCIDR, nodePorts string }
+type networkFlags struct {
+	serviceCIDR, clusterCIDR, nodePorts string
+	nodeMask                            int
+}
 
 func (n *networkFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&n.serviceCIDR, "service-cidr", "10.43.0.0/16", "the range Services' cluster IPs are given from")
 	f.StringVar(&n.clusterCIDR, "cluster-cidr", "10.42.0.0/16", "the range pods' addresses come from (may not overlap --service-cidr)")
 	f.StringVar(&n.nodePorts, "service-node-port-range", "30000-32767", "the node ports NodePort Services are given from, LOW-HIGH")
+	f.IntVar(&n.nodeMask, "node-cidr-mask-size", 24, "the prefix length of each node's pod CIDR, split from --cluster-cidr (24: 254 pods a node, 256 nodes in a /16)")
 }
 
 func (n *networkFlags) apply(cfg *server.Config) error {
 	var err error
-	if cfg.ServiceNetwork.CIDR, err = netip.ParsePrefix(n.serviceCIDR); err != nil {
+	if cfg.Network.ServiceCIDR, err = netip.ParsePrefix(n.serviceCIDR); err != nil {
 		return fmt.Errorf("--service-cidr %q: %w", n.serviceCIDR, err)
 	}
-	if cfg.ClusterCIDR, err = netip.ParsePrefix(n.clusterCIDR); err != nil {
+	if cfg.Network.ClusterCIDR, err = netip.ParsePrefix(n.clusterCIDR); err != nil {
 		return fmt.Errorf("--cluster-cidr %q: %w", n.clusterCIDR, err)
 	}
 	lo, hi, ok := strings.Cut(n.nodePorts, "-")
@@ -75,7 +79,8 @@ func (n *networkFlags) apply(cfg *server.Config) error {
 	if !ok || lerr != nil || herr != nil || l < 1 || h > 65535 || l > h {
 		return fmt.Errorf("--service-node-port-range %q: want LOW-HIGH within 1-65535", n.nodePorts)
 	}
-	cfg.ServiceNetwork.NodePorts = [2]int32{int32(l), int32(h)}
+	cfg.Network.NodePorts = [2]int32{int32(l), int32(h)}
+	cfg.Network.NodeCIDRMaskSize = n.nodeMask
 	return nil
 }
 

@@ -47,8 +47,12 @@ func ReadyIn(conds []NodeCondition) bool {
 type NodeSpec struct {
 	Unschedulable bool    `json:"unschedulable,omitempty"`
 	Taints        []Taint `json:"taints,omitempty"`
-	PodCIDR       string  `json:"podCIDR,omitempty"`
-	ProviderID    string  `json:"providerID,omitempty"`
+	// PodCIDR is the range the node's pods take addresses from, given by
+	// the control plane from the cluster CIDR (SPEC NET-2); PodCIDRs
+	// holds the same as a list, as Kubernetes' dual-stack field.
+	PodCIDR    string   `json:"podCIDR,omitempty"`
+	PodCIDRs   []string `json:"podCIDRs,omitempty"`
+	ProviderID string   `json:"providerID,omitempty"`
 }
 
 // Taint repels pods that do not tolerate it (SPEC TNT-1).

@@ -162,8 +162,8 @@ func TestDecodeKubernetesOnlyFieldsWarn(t *testing.T) {
 		},
 		{
 			name:  "node fields",
-			doc:   `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"spec":{"podCIDRs":["10.0.0.0/24"]},"status":{"volumesInUse":[],"nodeInfo":{"swap":{}}}}`,
-			warns: []string{"spec.podCIDRs", "status.volumesInUse", "status.nodeInfo.swap"},
+			doc:   `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"spec":{"configSource":{}},"status":{"volumesInUse":[],"nodeInfo":{"swap":{}}}}`,
+			warns: []string{"spec.configSource", "status.volumesInUse", "status.nodeInfo.swap"},
 		},
 		{
 			name:  "pod status fields",

@@ -55,8 +55,22 @@ func SetDefaults(obj Object) {
 		if o.Status.Allocatable == nil && o.Status.Capacity != nil {
 			o.Status.Allocatable = maps.Clone(o.Status.Capacity)
 		}
+		// The two forms of the pod CIDR say the same: either given
+		// fills the other.
+		if o.Spec.PodCIDR == "" && len(o.Spec.PodCIDRs) > 0 {
+			o.Spec.PodCIDR = o.Spec.PodCIDRs[0]
+		}
+		if o.Spec.PodCIDR != "" && len(o.Spec.PodCIDRs) == 0 {
+			o.Spec.PodCIDRs = []string{o.Spec.PodCIDR}
+		}
 	case *Service:
 		setDefaultsService(&o.Spec)
+	case *EndpointSlice:
+		for i := range o.Ports {
+			if o.Ports[i].Protocol == "" {
+				o.Ports[i].Protocol = ProtocolTCP
+			}
+		}
 	case *ReplicaSet:
 		if o.Spec.Replicas == nil {
 			o.Spec.Replicas = ptrTo(int32(1))

@@ -22,7 +22,7 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 	reflect.TypeFor[NamespaceStatus](): {"conditions"},
 
 	// core/v1 Node.
-	reflect.TypeFor[NodeSpec](): {"podCIDRs", "configSource", "externalID"},
+	reflect.TypeFor[NodeSpec](): {"configSource", "externalID"},
 	reflect.TypeFor[NodeStatus](): {
 		"volumesInUse", "volumesAttached", "config",
 		"runtimeHandlers", "features", "declaredFeatures",

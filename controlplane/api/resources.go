@@ -52,6 +52,7 @@ var Resources = []*Resource{
 	{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration", Plural: "machineconfigurations", Singular: "machineconfiguration", New: func() Object { return &MachineConfiguration{} }},
 	{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion", Plural: "clusterversions", Singular: "clusterversion", HasStatus: true, New: func() Object { return &ClusterVersion{} }},
 	{Group: "config.openshift.io", Version: "v1", Kind: "ClusterOperator", Plural: "clusteroperators", Singular: "clusteroperator", ShortNames: []string{"co"}, HasStatus: true, New: func() Object { return &ClusterOperator{} }},
+	{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice", Plural: "endpointslices", Singular: "endpointslice", Namespaced: true, New: func() Object { return &EndpointSlice{} }},
 }
 
 // ResourceForKind finds a resource by kind ("Pod").
@@ -137,6 +138,8 @@ func ResourceOf(obj Object) *Resource {
 		return Resources[18]
 	case *ClusterOperator:
 		return Resources[19]
+	case *EndpointSlice:
+		return Resources[20]
 	}
 	return nil
 }

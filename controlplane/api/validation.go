@@ -38,6 +38,9 @@ func Validate(obj Object) ErrorList {
 	case *Service:
 		errs = validateObjectMeta(meta, r, IsDNS1123Label)
 		errs = append(errs, validateService(o)...)
+	case *EndpointSlice:
+		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
+		errs = append(errs, validateEndpointSlice(o)...)
 	case *ReplicaSet:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateReplicaSet(o)...)
@@ -125,6 +128,10 @@ func ValidateUpdate(obj, old Object) ErrorList {
 		oc, nc := old.(*Service).Spec.ClusterIP, o.Spec.ClusterIP
 		if oc != "" && nc != oc {
 			errs = append(errs, Invalid(Root("spec").Child("clusterIP"), nc, "field is immutable"))
+		}
+	case *EndpointSlice:
+		if ot := old.(*EndpointSlice).AddressType; o.AddressType != ot {
+			errs = append(errs, Invalid(Root("addressType"), o.AddressType, "field is immutable"))
 		}
 	case *ReplicaSet:
 		errs = append(errs, validateSelectorUpdate(o.Spec.Selector, old.(*ReplicaSet).Spec.Selector)...)
@@ -399,6 +406,17 @@ func validateNode(n *Node) ErrorList {
 	}
 	if c := n.Spec.PodCIDR; c != "" && !isCIDR(c) {
 		errs = append(errs, Invalid(sp.Child("podCIDR"), c, "must be a valid CIDR (e.g. 10.244.1.0/24)"))
+	}
+	for i, c := range n.Spec.PodCIDRs {
+		if !isCIDR(c) {
+			errs = append(errs, Invalid(sp.Child("podCIDRs").Index(i), c, "must be a valid CIDR (e.g. 10.244.1.0/24)"))
+		}
+	}
+	if len(n.Spec.PodCIDRs) > 1 {
+		errs = append(errs, Invalid(sp.Child("podCIDRs"), n.Spec.PodCIDRs, "may hold one CIDR (outpost has no dual-stack pod network yet)"))
+	}
+	if len(n.Spec.PodCIDRs) > 0 && n.Spec.PodCIDR != "" && n.Spec.PodCIDRs[0] != n.Spec.PodCIDR {
+		errs = append(errs, Invalid(sp.Child("podCIDRs").Index(0), n.Spec.PodCIDRs[0], "must match spec.podCIDR"))
 	}
 	st := Root("status")
 	errs = append(errs, validateResourceList(n.Status.Capacity, st.Child("capacity"))...)

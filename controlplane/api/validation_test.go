@@ -563,3 +563,27 @@ func TestParseTaints(t *testing.T) {
 		}
 	}
 }
+
+// An EndpointSlice (SPEC NET-3) is checked as Kubernetes checks one: every
+// problem listed by field path, addresses of the slice's type.
+func TestValidateEndpointSlice(t *testing.T) {
+	bad := int32(70000)
+	es := &EndpointSlice{TypeMeta: TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"}, ObjectMeta: ObjectMeta{Namespace: "default", Name: "web-1"},
+		AddressType: AddressTypeIPv4,
+		Endpoints:   []Endpoint{{Addresses: []string{"10.42.0.5"}}, {Addresses: []string{"fd00::1"}}, {}},
+		Ports:       []EndpointPort{{Name: "http", Port: &bad, Protocol: "TCP"}, {Name: "http", Protocol: "ICMP"}},
+	}
+	err := NewInvalid("EndpointSlice", es.Name, Validate(es))
+	for _, want := range []string{"endpoints[1].addresses[0]", "endpoints[2].addresses", "ports[0].port", "ports[1].name", "ports[1].protocol"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "endpoints[0]") {
+		t.Errorf("a good endpoint refused: %v", err)
+	}
+	es.AddressType = "IPv5"
+	if errs := Validate(es); len(errs) == 0 || !strings.Contains(NewInvalid("EndpointSlice", es.Name, errs).Error(), "addressType") {
+		t.Errorf("address type IPv5: %v", errs)
+	}
+}

@@ -186,6 +186,7 @@ var resourceGroup = map[string]string{
 	"machineconfigurations":   "operator.openshift.io",
 	"clusterversions":         "config.openshift.io",
 	"clusteroperators":        "config.openshift.io",
+	"endpointslices":          "discovery.k8s.io",
 	"tokens":                  "outpost.io",
 	"schedulerpolicies":       "outpost.io",
 	ResourceNodeCredentials:   "outpost.io",
@@ -213,7 +214,7 @@ func readableSub(sub string) bool {
 
 // developerWorkloads are the namespaced resources a developer manages in
 // its own namespaces.
-var developerWorkloads = []string{"pods", "services", "replicasets", "deployments", "daemonsets", "events", "poddisruptionbudgets"}
+var developerWorkloads = []string{"pods", "services", "endpointslices", "replicasets", "deployments", "daemonsets", "events", "poddisruptionbudgets"}
 
 func developerCan(id *Identity, req Request) bool {
 	switch {
@@ -285,7 +286,8 @@ func nodeCan(id *Identity, req Request, pods PodLookup) bool {
 			return readableSub(req.Subresource)
 		}
 		return false
-	case "services", "namespaces":
+	case "services", "endpointslices", "namespaces":
+		// The service proxy and DNS of every node read them all.
 		return isRead(req.Verb) && readableSub(req.Subresource)
 	case "machineconfigs":
 		// The agent reads the rendered configs its node runs and is to

@@ -322,6 +322,33 @@ func tableColumns(r *api.Resource) columns {
 			avail := conds[api.OperatorAvailable]
 			return []string{co.Name, version, avail.Status, conds[api.OperatorProgressing].Status, conds[api.OperatorDegraded].Status, age(now, avail.LastTransitionTime), msg}
 		}}
+	case "EndpointSlice":
+		// kubectl's columns: the ports, and the first three addresses.
+		return columns{header: []string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
+			es := obj.(*api.EndpointSlice)
+			var ports []string
+			for _, p := range es.Ports {
+				if p.Port != nil {
+					ports = append(ports, strconv.Itoa(int(*p.Port)))
+				}
+			}
+			var addrs []string
+			for _, e := range es.Endpoints {
+				addrs = append(addrs, e.Addresses...)
+			}
+			eps := "<unset>"
+			if len(addrs) > 0 {
+				eps = strings.Join(addrs[:min(3, len(addrs))], ",")
+				if len(addrs) > 3 {
+					eps += fmt.Sprintf(" + %d more...", len(addrs)-3)
+				}
+			}
+			portList := "<unset>"
+			if len(ports) > 0 {
+				portList = strings.Join(ports, ",")
+			}
+			return []string{es.Name, es.AddressType, portList, eps, age(now, es.CreationTimestamp)}
+		}}
 	case "SchedulerPolicy":
 		return columns{header: []string{"NAME", "SOURCE", "AGE"}, row: func(obj api.Object, now time.Time, _ bool) []string {
 			sp := obj.(*api.SchedulerPolicy)

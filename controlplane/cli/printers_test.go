@@ -300,3 +300,21 @@ func TestQOSClass(t *testing.T) {
 		}
 	}
 }
+
+// EndpointSlices print as kubectl prints them: the ports, the first
+// three addresses and how many more, <unset> for none.
+func TestEndpointSliceTable(t *testing.T) {
+	p80, p9090 := int32(80), int32(9090)
+	ep := func(a string) api.Endpoint { return api.Endpoint{Addresses: []string{a}} }
+	slices := []api.Object{
+		&api.EndpointSlice{ObjectMeta: api.ObjectMeta{Name: "web-abcde", Namespace: "default", CreationTimestamp: ago(2 * time.Minute)}, AddressType: api.AddressTypeIPv4,
+			Ports:     []api.EndpointPort{{Name: "http", Port: &p80}, {Name: "metrics", Port: &p9090}},
+			Endpoints: []api.Endpoint{ep("10.42.0.5"), ep("10.42.0.6"), ep("10.42.1.2"), ep("10.42.1.3"), ep("10.42.2.9")}},
+		&api.EndpointSlice{ObjectMeta: api.ObjectMeta{Name: "empty-fghij", Namespace: "default", CreationTimestamp: ago(time.Hour)}, AddressType: api.AddressTypeIPv4},
+	}
+	checkGolden(t, "endpointslices", render(t, "EndpointSlice", printOptions{}, slices...), `
+NAME          ADDRESSTYPE   PORTS     ENDPOINTS                                   AGE
+web-abcde     IPv4          80,9090   10.42.0.5,10.42.0.6,10.42.1.2 + 2 more...   2m
+empty-fghij   IPv4          <unset>   <unset>                                     60m
+`)
+}

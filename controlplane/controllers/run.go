@@ -112,7 +112,7 @@ type shared struct {
 	rec    *recorder
 	sels   *selectors
 
-	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf, mcInf, mcpInf, cvInf *controller.Informer
+	podInf, rsInf, deployInf, dsInf, nodeInf, pdbInf, machineInf, mhcInf, msInf, cpmsInf, mcInf, mcpInf, cvInf, svcInf, epsInf *controller.Informer
 	// pods and rss index the pod and replica set caches by namespace and
 	// by owner UID; they are updated by the informers' handlers, before
 	// any controller hears of the change.
@@ -162,6 +162,8 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.mcInf = controller.NewInformer(cfg.Client, machineConfigsResource, log)
 	s.mcpInf = controller.NewInformer(cfg.Client, machineConfigPools, log)
 	s.cvInf = controller.NewInformer(cfg.Client, clusterVersions, log)
+	s.svcInf = controller.NewInformer(cfg.Client, servicesRes, log)
+	s.epsInf = controller.NewInformer(cfg.Client, endpointSlicesRes, log)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -181,6 +183,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	hc := newHealthCheck(s, cfg.Registerer)
 	msc := newMachineSet(s)
 	mcc := newMachineConfigController(s, cfg.PoolLock)
+	esc := newEndpointSlices(s)
 	cvc := newClusterVersionController(s, s.cvInf, cfg.Version, cfg.FetchGraph, cfg.FetchPayload, cfg.ReleaseDir, cfg.Raft)
 	var qg *quorumGuard
 	var cps *controlPlaneSet
@@ -199,6 +202,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		te.onPod(ev)
 		dis.onPod(ev)
 		mc.onPod(ev)
+		esc.onPod(ev)
 	}
 	onRS := func(ev controller.Event) {
 		s.rss.apply(ev)
@@ -232,6 +236,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		mc.onNode(ev)
 		hc.onChange(ev)
 		mcc.onChange(ev)
+		esc.onNode(ev)
 		if ev.Type != api.Modified || ev.Old == nil || !maps.Equal(ev.Old.GetObjectMeta().Labels, ev.Object.GetObjectMeta().Labels) {
 			cvc.onChange(ev) // risks may name nodes' labels, not their heartbeats
 		}
@@ -267,10 +272,10 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		if ev.Type == api.Deleted {
 			mcc.q.Add(ev.Object.GetObjectMeta().Name) // its rendered configs go
 		}
-	}}, {s.cvInf, cvc.onChange}} {
+	}}, {s.cvInf, cvc.onChange}, {s.svcInf, esc.onService}, {s.epsInf, esc.onSlice}} {
 		wg.Go(func() { w.inf.Run(ctx, w.on) })
 	}
-	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop, cvc.loop}
+	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop, cvc.loop, esc.loop}
 	if qg != nil {
 		loops = append(loops, qg.loop, cps.loop)
 	}
@@ -281,7 +286,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		wg.Wait()
 		cvc.bg.Wait() // a payload check ends with ctx
 	}()
-	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf, s.mcInf, s.mcpInf, s.cvInf} {
+	for _, inf := range []*controller.Informer{s.podInf, s.rsInf, s.deployInf, s.dsInf, s.nodeInf, s.pdbInf, s.machineInf, s.mhcInf, s.msInf, s.cpmsInf, s.mcInf, s.mcpInf, s.cvInf, s.svcInf, s.epsInf} {
 		select {
 		case <-ctx.Done():
 			return nil

@@ -16,12 +16,12 @@ import (
 // rules of the spec that no configuration may leave out. These steps
 // refuse, or fill in a Service's addresses; validation need not run
 // after them.
-func builtinAdmission(objects func(*api.Resource) ([]api.Object, uint64, error), svc ServiceNetwork) []admission.Interface {
+func builtinAdmission(objects func(*api.Resource) ([]api.Object, uint64, error), nw Network) []admission.Interface {
 	// Each step only refuses, or (serviceIPAdmission) adds well-formed
 	// fields: admission.KeepsValid, so the chain does not validate again
 	// after them.
 	return []admission.Interface{podNodeNameAdmission{}, nodeRestrictionAdmission{}, schedulerPolicyAdmission{}, machineConfigAdmission{objects},
-		serviceIPAdmission{net: svc.withDefaults(), objects: objects}}
+		serviceIPAdmission{net: nw, objects: objects}, podCIDRAdmission{net: nw, objects: objects}}
 }
 
 var machineConfigsResource = api.ResourceForKind("MachineConfig")

@@ -51,9 +51,9 @@ type Config struct {
 	AdmissionConfig admission.Config
 	// Admission runs last, in order, on every write.
 	Admission []admission.Interface
-	// ServiceNetwork is where Services' cluster IPs and node ports come
-	// from (default 10.43.0.0/16 and 30000-32767).
-	ServiceNetwork ServiceNetwork
+	// Network is where Services' cluster IPs and node ports, and nodes'
+	// pod CIDRs, come from (zero fields: the defaults).
+	Network Network
 	// Seed creates, at bootstrap, objects the transports want before the
 	// cluster is ready (the schedulers' policies); nil for none.
 	Seed func(ctx context.Context) error
@@ -86,8 +86,8 @@ type Core struct {
 	// leadership is what awaitBarrier asks of the raft member: node, or
 	// a stand-in that loses the leadership when a test says.
 	leadership leadership
-	// services serializes Service writes (serviceips.go).
-	services serviceLock
+	// allocations serializes writes that take addresses (serviceips.go).
+	allocations allocationLock
 }
 
 // New returns the core of a server whose store and raft member are cfg's.
@@ -99,7 +99,7 @@ func New(cfg Config) (*Core, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{}), leadership: cfg.Node}
-	c.admit = append(append(builtinAdmission(cfg.Store.Objects, cfg.ServiceNetwork), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
+	c.admit = append(append(builtinAdmission(cfg.Store.Objects, cfg.Network.WithDefaults()), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }
 

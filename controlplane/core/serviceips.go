@@ -22,32 +22,10 @@ import (
 // (only the leader writes, after its barrier), so two Services never get
 // one address.
 
-// Defaults of the service network, as k3s's.
-var (
-	DefaultServiceCIDR   = netip.MustParsePrefix("10.43.0.0/16")
-	DefaultNodePortRange = [2]int32{30000, 32767}
-)
-
 var servicesResource = api.ResourceForKind("Service")
 
-// ServiceNetwork is where Services' addresses and node ports come from.
-type ServiceNetwork struct {
-	CIDR      netip.Prefix
-	NodePorts [2]int32
-}
-
-func (n ServiceNetwork) withDefaults() ServiceNetwork {
-	if !n.CIDR.IsValid() {
-		n.CIDR = DefaultServiceCIDR
-	}
-	if n.NodePorts == [2]int32{} {
-		n.NodePorts = DefaultNodePortRange
-	}
-	return n
-}
-
 type serviceIPAdmission struct {
-	net     ServiceNetwork
+	net     Network
 	objects func(*api.Resource) ([]api.Object, uint64, error)
 }
 
@@ -101,9 +79,9 @@ func (a serviceIPAdmission) Admit(_ context.Context, _ string, _ *auth.Identity,
 	switch ip := s.Spec.ClusterIP; {
 	case ip == "None":
 	case ip == "":
-		free, ok := lowestFree(a.net.CIDR, usedIPs)
+		free, ok := lowestFree(a.net.ServiceCIDR, usedIPs)
 		if !ok {
-			errs = append(errs, api.Invalid(sp.Child("clusterIP"), "", fmt.Sprintf("no address of the service CIDR %s is free", a.net.CIDR)))
+			errs = append(errs, api.Invalid(sp.Child("clusterIP"), "", fmt.Sprintf("no address of the service CIDR %s is free", a.net.ServiceCIDR)))
 		}
 		s.Spec.ClusterIP = free.String()
 	case prev != nil && prev.Spec.ClusterIP == ip:
@@ -113,8 +91,8 @@ func (a serviceIPAdmission) Admit(_ context.Context, _ string, _ *auth.Identity,
 		switch {
 		case err != nil:
 			// validation says so
-		case !a.net.CIDR.Contains(addr):
-			errs = append(errs, api.Invalid(sp.Child("clusterIP"), ip, fmt.Sprintf("provided IP is not in the service CIDR %s (--service-cidr)", a.net.CIDR)))
+		case !a.net.ServiceCIDR.Contains(addr):
+			errs = append(errs, api.Invalid(sp.Child("clusterIP"), ip, fmt.Sprintf("provided IP is not in the service CIDR %s (--service-cidr)", a.net.ServiceCIDR)))
 		case usedIPs[addr] != "":
 			errs = append(errs, api.Invalid(sp.Child("clusterIP"), ip, "provided IP is already allocated (to service "+usedIPs[addr]+")"))
 		}
@@ -185,18 +163,29 @@ func lowestFree(cidr netip.Prefix, used map[netip.Addr]string) (netip.Addr, bool
 	return netip.Addr{}, false
 }
 
-// serviceLock serializes writes of Services that take addresses from
-// their allocation through raft's apply; headless Services without node
-// ports take none and are not held up.
-type serviceLock struct{ mu sync.Mutex }
+// allocationLock serializes writes that take addresses, from their
+// allocation through raft's apply: Services' (headless Services without
+// node ports take none and are not held up) and Nodes' pod CIDRs. Status
+// writes never allocate and are not held.
+type allocationLock struct{ mu sync.Mutex }
 
-func (l *serviceLock) hold(obj api.Object) func() {
-	s, ok := obj.(*api.Service)
-	if !ok || !takesAddresses(s) {
-		return func() {}
+// hold takes the lock if any of objs may take addresses, and returns
+// what gives it back.
+func (l *allocationLock) hold(objs ...api.Object) func() {
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *api.Service:
+			if !takesAddresses(o) {
+				continue
+			}
+		case *api.Node:
+		default:
+			continue
+		}
+		l.mu.Lock()
+		return l.mu.Unlock
 	}
-	l.mu.Lock()
-	return l.mu.Unlock
+	return func() {}
 }
 
 // takesAddresses reports whether s is given a cluster IP or node ports.

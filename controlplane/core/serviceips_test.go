@@ -33,7 +33,7 @@ func svc(name, typ, ip string, nodePorts ...int32) *api.Service {
 // use; twenty creates at once never share an address.
 func TestServiceAddresses(t *testing.T) {
 	c := startCore(t, nil, func(cfg *Config) {
-		cfg.ServiceNetwork = ServiceNetwork{CIDR: netip.MustParsePrefix("10.43.0.0/24"), NodePorts: [2]int32{30000, 30010}}
+		cfg.Network = Network{ServiceCIDR: netip.MustParsePrefix("10.43.0.0/24"), NodePorts: [2]int32{30000, 30010}}
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -89,7 +89,7 @@ func (c *Core) Create(ctx context.Context, id *auth.Identity, obj api.Object) (*
 	if err := c.awaitBarrier(ctx); err != nil {
 		return nil, err
 	}
-	defer c.services.hold(obj)()
+	defer c.allocations.hold(obj)()
 	res := api.ResourceOf(obj)
 	if res == nil {
 		return nil, fmt.Errorf("create %T: %w", obj, api.ErrUnknownKind)
@@ -146,12 +146,7 @@ func (c *Core) CreateBatch(ctx context.Context, id *auth.Identity, objs []api.Ob
 	if err := c.awaitBarrier(ctx); err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if s, ok := o.(*api.Service); ok && takesAddresses(s) {
-			defer c.services.hold(o)()
-			break
-		}
-	}
+	defer c.allocations.hold(objs...)()
 	var errs []error
 	cmds := make([][]byte, 0, len(objs))
 	now := time.Now()
@@ -226,7 +221,9 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 	if err := c.awaitBarrier(ctx); err != nil {
 		return nil, err
 	}
-	defer c.services.hold(obj)()
+	if !status {
+		defer c.allocations.hold(obj)()
+	}
 	if res == tokensResource && name == c.cfg.AdminTokenID {
 		return nil, api.NewForbidden(fmt.Sprintf("tokens %q is forbidden: this is the built-in admin token, derived from the cluster secret; "+
 			"it is changed only by rotating it: outpost adm token rotate-admin", name))

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -171,38 +170,23 @@ type Config struct {
 	// cluster version controller names this server (SPEC UPD-6). Empty:
 	// this server cannot update its own binary, and an update says so.
 	BinaryDir string
-	// ServiceNetwork is where Services' cluster IPs and node ports come
-	// from (default 10.43.0.0/16, 30000-32767); ClusterCIDR the pods'
-	// range (default 10.42.0.0/16), which may not overlap it.
-	ServiceNetwork core.ServiceNetwork
-	ClusterCIDR    netip.Prefix
+	// Network is the cluster's address ranges: Services' cluster IPs and
+	// node ports, and the pods' range split into the nodes' pod CIDRs
+	// (defaults as k3s's).
+	Network core.Network
 	// CatchUpLag is raftstore's: how far behind the commit index a joining
 	// server may be when it is promoted (0: 64 entries).
 	CatchUpLag uint64
 }
-
-// DefaultClusterCIDR is the pods' range, as k3s's.
-var DefaultClusterCIDR = netip.MustParsePrefix("10.42.0.0/16")
 
 // withDefaults fills in defaults and checks what cannot be defaulted.
 func (c Config) withDefaults() (Config, error) {
 	if c.DataDir == "" {
 		return c, fmt.Errorf("%w: DataDir is required", ErrConfig)
 	}
-	if !c.ServiceNetwork.CIDR.IsValid() {
-		c.ServiceNetwork.CIDR = core.DefaultServiceCIDR
-	}
-	if c.ServiceNetwork.NodePorts == [2]int32{} {
-		c.ServiceNetwork.NodePorts = core.DefaultNodePortRange
-	}
-	if !c.ClusterCIDR.IsValid() {
-		c.ClusterCIDR = DefaultClusterCIDR
-	}
-	if c.ClusterCIDR.Overlaps(c.ServiceNetwork.CIDR) {
-		return c, fmt.Errorf("%w: the cluster CIDR %s (--cluster-cidr) overlaps the service CIDR %s (--service-cidr): pods and Services need ranges of their own", ErrConfig, c.ClusterCIDR, c.ServiceNetwork.CIDR)
-	}
-	if p := c.ServiceNetwork.NodePorts; p[0] < 1 || p[1] > 65535 || p[0] > p[1] {
-		return c, fmt.Errorf("%w: the node port range %d-%d (--service-node-port-range): want LOW-HIGH within 1-65535", ErrConfig, p[0], p[1])
+	c.Network = c.Network.WithDefaults()
+	if err := c.Network.Check(); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.ID == "" {
 		h, err := os.Hostname()

@@ -250,7 +250,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		EventTTL:        cfg.EventTTL,
 		AdmissionConfig: cfg.AdmissionConfig,
 		Admission:       cfg.Admission,
-		ServiceNetwork:  cfg.ServiceNetwork,
+		Network:         cfg.Network,
 		Seed:            s.seedSchedulerPolicies,
 		OnCaughtUp:      s.syncAdminToken,
 		Duties:          s.runLoops,
