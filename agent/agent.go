@@ -30,9 +30,13 @@ var (
 
 // Agent is one running node agent.
 type Agent struct {
-	cfg  Config
-	log  *slog.Logger
-	cred *credential
+	cfg Config
+	log *slog.Logger
+	// netMu guards netWritten: whether this run wrote (or found) the
+	// pod network's configuration (podnetwork.go).
+	netMu      sync.Mutex
+	netWritten bool
+	cred       *credential
 	// credMu guards cred's Servers and its file.
 	credMu sync.Mutex
 	cl     *client.Client

@@ -130,6 +130,11 @@ type Config struct {
 	OSRunDir         string
 	OSUpdateInterval time.Duration
 
+	// PodNetwork, when set, gives every pod that is not hostNetwork a
+	// network namespace of its own through CNI (SPEC NET-1); nil: pods
+	// share the host's network.
+	PodNetwork PodNetwork
+
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime
 	// DisableGossip runs without the membership pool (tests).

@@ -16,6 +16,17 @@ func (w *worker) status() api.PodStatus {
 		PodIP:    w.a.address,
 		QOSClass: pod.Status.QOSClass,
 	}
+	switch {
+	case w.net != nil:
+		st.PodIP = w.net.IPs[0].String()
+		for _, ip := range w.net.IPs {
+			st.PodIPs = append(st.PodIPs, api.PodIPEntry{IP: ip.String()})
+		}
+	case w.a.ownNetwork(pod):
+		st.PodIP = "" // none yet
+	default:
+		st.PodIPs = []api.PodIPEntry{{IP: w.a.address}}
+	}
 	if !w.startTime.IsZero() {
 		st.StartTime = api.NewTime(w.startTime)
 	}

@@ -41,6 +41,7 @@ func (a *Agent) finishDelete(ctx context.Context, p *api.Pod) {
 			// No worker (the agent restarted since): stop what runs.
 			a.stopContainers(ctx, p, grace)
 		}
+		a.releasePodNetwork(ctx, p)
 		a.deleteStopped(ctx, p)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/podnet"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/runtime"
 )
@@ -69,6 +70,9 @@ type worker struct {
 	startTime time.Time
 	wake      chan struct{}
 	stopping  bool
+	// net is the pod's own network, once set up (nil: none, or the
+	// host's).
+	net *podnet.Network
 }
 
 func newWorker(a *Agent, pod *api.Pod, existing []runtime.ContainerStatus) *worker {
@@ -127,6 +131,7 @@ func (w *worker) poke() {
 
 // run syncs the pod until ctx ends or the pod is stopped.
 func (w *worker) run(ctx context.Context, updates <-chan *api.Pod, stop <-chan time.Duration) {
+	w.adoptNetwork(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -304,7 +309,7 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 		return fail(reasonErrImagePull, err.Error())
 	}
 	r.imageDigest = img.Digest
-	if port, proto, busy := hostPortBusy(c); busy {
+	if port, proto, busy := hostPortBusy(c, w.a.ownNetwork(w.pod)); busy {
 		return fail(reasonHostPortInUse, fmt.Sprintf("host port %d/%s is already in use on node %s", port, proto, w.a.cfg.NodeName))
 	}
 	attempt := 0
@@ -315,6 +320,17 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	spec, err := containerSpec(w.pod, c, attempt, ref)
 	if err != nil {
 		return fail(reasonCreateError, err.Error())
+	}
+	if w.a.ownNetwork(w.pod) {
+		if w.net == nil {
+			n, err := w.a.setupPodNetwork(ctx, w.pod)
+			if err != nil {
+				w.a.podEvent(w.pod, "", eventWarning, "FailedCreatePodSandBox", "Failed to set up the pod's network: "+err.Error())
+				return fail(reasonCreating, "setting up the pod's network: "+err.Error())
+			}
+			w.net = &n
+		}
+		spec.NetNS, spec.Hostname = w.net.NetNS, podHostname(w.pod)
 	}
 	// Keep one finished attempt (for lastState and logs --previous);
 	// older ones go.
@@ -345,12 +361,13 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	return 0
 }
 
-// hostPortBusy reports a host port of c that another process holds.
-// Pods share the host's network, so every declared port is a host port.
-func hostPortBusy(c *api.Container) (int32, string, bool) {
+// hostPortBusy reports a host port of c that another process holds. A
+// pod in the host's network binds every declared port there; one with a
+// network of its own (ownNet) only its hostPorts.
+func hostPortBusy(c *api.Container, ownNet bool) (int32, string, bool) {
 	for _, p := range c.Ports {
 		port := p.HostPort
-		if port == 0 {
+		if port == 0 && !ownNet {
 			port = p.ContainerPort
 		}
 		if port == 0 {

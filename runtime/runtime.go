@@ -108,6 +108,11 @@ type ContainerSpec struct {
 	WorkingDir string
 	Mounts     []Mount
 	Resources  Resources
+	// NetNS is the path of the pod's network namespace (SPEC NET-1),
+	// which the container joins; empty: the host's network. Hostname is
+	// the container's host name there (the pod's name); empty: the
+	// host's.
+	NetNS, Hostname string
 	// Labels must hold the Label* keys above; more are kept as given.
 	Labels map[string]string
 }

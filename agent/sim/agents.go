@@ -483,11 +483,15 @@ func (a *Agents) register(ctx context.Context, n *simNode, cur *api.Node) error 
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	if cur == nil {
-		_, _, err := n.cl.Create(wctx, want)
+		res, _, err := n.cl.Create(wctx, want)
 		if err == nil {
 			empty := ""
 			n.annotation.Store(&empty)
-			a.recordRegistration(n, want.Spec.PodCIDR, want.Status)
+			cidr := want.Spec.PodCIDR
+			if made, ok := res.(*api.Node); ok && made.Spec.PodCIDR != "" {
+				cidr = made.Spec.PodCIDR
+			}
+			a.recordRegistration(n, cidr, want.Status)
 			return nil
 		}
 		if !api.IsAlreadyExists(err) {

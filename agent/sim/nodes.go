@@ -180,7 +180,9 @@ const SimMarker = "outpost-sim://"
 // labels, annotations, taints and status, the well-known labels, defaults
 // for what the template leaves out, and fake addresses. The template is
 // not changed. ownRange says whether the template's spec.podCIDR is this
-// node's own (a template used once) rather than shared by copies.
+// node's own (a template used once) rather than shared by copies; without
+// one the control plane gives the node its range, as it does a real
+// agent's (SPEC NET-2).
 func buildNode(tmpl *api.Node, name string, nn nodeNet, ownRange bool) *api.Node {
 	n := &api.Node{
 		TypeMeta: api.TypeMeta{Kind: "Node", APIVersion: "v1"},
@@ -193,7 +195,6 @@ func buildNode(tmpl *api.Node, name string, nn nodeNet, ownRange bool) *api.Node
 			Unschedulable: tmpl.Spec.Unschedulable,
 			Taints:        slices.Clone(tmpl.Spec.Taints),
 			ProviderID:    "sim://" + name,
-			PodCIDR:       nn.pods.String(),
 		},
 	}
 	if ownRange && tmpl.Spec.PodCIDR != "" {

@@ -297,8 +297,12 @@ func TestAgents(t *testing.T) {
 			t.Errorf("pod web: condition %s not True: %+v", typ, pod.Status.Conditions)
 		}
 	}
-	if ip, err := netip.ParseAddr(pod.Status.PodIP); err != nil || !netFor(1).pods.Contains(ip) {
-		t.Errorf("pod web: podIP %q not in worker-0002's range %v", pod.Status.PodIP, netFor(1).pods)
+	// Its address is of the pod CIDR the control plane gave the node
+	// (SPEC NET-2).
+	given := getNode(t, admin, "worker-0002").Spec.PodCIDR
+	cidr, err := netip.ParsePrefix(given)
+	if ip, ipErr := netip.ParseAddr(pod.Status.PodIP); err != nil || ipErr != nil || !cidr.Contains(ip) {
+		t.Errorf("pod web: podIP %q not in worker-0002's pod CIDR %q", pod.Status.PodIP, given)
 	}
 	if pod.Status.StartTime == nil || len(pod.Status.ContainerStatuses) != 1 ||
 		!pod.Status.ContainerStatuses[0].Ready || pod.Status.ContainerStatuses[0].State.Running == nil {

@@ -53,6 +53,7 @@ func newAgentCommand() *cobra.Command {
 		taints     string
 		reserved   string
 		osf        osUpdateFlags
+		pnf        podNetworkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --server URL --token JOIN-STRING",
@@ -113,10 +114,14 @@ up. When the host's machine is deleted, the agent stops that server.`,
 				return err
 			}
 			defer stop()
+			if err := pnf.apply(&cfg, log); err != nil {
+				return err
+			}
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
 	f := cmd.Flags()
+	pnf.register(f)
 	f.StringVar(&cfg.Server, "server", "", "API URL of a server to join through (https://host:6443; first start only: the credential then lists every server, and the agent fails over between them)")
 	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_JOIN"), "join string (or OUTPOST_JOIN); needed on the first start only")
 	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")

@@ -167,8 +167,8 @@ func TestDecodeKubernetesOnlyFieldsWarn(t *testing.T) {
 		},
 		{
 			name:  "pod status fields",
-			doc:   podJSON(`{"containers":[]},"status":{"podIPs":[{"ip":"10.0.0.1"}],"hostIPs":[],"containerStatuses":[{"name":"a","ready":true,"restartCount":0,"image":"x","imageID":"","allocatedResources":{}}]}`),
-			warns: []string{"status.podIPs", "status.hostIPs", "status.containerStatuses[0].allocatedResources"},
+			doc:   podJSON(`{"containers":[]},"status":{"hostIPs":[],"containerStatuses":[{"name":"a","ready":true,"restartCount":0,"image":"x","imageID":"","allocatedResources":{}}]}`),
+			warns: []string{"status.hostIPs", "status.containerStatuses[0].allocatedResources"},
 		},
 		{
 			name:  "template fields of a deployment",

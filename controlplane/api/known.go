@@ -79,7 +79,7 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 		"namespaceSelector", "matchLabelKeys", "mismatchLabelKeys",
 	},
 	reflect.TypeFor[PodStatus](): {
-		"hostIPs", "podIPs", "ephemeralContainerStatuses", "resize",
+		"hostIPs", "ephemeralContainerStatuses", "resize",
 		"resourceClaimStatuses", "observedGeneration", "extendedResourceClaimStatus",
 	},
 	reflect.TypeFor[PodCondition](): {"observedGeneration"},

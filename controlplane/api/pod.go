@@ -222,17 +222,24 @@ type LabelSelectorRequirement struct {
 
 // PodStatus is what the scheduler and the agent report about a pod.
 type PodStatus struct {
-	Phase                 string            `json:"phase,omitempty"`
-	Conditions            []PodCondition    `json:"conditions,omitempty"`
-	Message               string            `json:"message,omitempty"`
-	Reason                string            `json:"reason,omitempty"`
-	NominatedNodeName     string            `json:"nominatedNodeName,omitempty"`
-	HostIP                string            `json:"hostIP,omitempty"`
-	PodIP                 string            `json:"podIP,omitempty"`
+	Phase             string         `json:"phase,omitempty"`
+	Conditions        []PodCondition `json:"conditions,omitempty"`
+	Message           string         `json:"message,omitempty"`
+	Reason            string         `json:"reason,omitempty"`
+	NominatedNodeName string         `json:"nominatedNodeName,omitempty"`
+	HostIP            string         `json:"hostIP,omitempty"`
+	PodIP             string         `json:"podIP,omitempty"`
+	// PodIPs are the pod's addresses, the first PodIP (SPEC NET-1).
+	PodIPs                []PodIPEntry      `json:"podIPs,omitempty"`
 	StartTime             *Time             `json:"startTime,omitempty"`
 	InitContainerStatuses []ContainerStatus `json:"initContainerStatuses,omitempty"`
 	ContainerStatuses     []ContainerStatus `json:"containerStatuses,omitempty"`
 	QOSClass              string            `json:"qosClass,omitempty"`
+}
+
+// PodIPEntry is one of a pod's addresses.
+type PodIPEntry struct {
+	IP string `json:"ip"`
 }
 
 // Pod phases.

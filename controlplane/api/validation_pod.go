@@ -359,6 +359,14 @@ func validatePodStatus(s *PodStatus, p *Path) ErrorList {
 	if s.PodIP != "" && !isIP(s.PodIP) {
 		errs = append(errs, Invalid(p.Child("podIP"), s.PodIP, "must be a valid IP address"))
 	}
+	for i, ip := range s.PodIPs {
+		if !isIP(ip.IP) {
+			errs = append(errs, Invalid(p.Child("podIPs").Index(i).Child("ip"), ip.IP, "must be a valid IP address"))
+		}
+	}
+	if len(s.PodIPs) > 0 && s.PodIPs[0].IP != s.PodIP {
+		errs = append(errs, Invalid(p.Child("podIPs").Index(0).Child("ip"), s.PodIPs[0].IP, "must match status.podIP"))
+	}
 	if s.HostIP != "" && !isIP(s.HostIP) {
 		errs = append(errs, Invalid(p.Child("hostIP"), s.HostIP, "must be a valid IP address"))
 	}

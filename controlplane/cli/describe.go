@@ -657,6 +657,9 @@ func (d *describer) node(n *api.Node) {
 	if n.Spec.PodCIDR != "" {
 		d.line(0, "PodCIDR", n.Spec.PodCIDR)
 	}
+	if len(n.Spec.PodCIDRs) > 0 {
+		d.line(0, "PodCIDRs", strings.Join(n.Spec.PodCIDRs, ","))
+	}
 	d.nodePods(n)
 }
 

@@ -38,6 +38,9 @@ func validate(spec runtime.ContainerSpec) error {
 	if spec.Image == "" {
 		return errors.New("image: required")
 	}
+	if spec.NetNS != "" && !filepath.IsAbs(spec.NetNS) {
+		return fmt.Errorf("netNS: %q is not an absolute path", spec.NetNS)
+	}
 	if spec.Labels[runtime.LabelPodUID] == "" {
 		return fmt.Errorf("labels: %s is required", runtime.LabelPodUID)
 	}
@@ -124,10 +127,17 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 	if err != nil {
 		return fmt.Errorf("%w: hostname: %w", runtime.ErrCreate, err)
 	}
+	network := oci.WithHostNamespace(specs.NetworkNamespace)
+	if spec.NetNS != "" {
+		network = oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: spec.NetNS})
+	}
+	if spec.Hostname != "" {
+		hostname = spec.Hostname
+	}
 	opts := []oci.SpecOpts{
 		oci.WithImageConfig(img),
 		oci.WithProcessArgs(processArgs(icfg.Config.Entrypoint, icfg.Config.Cmd, spec.Command, spec.Args)...),
-		oci.WithHostNamespace(specs.NetworkNamespace),
+		network,
 		oci.WithHostHostsFile,
 		oci.WithHostResolvconf,
 		oci.WithHostname(hostname),

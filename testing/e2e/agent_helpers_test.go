@@ -329,6 +329,12 @@ type agentNode struct {
 	// rt is the test's own client of the node's containerd, made at
 	// first use; it reconnects when the agent's containerd restarts.
 	rt *ctrd.Runtime
+	// sharedMounts, when set, is a directory this test made a shared
+	// mount: the agent's mount namespace then keeps the root's mounts'
+	// propagation (all private here but it), so mounts the agent makes
+	// under it (pods' network namespaces) outlive the agent's namespace
+	// as they would on a host with one mount namespace.
+	sharedMounts string
 }
 
 // newAgent prepares an agent for host h; start runs it. Cleanup stops it
@@ -372,7 +378,7 @@ func (a *agentNode) start() {
 		a.t.Fatal(err)
 	}
 	args := append([]string{"--net=/run/netns/" + a.host.Name, "--",
-		"unshare", "--mount", "--propagation", "slave", "--",
+		"unshare", "--mount", "--propagation", a.propagation(), "--",
 		"sh", "-c", enterHost, "sh", outpostBin}, a.args...)
 	cmd := exec.Command("nsenter", args...)
 	cmd.Env = append(os.Environ(), "SYSFS="+filepath.Join(a.dir, "..", a.name+"-sysfs"))
@@ -383,6 +389,30 @@ func (a *agentNode) start() {
 		a.t.Fatalf("start agent %s: %v", a.name, err)
 	}
 	a.cmd, a.log = cmd, logf
+}
+
+func (a *agentNode) propagation() string {
+	if a.sharedMounts != "" {
+		return "unchanged"
+	}
+	return "slave"
+}
+
+// shareMounts makes dir a shared mount point for the agent's mounts
+// under it (sharedMounts), removed with every mount under it when the
+// test ends.
+func (a *agentNode) shareMounts(dir string) {
+	a.t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		a.t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--bind", dir, dir}, {"--make-shared", dir}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			a.t.Fatalf("mount %v: %v: %s", args, err, out)
+		}
+	}
+	a.t.Cleanup(func() { _ = exec.Command("umount", "-R", "-l", dir).Run() })
+	a.sharedMounts = dir
 }
 
 // kill9 ends the agent with SIGKILL: no shutdown code runs.

@@ -1,0 +1,102 @@
+package podnet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// newNetNS makes a network namespace and binds it at path, which it
+// creates. A namespace lives as long as something holds it; the bind
+// mount does, until removeNetNS.
+func newNetNS(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return fmt.Errorf("network namespace file: %w", err)
+	}
+	f.Close()
+	errc := make(chan error, 1)
+	go func() {
+		// The thread is unshared into the new namespace and never
+		// returned to the runtime: a goroutine that ends locked takes
+		// its thread with it, so no other goroutine runs in there.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare the network namespace: %w", err)
+			return
+		}
+		src := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
+		if err := unix.Mount(src, path, "", unix.MS_BIND, ""); err != nil {
+			errc <- fmt.Errorf("bind the network namespace at %s: %w", path, err)
+			return
+		}
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// removeNetNS unbinds and removes the namespace at path; one already
+// gone is not an error.
+func removeNetNS(path string) error {
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unbind the network namespace at %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the network namespace at %s: %w", path, err)
+	}
+	return nil
+}
+
+// isNetNS reports whether path is a bound network namespace (not a file
+// a crash left behind before the bind).
+func isNetNS(path string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.NSFS_MAGIC
+}
+
+// inNetNS runs f on a thread of its own in the namespace at path. The
+// thread goes back to the runtime only once it is back in this process's
+// namespace; if it cannot be brought back it ends with its goroutine.
+func inNetNS(path string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer self.Close()
+		target, err := os.Open(path)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("enter the network namespace at %s: %w", path, err)
+			return
+		}
+		ferr := f()
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("leave the network namespace at %s: %w", path, err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}

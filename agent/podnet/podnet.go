@@ -1,0 +1,281 @@
+package podnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// Defaults of a node, as the CNI ecosystem lays them out (Debian's
+// containernetworking-plugins install to /usr/lib/cni; upstream's
+// release archives to /opt/cni/bin).
+var (
+	DefaultConfDir  = "/etc/cni/net.d"
+	DefaultBinDirs  = []string{"/usr/lib/cni", "/opt/cni/bin"}
+	DefaultStateDir = "/run/outpost/netns"
+	DefaultCacheDir = "/var/lib/outpost/cni"
+)
+
+// Config says where a node's CNI configuration, plugins and state are.
+type Config struct {
+	ConfDir  string
+	BinDirs  []string
+	StateDir string
+	// CacheDir holds libcni's record of each ADD (the configuration and
+	// result), which DEL uses after an agent restart; and the default
+	// network's IP address leases.
+	CacheDir string
+	// Bridge is the default network's bridge device (default outpost0).
+	Bridge string
+	Logger *slog.Logger
+}
+
+// Manager sets up and tears down pods' networks. Its methods are safe
+// for concurrent use on different pods.
+type Manager struct {
+	cfg Config
+	cni *libcni.CNIConfig
+	log *slog.Logger
+}
+
+// New returns a Manager for cfg, its unset fields the defaults.
+func New(cfg Config) (*Manager, error) {
+	if cfg.ConfDir == "" {
+		cfg.ConfDir = DefaultConfDir
+	}
+	if len(cfg.BinDirs) == 0 {
+		cfg.BinDirs = DefaultBinDirs
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = DefaultStateDir
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = DefaultCacheDir
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	// Every pod runs loopback; a node without it has no plugins at all.
+	found := false
+	for _, d := range cfg.BinDirs {
+		if _, err := os.Stat(filepath.Join(d, "loopback")); err == nil {
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("podnet: no CNI plugins in %s (install Debian's containernetworking-plugins)", strings.Join(cfg.BinDirs, ", "))
+	}
+	for _, d := range []string{cfg.StateDir, cfg.CacheDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("podnet: %w", err)
+		}
+	}
+	return &Manager{cfg: cfg, cni: libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, nil), log: cfg.Logger}, nil
+}
+
+// Pod is what the plugins are told of a pod.
+type Pod struct {
+	Namespace, Name, UID string
+	// Ports are the pod's hostPort mappings (the portmap plugin's
+	// portMappings capability).
+	Ports []PortMapping
+}
+
+// PortMapping is a host port forwarded to a pod's port.
+type PortMapping struct {
+	HostPort      int32  `json:"hostPort"`
+	ContainerPort int32  `json:"containerPort"`
+	Protocol      string `json:"protocol"`
+	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// Network is a pod's network as set up.
+type Network struct {
+	// NetNS is the path of the pod's network namespace, for its
+	// containers' runtime spec.
+	NetNS string
+	// IPs are the pod's addresses, the first the primary (podIP).
+	IPs []netip.Addr
+}
+
+// ifName is the pod's interface, as every Kubernetes runtime names it.
+const ifName = "eth0"
+
+// loopbackConf brings the pod's lo up; a CRI runtime runs it before the
+// configured network.
+var loopbackConf = []byte(`{"cniVersion":"1.0.0","name":"cni-loopback","plugins":[{"type":"loopback"}]}`)
+
+func (m *Manager) nsPath(uid string) string { return filepath.Join(m.cfg.StateDir, uid) }
+
+func (m *Manager) runtimeConf(p Pod) *libcni.RuntimeConf {
+	rt := &libcni.RuntimeConf{
+		ContainerID: p.UID,
+		NetNS:       m.nsPath(p.UID),
+		IfName:      ifName,
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", p.Namespace},
+			{"K8S_POD_NAME", p.Name}, {"K8S_POD_INFRA_CONTAINER_ID", p.UID}, {"K8S_POD_UID", p.UID}},
+	}
+	if len(p.Ports) > 0 {
+		rt.CapabilityArgs = map[string]any{"portMappings": p.Ports}
+	}
+	return rt
+}
+
+// Setup gives pod p its network: a namespace, lo up, and the configured
+// network's interface and addresses. A pod already set up (this agent's
+// earlier run did it) is answered from libcni's cache. A failure leaves
+// nothing behind.
+func (m *Manager) Setup(ctx context.Context, p Pod) (Network, error) {
+	if p.UID == "" || strings.ContainsAny(p.UID, "/.") {
+		return Network{}, fmt.Errorf("podnet: pod %s/%s: bad UID %q", p.Namespace, p.Name, p.UID)
+	}
+	list, err := m.confList()
+	if err != nil {
+		return Network{}, err
+	}
+	rt := m.runtimeConf(p)
+	if isNetNS(rt.NetNS) {
+		if res, err := m.cni.GetNetworkListCachedResult(list, rt); err == nil && res != nil {
+			return m.network(rt.NetNS, res)
+		}
+	}
+	_ = removeNetNS(rt.NetNS) // a file a crash left before its bind
+	if err := newNetNS(rt.NetNS); err != nil {
+		return Network{}, fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	lo, err := libcni.ConfListFromBytes(loopbackConf)
+	if err != nil {
+		return Network{}, fmt.Errorf("podnet: %w", err)
+	}
+	fail := func(err error) (Network, error) {
+		_ = m.cni.DelNetworkList(context.WithoutCancel(ctx), list, rt)
+		_ = removeNetNS(rt.NetNS)
+		return Network{}, fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	loRT := *rt
+	loRT.IfName, loRT.CapabilityArgs = "lo", nil
+	if _, err := m.cni.AddNetworkList(ctx, lo, &loRT); err != nil {
+		return fail(fmt.Errorf("loopback: %w", err))
+	}
+	res, err := m.cni.AddNetworkList(ctx, list, rt)
+	if err != nil {
+		return fail(fmt.Errorf("network %q (%s): %w", list.Name, m.cfg.ConfDir, err))
+	}
+	n, err := m.network(rt.NetNS, res)
+	if err != nil {
+		return fail(err)
+	}
+	m.log.Debug("pod network set up", "pod", p.Namespace+"/"+p.Name, "netns", n.NetNS, "ips", n.IPs)
+	return n, nil
+}
+
+// network reads the addresses of the pod's interface from a plugin
+// chain's result.
+func (m *Manager) network(ns string, res types.Result) (Network, error) {
+	r, err := types100.NewResultFromResult(res)
+	if err != nil {
+		return Network{}, fmt.Errorf("the network's result: %w", err)
+	}
+	n := Network{NetNS: ns}
+	for _, ip := range r.IPs {
+		// Addresses of the host's side (a bridge's gateway) are not the
+		// pod's.
+		if ip.Interface != nil && *ip.Interface >= 0 && *ip.Interface < len(r.Interfaces) && r.Interfaces[*ip.Interface].Sandbox == "" {
+			continue
+		}
+		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+			n.IPs = append(n.IPs, a.Unmap())
+		}
+	}
+	if len(n.IPs) == 0 {
+		return Network{}, fmt.Errorf("the network gave the pod no address")
+	}
+	return n, nil
+}
+
+// Teardown removes pod p's network: the plugins' DEL (with the
+// configuration they were given at ADD, if cached) and its namespace.
+// A pod without one is no error.
+func (m *Manager) Teardown(ctx context.Context, p Pod) error {
+	rt := m.runtimeConf(p)
+	list, err := m.confList()
+	if err != nil {
+		return err
+	}
+	if raw, cached, err := m.cni.GetNetworkListCachedConfig(list, rt); err == nil && raw != nil {
+		if l, err := libcni.ConfListFromBytes(raw); err == nil {
+			list = l
+		}
+		if cached != nil {
+			rt.CapabilityArgs = cached.CapabilityArgs
+		}
+	}
+	if !isNetNS(rt.NetNS) {
+		rt.NetNS = "" // plugins then only release what they hold
+	}
+	var errs []error
+	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
+		errs = append(errs, fmt.Errorf("network %q: %w", list.Name, err))
+	}
+	if err := removeNetNS(m.nsPath(p.UID)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// WriteDefault writes the default network over the node's pod CIDR to
+// the configuration directory unless the site has its own there
+// (WriteDefault).
+func (m *Manager) WriteDefault(podCIDR netip.Prefix) error {
+	wrote, err := WriteDefault(m.cfg.ConfDir, DefaultNetwork{Bridge: m.cfg.Bridge, PodCIDR: podCIDR, IPAMDir: filepath.Join(m.cfg.CacheDir, "ipam")})
+	if wrote {
+		m.log.Info("wrote the default pod network", "file", filepath.Join(m.cfg.ConfDir, DefaultConfName), "pod_cidr", podCIDR)
+	}
+	return err
+}
+
+// Has reports whether pod uid has a network namespace here.
+func (m *Manager) Has(uid string) bool { return isNetNS(m.nsPath(uid)) }
+
+// confList is the network pods join: the first conflist (or conf) of the
+// configuration directory by name, as CNI orders them.
+func (m *Manager) confList() (*libcni.NetworkConfigList, error) {
+	files, err := libcni.ConfFiles(m.cfg.ConfDir, []string{".conflist", ".conf", ".json"})
+	if err != nil {
+		return nil, fmt.Errorf("podnet: read %s: %w", m.cfg.ConfDir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("podnet: no CNI network configuration in %s", m.cfg.ConfDir)
+	}
+	slices.Sort(files)
+	f := files[0]
+	if strings.HasSuffix(f, ".conflist") {
+		l, err := libcni.ConfListFromFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("podnet: %w", err)
+		}
+		return l, nil
+	}
+	c, err := libcni.ConfFromFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("podnet: %w", err)
+	}
+	l, err := libcni.ConfListFromConf(c)
+	if err != nil {
+		return nil, fmt.Errorf("podnet: %s: %w", f, err)
+	}
+	return l, nil
+}

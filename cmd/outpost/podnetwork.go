@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/outpost-edge/outpost/agent"
+	"github.com/outpost-edge/outpost/agent/podnet"
+	"github.com/spf13/pflag"
+)
+
+// podNetworkFlags choose how pods are networked (SPEC NET-1).
+type podNetworkFlags struct {
+	mode, confDir, binDirs, stateDir, bridge string
+}
+
+func (p *podNetworkFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&p.mode, "pod-network", "host", "host: every pod shares the host's network (today's default); cni: each pod that is not hostNetwork gets a network namespace of its own, wired by the CNI plugins of --cni-conf-dir")
+	f.StringVar(&p.confDir, "cni-conf-dir", podnet.DefaultConfDir, "the CNI network configuration: the first file by name is the pods' network; without one the agent writes "+podnet.DefaultConfName+", a bridge over the node's pod CIDR")
+	f.StringVar(&p.binDirs, "cni-bin-dir", strings.Join(podnet.DefaultBinDirs, ","), "where the CNI plugins are, comma-separated (Debian's containernetworking-plugins install to /usr/lib/cni)")
+	f.StringVar(&p.stateDir, "cni-netns-dir", podnet.DefaultStateDir, "where pods' network namespaces are bound (a tmpfs: they end with the boot)")
+	f.StringVar(&p.bridge, "cni-bridge", "outpost0", "the bridge device of the default network")
+}
+
+func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
+	switch p.mode {
+	case "host":
+		return nil
+	case "cni":
+	default:
+		return fmt.Errorf("--pod-network %q: want host or cni", p.mode)
+	}
+	m, err := podnet.New(podnet.Config{
+		ConfDir: p.confDir, BinDirs: strings.Split(p.binDirs, ","), StateDir: p.stateDir,
+		CacheDir: filepath.Join(cfg.DataDir, "cni"), Bridge: p.bridge, Logger: log.With("component", "podnet"),
+	})
+	if err != nil {
+		return fmt.Errorf("--pod-network cni: %w", err)
+	}
+	cfg.PodNetwork = m
+	return nil
+}
