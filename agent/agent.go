@@ -254,6 +254,9 @@ func Run(ctx context.Context, cfg Config) error {
 	a.wg.Go(func() { a.nodeLoop(runCtx) })
 	a.wg.Go(func() { a.fenceLoop(runCtx) })
 	a.wg.Go(func() { a.watchPods(runCtx) })
+	if a.cfg.PodNetwork != nil && a.cfg.PodRoutes == PodRoutesHostGW {
+		a.wg.Go(func() { a.routePods(runCtx) })
+	}
 	a.wg.Go(func() { a.reportLoop(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })
 	a.wg.Go(func() { a.refreshServers(runCtx) })

@@ -134,6 +134,9 @@ type Config struct {
 	// network namespace of its own through CNI (SPEC NET-1); nil: pods
 	// share the host's network.
 	PodNetwork PodNetwork
+	// PodRoutes is how this host reaches other nodes' pods with a pod
+	// network: PodRoutesHostGW or PodRoutesNone.
+	PodRoutes string
 
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime

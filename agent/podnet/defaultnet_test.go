@@ -3,6 +3,7 @@ package podnet
 import (
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,9 +20,16 @@ func TestWriteDefault(t *testing.T) {
 		t.Fatalf("first write: %v %v", wrote, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, DefaultConfName))
-	for _, want := range []string{`"bridge": "outpost0"`, `"subnet": "10.42.3.0/24"`, `"type": "portmap"`, `"portMappings": true`, `"type": "firewall"`, `"dst": "0.0.0.0/0"`} {
+	for _, want := range []string{`"bridge": "outpost0"`, `"subnet": "10.42.3.0/24"`, `"type": "portmap"`, `"portMappings": true`, `"dst": "0.0.0.0/0"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("conflist lacks %s:\n%s", want, b)
+		}
+	}
+	// What ipMasq and the firewall plugin would do per pod, the node's
+	// rules do once (TestHostRules).
+	for _, not := range []string{"ipMasq", "firewall"} {
+		if strings.Contains(string(b), not) {
+			t.Errorf("conflist has %s:\n%s", not, b)
 		}
 	}
 	if wrote, err := WriteDefault(dir, n); err != nil || wrote {
@@ -43,5 +51,40 @@ func TestWriteDefault(t *testing.T) {
 	}
 	if _, err := (DefaultNetwork{Bridge: "a-very-long-bridge-name", PodCIDR: n.PodCIDR}).Render(); err == nil {
 		t.Error("a bridge name over 15 bytes was accepted")
+	}
+}
+
+// The node's rules for its pods (forwarded whatever FORWARD's policy,
+// masqueraded leaving the pod CIDR) are added once, in a namespace of the
+// test's own, and not again.
+func TestHostRules(t *testing.T) {
+	requireReal(t)
+	ns := filepath.Join(t.TempDir(), "ns")
+	if err := newNetNS(ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = removeNetNS(ns) })
+	cidr := netip.MustParsePrefix("10.42.7.0/24")
+	for range 2 {
+		if err := inNetNS(ns, func() error { return ensureHostRules(t.Context(), cidr) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rules string
+	if err := inNetNS(ns, func() error {
+		f, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output()
+		if err != nil {
+			return err
+		}
+		n, err := exec.Command("iptables", "-w", "-t", "nat", "-S", "POSTROUTING").Output()
+		rules = string(f) + string(n)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-A FORWARD -s 10.42.7.0/24", "-A FORWARD -d 10.42.7.0/24", "-A POSTROUTING -s 10.42.7.0/24 ! -d 10.42.7.0/24"} {
+		if n := strings.Count(rules, want); n != 1 {
+			t.Errorf("rule %q %d times in:\n%s", want, n, rules)
+		}
 	}
 }

@@ -100,3 +100,27 @@ func inNetNS(path string, f func() error) error {
 	}()
 	return <-errc
 }
+
+// loopbackUp brings lo up in the namespace at path, as the CNI loopback
+// plugin does, without the cost of starting a plugin for it.
+func loopbackUp(path string) error {
+	return inNetNS(path, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("bring lo up: %w", err)
+		}
+		defer unix.Close(fd)
+		ifr, err := unix.NewIfreq("lo")
+		if err != nil {
+			return fmt.Errorf("bring lo up: %w", err)
+		}
+		if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+			return fmt.Errorf("bring lo up: %w", err)
+		}
+		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+		if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+			return fmt.Errorf("bring lo up: %w", err)
+		}
+		return nil
+	})
+}

@@ -65,10 +65,10 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	// Every pod runs loopback; a node without it has no plugins at all.
+	// A node without the bridge plugin has no plugins at all.
 	found := false
 	for _, d := range cfg.BinDirs {
-		if _, err := os.Stat(filepath.Join(d, "loopback")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
 			found = true
 		}
 	}
@@ -111,10 +111,6 @@ type Network struct {
 // ifName is the pod's interface, as every Kubernetes runtime names it.
 const ifName = "eth0"
 
-// loopbackConf brings the pod's lo up; a CRI runtime runs it before the
-// configured network.
-var loopbackConf = []byte(`{"cniVersion":"1.0.0","name":"cni-loopback","plugins":[{"type":"loopback"}]}`)
-
 func (m *Manager) nsPath(uid string) string { return filepath.Join(m.cfg.StateDir, uid) }
 
 func (m *Manager) runtimeConf(p Pod) *libcni.RuntimeConf {
@@ -131,7 +127,9 @@ func (m *Manager) runtimeConf(p Pod) *libcni.RuntimeConf {
 	return rt
 }
 
-// Setup gives pod p its network: a namespace, lo up, and the configured
+// Setup gives pod p its network: a namespace, lo up (directly: a CRI
+// runtime runs the loopback plugin for it, a process start this does
+// without), and the configured
 // network's interface and addresses. A pod already set up (this agent's
 // earlier run did it) is answered from libcni's cache. A failure leaves
 // nothing behind.
@@ -144,6 +142,7 @@ func (m *Manager) Setup(ctx context.Context, p Pod) (Network, error) {
 		return Network{}, err
 	}
 	rt := m.runtimeConf(p)
+	list = withoutUnused(list, p)
 	if isNetNS(rt.NetNS) {
 		if res, err := m.cni.GetNetworkListCachedResult(list, rt); err == nil && res != nil {
 			return m.network(rt.NetNS, res)
@@ -153,19 +152,13 @@ func (m *Manager) Setup(ctx context.Context, p Pod) (Network, error) {
 	if err := newNetNS(rt.NetNS); err != nil {
 		return Network{}, fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	lo, err := libcni.ConfListFromBytes(loopbackConf)
-	if err != nil {
-		return Network{}, fmt.Errorf("podnet: %w", err)
-	}
 	fail := func(err error) (Network, error) {
 		_ = m.cni.DelNetworkList(context.WithoutCancel(ctx), list, rt)
 		_ = removeNetNS(rt.NetNS)
 		return Network{}, fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	loRT := *rt
-	loRT.IfName, loRT.CapabilityArgs = "lo", nil
-	if _, err := m.cni.AddNetworkList(ctx, lo, &loRT); err != nil {
-		return fail(fmt.Errorf("loopback: %w", err))
+	if err := loopbackUp(rt.NetNS); err != nil {
+		return fail(err)
 	}
 	res, err := m.cni.AddNetworkList(ctx, list, rt)
 	if err != nil {
@@ -201,6 +194,20 @@ func (m *Manager) network(ns string, res types.Result) (Network, error) {
 		return Network{}, fmt.Errorf("the network gave the pod no address")
 	}
 	return n, nil
+}
+
+// withoutUnused is list without the portmap plugin when p maps no host
+// port: it would do nothing but cost a process start (some 7 ms of a
+// pod's start). Teardown runs the whole list, as cached at ADD.
+func withoutUnused(list *libcni.NetworkConfigList, p Pod) *libcni.NetworkConfigList {
+	if len(p.Ports) > 0 {
+		return list
+	}
+	out := *list
+	out.Plugins = slices.DeleteFunc(slices.Clone(list.Plugins), func(c *libcni.NetworkConfig) bool {
+		return c.Network != nil && c.Network.Type == "portmap"
+	})
+	return &out
 }
 
 // Teardown removes pod p's network: the plugins' DEL (with the
@@ -241,10 +248,16 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 // (WriteDefault).
 func (m *Manager) WriteDefault(podCIDR netip.Prefix) error {
 	wrote, err := WriteDefault(m.cfg.ConfDir, DefaultNetwork{Bridge: m.cfg.Bridge, PodCIDR: podCIDR, IPAMDir: filepath.Join(m.cfg.CacheDir, "ipam")})
+	if err != nil {
+		return err
+	}
 	if wrote {
 		m.log.Info("wrote the default pod network", "file", filepath.Join(m.cfg.ConfDir, DefaultConfName), "pod_cidr", podCIDR)
 	}
-	return err
+	if l, err := m.confList(); err == nil && l.Name == "outpost" {
+		return ensureHostRules(context.Background(), podCIDR)
+	}
+	return nil
 }
 
 // Has reports whether pod uid has a network namespace here.

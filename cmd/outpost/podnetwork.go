@@ -13,7 +13,7 @@ import (
 
 // podNetworkFlags choose how pods are networked (SPEC NET-1).
 type podNetworkFlags struct {
-	mode, confDir, binDirs, stateDir, bridge string
+	mode, confDir, binDirs, stateDir, bridge, routes string
 }
 
 func (p *podNetworkFlags) register(f *pflag.FlagSet) {
@@ -22,6 +22,7 @@ func (p *podNetworkFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.binDirs, "cni-bin-dir", strings.Join(podnet.DefaultBinDirs, ","), "where the CNI plugins are, comma-separated (Debian's containernetworking-plugins install to /usr/lib/cni)")
 	f.StringVar(&p.stateDir, "cni-netns-dir", podnet.DefaultStateDir, "where pods' network namespaces are bound (a tmpfs: they end with the boot)")
 	f.StringVar(&p.bridge, "cni-bridge", "outpost0", "the bridge device of the default network")
+	f.StringVar(&p.routes, "pod-routes", agent.PodRoutesHostGW, "how this host reaches other nodes' pods with --pod-network cni: host-gw (a route to each node's pod CIDR via its InternalIP; the nodes on one link) or none (the site's routers, or its own CNI network, do it)")
 }
 
 func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
@@ -39,6 +40,11 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--pod-network cni: %w", err)
 	}
-	cfg.PodNetwork = m
+	switch p.routes {
+	case agent.PodRoutesHostGW, agent.PodRoutesNone:
+	default:
+		return fmt.Errorf("--pod-routes %q: want host-gw or none", p.routes)
+	}
+	cfg.PodNetwork, cfg.PodRoutes = m, p.routes
 	return nil
 }

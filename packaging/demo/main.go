@@ -4,7 +4,8 @@
 // deployment), "serve" answers HTTP with the node's name (the daemon set;
 // pods share the host's network, so its port is a host port), and "echo"
 // prints its arguments: the image holds no shell, so this is what
-// `outpost exec` can run in it. "tick -on-term ignore" goes on ticking
+// `outpost exec` can run in it; "get URL" prints what an HTTP GET of URL
+// answers (a pod reaching another, or a Service, by address or name). "tick -on-term ignore" goes on ticking
 // after SIGTERM, as a program slow to shut down would, so that its node
 // has to kill it when the grace period ends.
 package main
@@ -12,6 +13,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -22,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088] | echo WORDS...")
+		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088] | echo WORDS... | get URL")
 		os.Exit(2)
 	}
 	stop := make(chan os.Signal, 1)
@@ -75,6 +77,22 @@ func main() {
 		}
 	case "echo":
 		fmt.Println(strings.Join(os.Args[2:], " "))
+	case "get":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: demo get URL")
+			os.Exit(2)
+		}
+		cl := &http.Client{Timeout: 5 * time.Second}
+		resp, err := cl.Get(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(os.Stdout, resp.Body); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "demo: unknown command %q\n", os.Args[1])
 		os.Exit(2)

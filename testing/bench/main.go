@@ -471,7 +471,7 @@ func machineInfo() string {
 
 func goBenchmarks() string {
 	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "1s",
-		"./controlplane/api/...", "./controlplane/store/...", "./raftstore/...")
+		"./controlplane/api/...", "./controlplane/store/...", "./raftstore/...", "./agent/podnet/")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "go test -bench failed: " + err.Error() + "\n" + string(out)

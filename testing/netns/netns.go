@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,7 +99,9 @@ func Open(n int) (*Host, error) {
 func (h *Host) Close() error {
 	nsErr := run("ip", "netns", "del", h.Name)
 	_ = run("ip", "link", "del", h.rootIf) // gone with the namespace's end of the pair
-	release(h.n)
+	if h.n > 0 {
+		release(strconv.Itoa(h.n))
+	}
 	if nsErr != nil && !strings.Contains(nsErr.Error(), "No such file") {
 		return nsErr
 	}

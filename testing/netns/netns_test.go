@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func TestOpenTakesBackAStaleHost(t *testing.T) {
 	if err := os.MkdirAll(ownersDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ownerFile(n), []byte("1 999999999999\n"), 0o644); err != nil {
+	if err := os.WriteFile(ownerFile(strconv.Itoa(n)), []byte("1 999999999999\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -142,5 +143,21 @@ func TestOpenRefusesAHostInUse(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), fmt.Sprintf("in use by process %d", os.Getpid())) {
 		t.Fatalf("error %q does not name the process holding it", err)
+	}
+}
+
+// Hosts of a LAN share one link: each reaches the other directly, not
+// through the test's side, as machines on one switch.
+func TestLAN(t *testing.T) {
+	Require(t)
+	l := NewLAN(t)
+	a, b := l.Host(t, 1), l.Host(t, 2)
+	out, err := exec.Command("ip", "-n", a.Name, "-o", "route", "get", b.Addr).CombinedOutput()
+	if err != nil || strings.Contains(string(out), " via ") {
+		t.Fatalf("host 1 to host 2: %s %v, want a route on the link", out, err)
+	}
+	out, err = exec.Command("ip", "-n", a.Name, "-o", "route", "get", "192.0.2.1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "via "+l.Gateway) {
+		t.Fatalf("host 1 to elsewhere: %s %v, want via the test's side %s", out, err, l.Gateway)
 	}
 }

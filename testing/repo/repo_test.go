@@ -86,6 +86,10 @@ func TestBinaryDependencies(t *testing.T) {
 		"golang.org/x/net",                 // miekg/dns
 		"github.com/google/btree",
 		"github.com/sean-/seed",
+		// agent/podnet: libcni, the CNI ecosystem's way of calling
+		// network plugins (issue 14 names it); it was in the module
+		// graph already through containerd.
+		"github.com/containernetworking/cni/",
 		// runtime/containerd: the containerd client and what it links.
 		"github.com/containerd/",
 		"github.com/opencontainers/", // OCI image and runtime specs, selinux labels

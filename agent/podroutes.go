@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/outpost-edge/outpost/agent/podnet"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+// Pod routes (SPEC NET-2): how this host reaches other nodes' pods.
+const (
+	// PodRoutesHostGW routes each node's pod CIDR via the node's
+	// InternalIP: plain routes, for nodes on one link.
+	PodRoutesHostGW = "host-gw"
+	// PodRoutesNone leaves routing to the site (its routers know the
+	// nodes' pod CIDRs, or its own CNI network does).
+	PodRoutesNone = "none"
+)
+
+// routeResync is how often the routes are made what they should be when
+// no node changed: a route someone removed comes back within it.
+const routeResync = 30 * time.Second
+
+// routePods keeps the host-gw routes to every other node's pod CIDR from
+// a watch of the nodes, until ctx ends.
+func (a *Agent) routePods(ctx context.Context) {
+	var mu sync.Mutex
+	nodes := map[string]*api.Node{}
+	poke := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+	}
+	go a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{}, client.ListWatchHandler{
+		Reset: func(objs []api.Object) {
+			mu.Lock()
+			clear(nodes)
+			for _, o := range objs {
+				if n, ok := o.(*api.Node); ok {
+					nodes[n.Name] = n
+				}
+			}
+			mu.Unlock()
+			wake()
+		},
+		Event: func(typ string, obj api.Object) {
+			n, ok := obj.(*api.Node)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			old := nodes[n.Name]
+			if typ == client.EventDeleted {
+				delete(nodes, n.Name)
+			} else {
+				nodes[n.Name] = n
+			}
+			mu.Unlock()
+			if typ == client.EventDeleted || old == nil || routeOf(old) != routeOf(n) {
+				wake()
+			}
+		},
+	})
+	t := time.NewTicker(routeResync)
+	defer t.Stop()
+	lastErr := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poke:
+		case <-t.C:
+		}
+		want := map[netip.Prefix]podnet.Gateway{}
+		mu.Lock()
+		for name, n := range nodes {
+			if name == a.cfg.NodeName {
+				continue
+			}
+			if gw := routeOf(n); gw.Addr.IsValid() {
+				cidr, _ := netip.ParsePrefix(n.Spec.PodCIDR)
+				want[cidr.Masked()] = gw
+			}
+		}
+		mu.Unlock()
+		err := podnet.SyncRoutes(ctx, want)
+		switch {
+		case err != nil && err.Error() != lastErr:
+			a.log.Warn("routes to other nodes' pods", "err", err)
+			a.nodeEvent(eventWarning, "PodRoutesFailed", err.Error())
+		case err == nil && lastErr != "":
+			a.log.Info("routes to other nodes' pods set", "nodes", len(want))
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+	}
+}
+
+// routeOf is where node n's pods are reached: its InternalIP, if it has
+// a pod CIDR of the same family.
+func routeOf(n *api.Node) podnet.Gateway {
+	cidr, err := netip.ParsePrefix(n.Spec.PodCIDR)
+	if err != nil {
+		return podnet.Gateway{}
+	}
+	for _, addr := range n.Status.Addresses {
+		if addr.Type != "InternalIP" {
+			continue
+		}
+		if ip, err := netip.ParseAddr(addr.Address); err == nil && ip.Is4() == cidr.Addr().Is4() {
+			return podnet.Gateway{Node: n.Name, Addr: ip}
+		}
+	}
+	return podnet.Gateway{}
+}
