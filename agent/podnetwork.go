@@ -19,11 +19,17 @@ type PodNetwork interface {
 	Setup(ctx context.Context, p podnet.Pod) (podnet.Network, error)
 	// Teardown removes a pod's network; one without is no error.
 	Teardown(ctx context.Context, p podnet.Pod) error
-	// Has reports whether pod uid has a network here.
+	// Has reports whether pod uid has a network here; Pods lists the
+	// UIDs of the pods that have one.
 	Has(uid string) bool
+	Pods() []string
+	// Configured reports whether a network configuration is in place
+	// (the site's, or one written before).
+	Configured() bool
 	// WriteDefault writes the default network over the node's pod
-	// CIDR unless the site has its own.
-	WriteDefault(podCIDR netip.Prefix) error
+	// CIDR unless the site has its own; clusterCIDR (may be invalid:
+	// unknown) is the range its pods' traffic is not masqueraded in.
+	WriteDefault(podCIDR, clusterCIDR netip.Prefix) error
 }
 
 // ownNetwork reports whether pod gets a network of its own here.
@@ -70,6 +76,12 @@ func (a *Agent) ensureNetworkConfig(ctx context.Context) error {
 	defer cancel()
 	obj, err := a.cl.Get(rctx, nodesResource, "", a.cfg.NodeName, client.GetOptions{})
 	if err != nil {
+		if a.cfg.PodNetwork.Configured() {
+			// Cut off from the control plane: the network written
+			// before (or the site's) serves; it is checked again on
+			// the next pod.
+			return nil
+		}
 		return fmt.Errorf("read node %s for its pod CIDR: %w", a.cfg.NodeName, err)
 	}
 	node, ok := obj.(*api.Node)
@@ -83,7 +95,8 @@ func (a *Agent) ensureNetworkConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node %s: spec.podCIDR: %w", a.cfg.NodeName, err)
 	}
-	if err := a.cfg.PodNetwork.WriteDefault(cidr); err != nil {
+	cluster, _ := netip.ParsePrefix(node.Annotations[api.AnnotationClusterCIDR])
+	if err := a.cfg.PodNetwork.WriteDefault(cidr, cluster); err != nil {
 		return err
 	}
 	a.netWritten = true
@@ -99,6 +112,16 @@ func (a *Agent) releasePodNetwork(ctx context.Context, pod *api.Pod) {
 	if err := a.cfg.PodNetwork.Teardown(ctx, podNet(pod)); err != nil {
 		a.log.Warn("tear down a pod's network", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+}
+
+// releaseNetwork tears down the worker's pod's network (its status keeps
+// the address it had, as the kubelet's does for a finished pod).
+func (w *worker) releaseNetwork(ctx context.Context) {
+	if w.net == nil || w.netReleased {
+		return
+	}
+	w.a.releasePodNetwork(ctx, w.pod)
+	w.netReleased = true
 }
 
 // adoptNetwork finds the network an earlier run of the agent set up for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ type fakeNet struct {
 	ports    map[string][]podnet.PortMapping
 	cidr     netip.Prefix
 	failNext error
+	setups   map[string]int // by pod UID
 }
 
 func (f *fakeNet) Setup(_ context.Context, p podnet.Pod) (podnet.Network, error) {
@@ -34,6 +36,7 @@ func (f *fakeNet) Setup(_ context.Context, p podnet.Pod) (podnet.Network, error)
 		f.failNext = nil
 		return podnet.Network{}, err
 	}
+	f.setups[p.UID]++
 	if n, ok := f.nets[p.UID]; ok {
 		return n, nil
 	}
@@ -58,7 +61,30 @@ func (f *fakeNet) Has(uid string) bool {
 	return ok
 }
 
-func (f *fakeNet) WriteDefault(cidr netip.Prefix) error {
+func (f *fakeNet) Pods() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for uid := range f.nets {
+		out = append(out, uid)
+	}
+	return out
+}
+
+func (f *fakeNet) Configured() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cidr.IsValid()
+}
+
+// tornDown reports whether uid's network was torn down.
+func (f *fakeNet) tornDown(uid string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.torn, uid)
+}
+
+func (f *fakeNet) WriteDefault(cidr, _ netip.Prefix) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cidr = cidr
@@ -96,7 +122,7 @@ func (r *netnsRuntime) spec(pod string) runtime.ContainerSpec {
 // its pods' networks and keeps their addresses.
 func TestPodNetworkOfItsOwn(t *testing.T) {
 	e := newEnv(t)
-	net := &fakeNet{nets: map[string]podnet.Network{}, ports: map[string][]podnet.PortMapping{}}
+	net := &fakeNet{nets: map[string]podnet.Network{}, ports: map[string][]podnet.PortMapping{}, setups: map[string]int{}}
 	rt := &netnsRuntime{Runtime: e.rt, specs: map[string]runtime.ContainerSpec{}}
 	cfg := e.config(rt)
 	cfg.PodNetwork = net
@@ -140,26 +166,43 @@ func TestPodNetworkOfItsOwn(t *testing.T) {
 	e.waitEvents("late", "FailedCreatePodSandBox")
 	e.waitPhase("late", api.PodRunning, func(p *api.Pod) bool { return p.Status.PodIP == "10.42.0.3" })
 
-	// An agent restarted keeps the pods' addresses.
+	// A pod that finished gives its network back and keeps reporting
+	// its address, as the kubelet's does.
+	e.createPod("done", func(p *api.Pod) {
+		p.Spec.RestartPolicy = api.RestartPolicyNever
+		p.Spec.Containers[0].Args = []string{"exit", "0"}
+	})
+	done := e.waitPhase("done", api.PodSucceeded, func(p *api.Pod) bool { return p.Status.PodIP != "" })
+	waitFor(t, "the finished pod's network torn down", 20*time.Second, func() (bool, string) {
+		return net.tornDown(string(done.UID)), ""
+	})
+
+	// An agent restarted finds its pods' networks: it asks for own's
+	// again (answered from the cache) and own keeps its address. A
+	// network left by a pod gone meanwhile is torn down.
+	net.mu.Lock()
+	before := net.setups[string(own.UID)]
+	net.nets["uid-gone-while-away"] = podnet.Network{NetNS: "/run/fake-netns/uid-gone-while-away", IPs: []netip.Addr{netip.MustParseAddr("10.42.0.99")}}
+	net.mu.Unlock()
 	e.stopAgent()
 	e.start(cfg)
-	waitFor(t, "own's address after a restart", 20*time.Second, func() (bool, string) {
-		p := e.pod("own")
-		return p != nil && p.Status.PodIP == "10.42.0.2", fmt.Sprint(p.Status.PodIP)
+	waitFor(t, "own's network adopted after a restart", 20*time.Second, func() (bool, string) {
+		net.mu.Lock()
+		defer net.mu.Unlock()
+		return net.setups[string(own.UID)] > before, fmt.Sprint(net.setups)
 	})
+	waitFor(t, "the network of a pod gone while the agent was away torn down", 20*time.Second, func() (bool, string) {
+		return net.tornDown("uid-gone-while-away"), ""
+	})
+	if p := e.pod("own"); p == nil || p.Status.PodIP != "10.42.0.2" {
+		t.Errorf("own after a restart: %+v", p)
+	}
 
 	// Deleted: its network goes.
 	if _, err := e.admin.Delete(e.ctx, podsR, "default", "own", nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "own's network torn down", 20*time.Second, func() (bool, string) {
-		net.mu.Lock()
-		defer net.mu.Unlock()
-		for _, uid := range net.torn {
-			if uid == string(own.UID) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprint(net.torn)
+		return net.tornDown(string(own.UID)), ""
 	})
 }

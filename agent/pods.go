@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/podnet"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/runtime"
@@ -377,7 +378,25 @@ func (a *Agent) removeOrphans(ctx context.Context) {
 			}
 		}
 	}
+	var netOrphans []string
+	if a.cfg.PodNetwork != nil {
+		for _, uid := range a.cfg.PodNetwork.Pods() {
+			if _, ok := a.pods.desired[uid]; !ok && a.pods.finishing[uid] == nil {
+				if _, busy := a.pods.workers[uid]; !busy {
+					netOrphans = append(netOrphans, uid)
+				}
+			}
+		}
+	}
 	a.pods.mu.Unlock()
+	for _, uid := range netOrphans {
+		// A pod deleted while this agent was away: only its UID is
+		// known, which is what the plugins' cached ADD is found by.
+		a.log.Info("removing the network of a pod no longer bound here", "uid", uid)
+		if err := a.cfg.PodNetwork.Teardown(ctx, podnet.Pod{UID: uid}); err != nil {
+			a.log.Warn("remove an orphan pod network", "uid", uid, "err", err)
+		}
+	}
 	for _, st := range orphans {
 		a.log.Info("removing a container of a pod no longer bound here", "container", st.ID,
 			"pod", st.Labels[runtime.LabelPodNamespace]+"/"+st.Labels[runtime.LabelPodName])

@@ -24,7 +24,7 @@ func (w *worker) status() api.PodStatus {
 		}
 	case w.a.ownNetwork(pod):
 		st.PodIP = "" // none yet
-	default:
+	case w.a.address != "":
 		st.PodIPs = []api.PodIPEntry{{IP: w.a.address}}
 	}
 	if !w.startTime.IsZero() {

@@ -71,8 +71,9 @@ type worker struct {
 	wake      chan struct{}
 	stopping  bool
 	// net is the pod's own network, once set up (nil: none, or the
-	// host's).
-	net *podnet.Network
+	// host's); netReleased once it was torn down (the pod finished).
+	net         *podnet.Network
+	netReleased bool
 }
 
 func newWorker(a *Agent, pod *api.Pod, existing []runtime.ContainerStatus) *worker {
@@ -147,7 +148,12 @@ func (w *worker) run(ctx context.Context, updates <-chan *api.Pod, stop <-chan t
 		case <-timer.C:
 		}
 		next := w.sync(ctx)
-		w.a.reportPod(w.pod, w.status())
+		st := w.status()
+		if st.Phase == api.PodSucceeded || st.Phase == api.PodFailed {
+			// A finished pod runs nothing more: its address goes back.
+			w.releaseNetwork(ctx)
+		}
+		w.a.reportPod(w.pod, st)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -400,6 +406,7 @@ func hostPortBusy(c *api.Container, ownNet bool) (int32, string, bool) {
 // pod's own grace period when negative), and removes them.
 func (w *worker) terminate(ctx context.Context, grace time.Duration) {
 	w.a.stopContainers(ctx, w.pod, grace)
+	w.releaseNetwork(ctx)
 }
 
 // podGrace is the grace period the pod's own spec asks for.

@@ -114,25 +114,31 @@ func WriteDefault(dir string, n DefaultNetwork) (bool, error) {
 
 // hostRules are the node's rules for its pods on the default network:
 // their traffic forwarded whatever the FORWARD chain's policy, and
-// masqueraded when it leaves for outside the pod CIDR.
-func hostRules(podCIDR netip.Prefix) [][]string {
+// masqueraded when it leaves the cluster's pod range (the node's own pod
+// CIDR when that is not known): pods on other nodes see a pod's own
+// address.
+func hostRules(podCIDR, clusterCIDR netip.Prefix) [][]string {
 	p := podCIDR.Masked().String()
+	inside := p
+	if clusterCIDR.IsValid() && clusterCIDR.Addr().Is4() == podCIDR.Addr().Is4() {
+		inside = clusterCIDR.Masked().String()
+	}
 	comment := []string{"-m", "comment", "--comment", "outpost pods " + p}
 	return [][]string{
 		append([]string{"filter", "FORWARD", "-s", p}, append(comment, "-j", "ACCEPT")...),
 		append([]string{"filter", "FORWARD", "-d", p}, append(comment, "-j", "ACCEPT")...),
-		append([]string{"nat", "POSTROUTING", "-s", p, "!", "-d", p}, append(comment, "-j", "MASQUERADE")...),
+		append([]string{"nat", "POSTROUTING", "-s", p, "!", "-d", inside}, append(comment, "-j", "MASQUERADE")...),
 	}
 }
 
 // ensureHostRules adds what of hostRules the host lacks (FORWARD's at
 // its head, ahead of a site's drops).
-func ensureHostRules(ctx context.Context, podCIDR netip.Prefix) error {
+func ensureHostRules(ctx context.Context, podCIDR, clusterCIDR netip.Prefix) error {
 	bin := "iptables"
 	if podCIDR.Addr().Is6() {
 		bin = "ip6tables"
 	}
-	for _, r := range hostRules(podCIDR) {
+	for _, r := range hostRules(podCIDR, clusterCIDR) {
 		table, chain, rule := r[0], r[1], r[2:]
 		if exec.CommandContext(ctx, bin, append([]string{"-w", "-t", table, "-C", chain}, rule...)...).Run() == nil {
 			continue

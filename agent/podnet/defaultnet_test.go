@@ -66,7 +66,7 @@ func TestHostRules(t *testing.T) {
 	t.Cleanup(func() { _ = removeNetNS(ns) })
 	cidr := netip.MustParsePrefix("10.42.7.0/24")
 	for range 2 {
-		if err := inNetNS(ns, func() error { return ensureHostRules(t.Context(), cidr) }); err != nil {
+		if err := inNetNS(ns, func() error { return ensureHostRules(t.Context(), cidr, netip.MustParsePrefix("10.42.0.0/16")) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestHostRules(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-A FORWARD -s 10.42.7.0/24", "-A FORWARD -d 10.42.7.0/24", "-A POSTROUTING -s 10.42.7.0/24 ! -d 10.42.7.0/24"} {
+	for _, want := range []string{"-A FORWARD -s 10.42.7.0/24", "-A FORWARD -d 10.42.7.0/24", "-A POSTROUTING -s 10.42.7.0/24 ! -d 10.42.0.0/16"} {
 		if n := strings.Count(rules, want); n != 1 {
 			t.Errorf("rule %q %d times in:\n%s", want, n, rules)
 		}

@@ -246,7 +246,7 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 // WriteDefault writes the default network over the node's pod CIDR to
 // the configuration directory unless the site has its own there
 // (WriteDefault).
-func (m *Manager) WriteDefault(podCIDR netip.Prefix) error {
+func (m *Manager) WriteDefault(podCIDR, clusterCIDR netip.Prefix) error {
 	wrote, err := WriteDefault(m.cfg.ConfDir, DefaultNetwork{Bridge: m.cfg.Bridge, PodCIDR: podCIDR, IPAMDir: filepath.Join(m.cfg.CacheDir, "ipam")})
 	if err != nil {
 		return err
@@ -255,13 +255,34 @@ func (m *Manager) WriteDefault(podCIDR netip.Prefix) error {
 		m.log.Info("wrote the default pod network", "file", filepath.Join(m.cfg.ConfDir, DefaultConfName), "pod_cidr", podCIDR)
 	}
 	if l, err := m.confList(); err == nil && l.Name == "outpost" {
-		return ensureHostRules(context.Background(), podCIDR)
+		return ensureHostRules(context.Background(), podCIDR, clusterCIDR)
 	}
 	return nil
 }
 
 // Has reports whether pod uid has a network namespace here.
 func (m *Manager) Has(uid string) bool { return isNetNS(m.nsPath(uid)) }
+
+// Pods lists the UIDs of the pods with a network namespace here.
+func (m *Manager) Pods() []string {
+	entries, err := os.ReadDir(m.cfg.StateDir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// Configured reports whether the configuration directory holds a network.
+func (m *Manager) Configured() bool {
+	_, err := m.confList()
+	return err == nil
+}
 
 // confList is the network pods join: the first conflist (or conf) of the
 // configuration directory by name, as CNI orders them.

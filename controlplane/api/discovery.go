@@ -19,6 +19,12 @@ type EndpointSlice struct {
 	Ports       []EndpointPort `json:"ports,omitempty"`
 }
 
+// AnnotationClusterCIDR on a Node is the cluster's pod range
+// (--cluster-cidr), written with the node's pod CIDR: the node's agent
+// masquerades its pods' traffic only when it leaves the range, so that
+// pods reach pods on other nodes with their own addresses.
+const AnnotationClusterCIDR = "networking.outpost.io/cluster-cidr"
+
 // Address types of a slice.
 const (
 	AddressTypeIPv4 = "IPv4"

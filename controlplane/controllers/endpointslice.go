@@ -125,37 +125,43 @@ func (c *endpointSlices) sync(ctx context.Context, key string) (time.Duration, e
 	} else {
 		c.track.forget(key)
 	}
-	// Slices are matched with the ones there by position, so a change
-	// of one pod rewrites one slice.
-	for i, w := range want {
-		if i < len(have) {
-			if sameSlice(have[i], w) {
-				continue
+	// Each slice wanted takes the first unused one there of its address
+	// type (a type cannot change), in order, so a change of one pod
+	// rewrites one slice and families do not trade slices.
+	used := make([]bool, len(have))
+	for _, w := range want {
+		match := -1
+		for i, h := range have {
+			if !used[i] && h.AddressType == w.AddressType {
+				match = i
+				break
 			}
-			cp, err := controller.Copy(have[i])
-			if err != nil {
-				return 0, err
-			}
-			upd := cp.(*api.EndpointSlice)
-			upd.Labels, upd.OwnerReferences = w.Labels, w.OwnerReferences
-			upd.AddressType, upd.Endpoints, upd.Ports = w.AddressType, w.Endpoints, w.Ports
-			if upd.AddressType != have[i].AddressType {
-				// The type is immutable: replace the slice.
-				if err := c.s.client.Delete(ctx, endpointSlicesRes, ns, have[i].Name, api.DeleteOptions{}); err != nil && !api.IsNotFound(err) {
-					return 0, fmt.Errorf("endpoint slice %s/%s: %w", ns, have[i].Name, err)
-				}
-				upd = w
-			}
-			if err := c.write(ctx, key, upd, upd != w); err != nil {
+		}
+		if match < 0 {
+			if err := c.write(ctx, key, w, false); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		if err := c.write(ctx, key, w, false); err != nil {
+		used[match] = true
+		if sameSlice(have[match], w) {
+			continue
+		}
+		cp, err := controller.Copy(have[match])
+		if err != nil {
+			return 0, err
+		}
+		upd := cp.(*api.EndpointSlice)
+		upd.Labels, upd.OwnerReferences = w.Labels, w.OwnerReferences
+		upd.Endpoints, upd.Ports = w.Endpoints, w.Ports
+		if err := c.write(ctx, key, upd, true); err != nil {
 			return 0, err
 		}
 	}
-	for _, es := range have[min(len(want), len(have)):] {
+	for i, es := range have {
+		if used[i] {
+			continue
+		}
 		if err := c.s.client.Delete(ctx, endpointSlicesRes, ns, es.Name, api.DeleteOptions{}); err != nil && !api.IsNotFound(err) {
 			return 0, fmt.Errorf("endpoint slice %s/%s: %w", ns, es.Name, err)
 		}

@@ -123,6 +123,21 @@ func TestEndpointSlices(t *testing.T) {
 		}
 	}
 
+	// Synced again with nothing changed, no slice is written (mixed
+	// families included).
+	rvs := map[string]string{}
+	for _, es := range e.slicesOf("web") {
+		rvs[es.Name] = es.ResourceVersion
+	}
+	n := e.syncCount("endpointslice", "default/web")
+	e.update(servicesTestRes, "default", "web", false, func(o api.Object) { o.GetObjectMeta().Labels = map[string]string{"touched": "1"} })
+	e.waitSynced("endpointslice", "default/web", n)
+	for _, es := range e.slicesOf("web") {
+		if rvs[es.Name] != es.ResourceVersion {
+			t.Errorf("slice %s rewritten (or made) by a sync with nothing changed: %s -> %s", es.Name, rvs[es.Name], es.ResourceVersion)
+		}
+	}
+
 	// A terminating pod stays, serving but not ready; a deleted one goes.
 	e.holdTerminating.Store(true)
 	e.delete(podsRes, "default", "a")
@@ -141,11 +156,18 @@ func TestEndpointSlices(t *testing.T) {
 	e.create(&api.EndpointSlice{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web-manual", Labels: map[string]string{api.LabelServiceName: "web"}},
 		AddressType: api.AddressTypeIPv4, Endpoints: []api.Endpoint{{Addresses: []string{"192.0.2.1"}}}, Ports: []api.EndpointPort{{Port: &port}}})
 	var mine string
-	for _, es := range e.slicesOf("web") {
-		if es.Labels[api.LabelManagedBy] != "" {
-			mine = es.Name
+	e.waitFor("one slice of the controller's", func() (bool, string) {
+		var names []string
+		for _, es := range e.slicesOf("web") {
+			if es.Labels[api.LabelManagedBy] != "" {
+				names = append(names, es.Name)
+			}
 		}
-	}
+		if len(names) == 1 {
+			mine = names[0]
+		}
+		return len(names) == 1, fmt.Sprint(names)
+	})
 	e.delete(slicesTestRes, "default", mine)
 	e.waitFor("the deleted slice made again", func() (bool, string) {
 		var names []string

@@ -40,6 +40,10 @@ func (a podCIDRAdmission) Admit(_ context.Context, _ string, _ *auth.Identity, o
 		return nil
 	}
 	field := api.Root("spec").Child("podCIDR")
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[api.AnnotationClusterCIDR] = a.net.ClusterCIDR.String()
 	if o, ok := old.(*api.Node); ok && o.Spec.PodCIDR != "" {
 		switch n.Spec.PodCIDR {
 		case "":

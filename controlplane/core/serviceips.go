@@ -163,6 +163,23 @@ func lowestFree(cidr netip.Prefix, used map[netip.Addr]string) (netip.Addr, bool
 	return netip.Addr{}, false
 }
 
+// mayAllocate reports whether an update of res ns/name may take
+// addresses: any Service's, and a Node's only while it has no pod CIDR
+// (once set it never changes, so the answer cannot go stale). Cordons,
+// taints and labels of nodes with a range then do not wait for one
+// another or for Services.
+func (c *Core) mayAllocate(res *api.Resource, ns, name string) bool {
+	if res != nodesResource {
+		return true
+	}
+	cur, _, err := c.st.Get(res, ns, name)
+	if err != nil {
+		return true
+	}
+	n, ok := cur.(*api.Node)
+	return !ok || n.Spec.PodCIDR == ""
+}
+
 // allocationLock serializes writes that take addresses, from their
 // allocation through raft's apply: Services' (headless Services without
 // node ports take none and are not held up) and Nodes' pod CIDRs. Status

@@ -221,7 +221,7 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 	if err := c.awaitBarrier(ctx); err != nil {
 		return nil, err
 	}
-	if !status {
+	if !status && c.mayAllocate(res, ns, name) {
 		defer c.allocations.hold(obj)()
 	}
 	if res == tokensResource && name == c.cfg.AdminTokenID {

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -62,8 +63,11 @@ func main() {
 		fs := flag.NewFlagSet("serve", flag.ExitOnError)
 		port := fs.Int("port", 8088, "port")
 		_ = fs.Parse(os.Args[2:])
-		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprintf(w, "hello from %s on %s\n", who, host)
+		http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			// The caller's address as this pod sees it: a pod's own
+			// when pods reach pods without NAT.
+			from, _, _ := net.SplitHostPort(r.RemoteAddr)
+			fmt.Fprintf(w, "hello from %s on %s, to %s\n", who, host, from)
 		})
 		srv := &http.Server{Addr: fmt.Sprintf(":%d", *port), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
