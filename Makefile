@@ -38,7 +38,7 @@ deps:
 # containerd), iproute2 (test hosts in network namespaces), procps,
 # debootstrap and systemd-container (test hosts that boot a real systemd
 # under systemd-nspawn; their Debian rootfs is built once and cached).
-HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables
+HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables
 host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		need=""; for p in $(HOST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \

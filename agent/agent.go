@@ -257,6 +257,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if a.cfg.PodNetwork != nil && a.cfg.PodRoutes == PodRoutesHostGW {
 		a.wg.Go(func() { a.routePods(runCtx) })
 	}
+	if a.cfg.ServiceProxy {
+		a.wg.Go(func() { a.proxyServices(runCtx) })
+	}
 	a.wg.Go(func() { a.reportLoop(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })
 	a.wg.Go(func() { a.refreshServers(runCtx) })

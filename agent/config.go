@@ -137,6 +137,10 @@ type Config struct {
 	// PodRoutes is how this host reaches other nodes' pods with a pod
 	// network: PodRoutesHostGW or PodRoutesNone.
 	PodRoutes string
+	// ServiceProxy makes the agent keep the node's nftables rules that
+	// send Services' cluster IPs and node ports to their endpoints
+	// (SPEC NET-3; package serviceproxy).
+	ServiceProxy bool
 
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime

@@ -69,7 +69,7 @@ func (a *Agent) routePods(ctx context.Context) {
 	})
 	t := time.NewTicker(routeResync)
 	defer t.Stop()
-	lastErr := ""
+	rep := &syncReport{a: a, what: "routes to other nodes' pods", reason: "PodRoutesFailed"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,18 +89,30 @@ func (a *Agent) routePods(ctx context.Context) {
 			}
 		}
 		mu.Unlock()
-		err := podnet.SyncRoutes(ctx, want)
-		switch {
-		case err != nil && err.Error() != lastErr:
-			a.log.Warn("routes to other nodes' pods", "err", err)
-			a.nodeEvent(eventWarning, "PodRoutesFailed", err.Error())
-		case err == nil && lastErr != "":
-			a.log.Info("routes to other nodes' pods set", "nodes", len(want))
-		}
-		lastErr = ""
-		if err != nil {
-			lastErr = err.Error()
-		}
+		rep.result(podnet.SyncRoutes(ctx, want), "nodes", len(want))
+	}
+}
+
+// syncReport says what a repeated sync of the node's rules does: each
+// new failure once (a log line and a Warning event on the node), and the
+// first success after failures.
+type syncReport struct {
+	a            *Agent
+	what, reason string
+	last         string
+}
+
+func (r *syncReport) result(err error, okArgs ...any) {
+	switch {
+	case err != nil && err.Error() != r.last:
+		r.a.log.Warn(r.what, "err", err)
+		r.a.nodeEvent(eventWarning, r.reason, err.Error())
+	case err == nil && r.last != "":
+		r.a.log.Info(r.what+": set", okArgs...)
+	}
+	r.last = ""
+	if err != nil {
+		r.last = err.Error()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/outpost-edge/outpost/internal/linuxns"
 )
 
 // The default network is written when the site has none, rewritten when
@@ -60,18 +62,18 @@ func TestWriteDefault(t *testing.T) {
 func TestHostRules(t *testing.T) {
 	requireReal(t)
 	ns := filepath.Join(t.TempDir(), "ns")
-	if err := newNetNS(ns); err != nil {
+	if err := linuxns.New(ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = removeNetNS(ns) })
+	t.Cleanup(func() { _ = linuxns.Remove(ns) })
 	cidr := netip.MustParsePrefix("10.42.7.0/24")
 	for range 2 {
-		if err := inNetNS(ns, func() error { return ensureHostRules(t.Context(), cidr, netip.MustParsePrefix("10.42.0.0/16")) }); err != nil {
+		if err := linuxns.Run(ns, func() error { return ensureHostRules(t.Context(), cidr, netip.MustParsePrefix("10.42.0.0/16")) }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var rules string
-	if err := inNetNS(ns, func() error {
+	if err := linuxns.Run(ns, func() error {
 		f, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output()
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/outpost-edge/outpost/internal/linuxns"
 )
 
 // Defaults of a node, as the CNI ecosystem lays them out (Debian's
@@ -143,21 +144,21 @@ func (m *Manager) Setup(ctx context.Context, p Pod) (Network, error) {
 	}
 	rt := m.runtimeConf(p)
 	list = withoutUnused(list, p)
-	if isNetNS(rt.NetNS) {
+	if linuxns.Is(rt.NetNS) {
 		if res, err := m.cni.GetNetworkListCachedResult(list, rt); err == nil && res != nil {
 			return m.network(rt.NetNS, res)
 		}
 	}
-	_ = removeNetNS(rt.NetNS) // a file a crash left before its bind
-	if err := newNetNS(rt.NetNS); err != nil {
+	_ = linuxns.Remove(rt.NetNS) // a file a crash left before its bind
+	if err := linuxns.New(rt.NetNS); err != nil {
 		return Network{}, fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	fail := func(err error) (Network, error) {
 		_ = m.cni.DelNetworkList(context.WithoutCancel(ctx), list, rt)
-		_ = removeNetNS(rt.NetNS)
+		_ = linuxns.Remove(rt.NetNS)
 		return Network{}, fmt.Errorf("podnet: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	if err := loopbackUp(rt.NetNS); err != nil {
+	if err := linuxns.LoopbackUp(rt.NetNS); err != nil {
 		return fail(err)
 	}
 	res, err := m.cni.AddNetworkList(ctx, list, rt)
@@ -227,14 +228,14 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 			rt.CapabilityArgs = cached.CapabilityArgs
 		}
 	}
-	if !isNetNS(rt.NetNS) {
+	if !linuxns.Is(rt.NetNS) {
 		rt.NetNS = "" // plugins then only release what they hold
 	}
 	var errs []error
 	if err := m.cni.DelNetworkList(ctx, list, rt); err != nil {
 		errs = append(errs, fmt.Errorf("network %q: %w", list.Name, err))
 	}
-	if err := removeNetNS(m.nsPath(p.UID)); err != nil {
+	if err := linuxns.Remove(m.nsPath(p.UID)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -261,7 +262,7 @@ func (m *Manager) WriteDefault(podCIDR, clusterCIDR netip.Prefix) error {
 }
 
 // Has reports whether pod uid has a network namespace here.
-func (m *Manager) Has(uid string) bool { return isNetNS(m.nsPath(uid)) }
+func (m *Manager) Has(uid string) bool { return linuxns.Is(m.nsPath(uid)) }
 
 // Pods lists the UIDs of the pods with a network namespace here.
 func (m *Manager) Pods() []string {

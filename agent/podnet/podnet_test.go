@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outpost-edge/outpost/internal/linuxns"
 )
 
 // requireReal skips without root and Debian's CNI plugins, unless
@@ -66,7 +68,7 @@ func testNetwork(t *testing.T, cidr string) (*Manager, Config) {
 func serve(t *testing.T, n Network, name string, port int) {
 	t.Helper()
 	var ln net.Listener
-	if err := inNetNS(n.NetNS, func() (err error) {
+	if err := linuxns.Run(n.NetNS, func() (err error) {
 		ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port))
 		return err
 	}); err != nil {
@@ -98,7 +100,7 @@ func ask(t *testing.T, ns, addr string) string {
 	if ns == "" {
 		err = dial()
 	} else {
-		err = inNetNS(ns, dial)
+		err = linuxns.Run(ns, dial)
 	}
 	if err != nil {
 		t.Fatalf("connect to %s (from %q): %v", addr, ns, err)

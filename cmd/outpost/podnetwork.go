@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 
 // podNetworkFlags choose how pods are networked (SPEC NET-1).
 type podNetworkFlags struct {
-	mode, confDir, binDirs, stateDir, bridge, routes string
+	mode, confDir, binDirs, stateDir, bridge, routes, proxy string
 }
 
 func (p *podNetworkFlags) register(f *pflag.FlagSet) {
@@ -22,10 +23,28 @@ func (p *podNetworkFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.binDirs, "cni-bin-dir", strings.Join(podnet.DefaultBinDirs, ","), "where the CNI plugins are, comma-separated (Debian's containernetworking-plugins install to /usr/lib/cni)")
 	f.StringVar(&p.stateDir, "cni-netns-dir", podnet.DefaultStateDir, "where pods' network namespaces are bound (a tmpfs: they end with the boot)")
 	f.StringVar(&p.bridge, "cni-bridge", "outpost0", "the bridge device of the default network")
+	f.StringVar(&p.proxy, "service-proxy", "", "nftables: keep this node's rules that send Services' cluster IPs and node ports to their endpoints (the default with --pod-network cni); none: do not")
 	f.StringVar(&p.routes, "pod-routes", agent.PodRoutesHostGW, "how this host reaches other nodes' pods with --pod-network cni: host-gw (a route to each node's pod CIDR via its InternalIP; the nodes on one link) or none (the site's routers, or its own CNI network, do it)")
 }
 
 func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
+	switch p.proxy {
+	case "nftables":
+		cfg.ServiceProxy = true
+		if _, err := exec.LookPath("nft"); err != nil {
+			return fmt.Errorf("--service-proxy nftables: %w (install Debian's nftables)", err)
+		}
+	case "none":
+	case "":
+		if p.mode == "cni" {
+			if _, err := exec.LookPath("nft"); err != nil {
+				return fmt.Errorf("--pod-network cni runs the service proxy, which needs nft: %w (install Debian's nftables, or give --service-proxy none)", err)
+			}
+			cfg.ServiceProxy = true
+		}
+	default:
+		return fmt.Errorf("--service-proxy %q: want nftables or none", p.proxy)
+	}
 	switch p.mode {
 	case "host":
 		return nil

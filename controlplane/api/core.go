@@ -201,6 +201,27 @@ type ServiceSpec struct {
 	Ports     []ServicePort     `json:"ports,omitempty"`
 	Type      string            `json:"type,omitempty"`
 	ClusterIP string            `json:"clusterIP,omitempty"`
+	// SessionAffinity ClientIP sends a client's connections to the
+	// endpoint it reached last, until it was idle for
+	// SessionAffinityConfig.ClientIP.TimeoutSeconds (default 10800).
+	SessionAffinity       string                 `json:"sessionAffinity,omitempty"`
+	SessionAffinityConfig *SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
+}
+
+// Session affinities.
+const (
+	ServiceAffinityNone     = "None"
+	ServiceAffinityClientIP = "ClientIP"
+)
+
+// SessionAffinityConfig configures ClientIP affinity.
+type SessionAffinityConfig struct {
+	ClientIP *ClientIPConfig `json:"clientIP,omitempty"`
+}
+
+// ClientIPConfig is how long a client stays with its endpoint.
+type ClientIPConfig struct {
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 }
 
 // ServicePort is a port a service exposes.

@@ -157,8 +157,8 @@ func TestDecodeKubernetesOnlyFieldsWarn(t *testing.T) {
 		},
 		{
 			name:  "service fields",
-			doc:   `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"sessionAffinity":"None","ports":[{"port":80,"appProtocol":"http"}],"ipFamilies":["IPv4"]},"status":{"loadBalancer":{}}}`,
-			warns: []string{"spec.sessionAffinity", "spec.ports[0].appProtocol", "spec.ipFamilies", "status.loadBalancer"},
+			doc:   `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80,"appProtocol":"http"}],"ipFamilies":["IPv4"]},"status":{"loadBalancer":{}}}`,
+			warns: []string{"spec.ports[0].appProtocol", "spec.ipFamilies", "status.loadBalancer"},
 		},
 		{
 			name:  "node fields",

@@ -171,6 +171,20 @@ func setDefaultsService(s *ServiceSpec) {
 	if s.Type == "" {
 		s.Type = ServiceTypeClusterIP
 	}
+	if s.SessionAffinity == "" {
+		s.SessionAffinity = ServiceAffinityNone
+	}
+	if s.SessionAffinity == ServiceAffinityClientIP {
+		if s.SessionAffinityConfig == nil {
+			s.SessionAffinityConfig = &SessionAffinityConfig{}
+		}
+		if s.SessionAffinityConfig.ClientIP == nil {
+			s.SessionAffinityConfig.ClientIP = &ClientIPConfig{}
+		}
+		if s.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+			s.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptrTo(int32(10800))
+		}
+	}
 	for i := range s.Ports {
 		p := &s.Ports[i]
 		if p.Protocol == "" {

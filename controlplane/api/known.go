@@ -37,7 +37,7 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 
 	// core/v1 Service.
 	reflect.TypeFor[ServiceSpec](): {
-		"clusterIPs", "externalIPs", "sessionAffinity", "sessionAffinityConfig",
+		"clusterIPs", "externalIPs",
 		"loadBalancerIP", "loadBalancerSourceRanges", "loadBalancerClass",
 		"externalName", "externalTrafficPolicy", "internalTrafficPolicy",
 		"healthCheckNodePort", "publishNotReadyAddresses", "ipFamilies",

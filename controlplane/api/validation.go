@@ -503,6 +503,20 @@ func validateService(s *Service) ErrorList {
 		errs = append(errs, NotSupported(sp.Child("type"), s.Spec.Type,
 			[]string{ServiceTypeClusterIP, ServiceTypeNodePort, ServiceTypeLoadBalancer, ServiceTypeExternalName}))
 	}
+	switch s.Spec.SessionAffinity {
+	case "", ServiceAffinityNone:
+		if s.Spec.SessionAffinityConfig != nil && s.Spec.SessionAffinityConfig.ClientIP != nil {
+			errs = append(errs, Forbidden(sp.Child("sessionAffinityConfig"), "must not be set when `sessionAffinity` is None"))
+		}
+	case ServiceAffinityClientIP:
+		if c := s.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			if t := *c.ClientIP.TimeoutSeconds; t < 1 || t > 86400 {
+				errs = append(errs, Invalid(sp.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), int64(t), "must be greater than 0 and less than 86400"))
+			}
+		}
+	default:
+		errs = append(errs, NotSupported(sp.Child("sessionAffinity"), s.Spec.SessionAffinity, []string{ServiceAffinityNone, ServiceAffinityClientIP}))
+	}
 	if ip := s.Spec.ClusterIP; ip != "" && ip != "None" && !isIP(ip) {
 		errs = append(errs, Invalid(sp.Child("clusterIP"), ip, "must be empty, 'None', or a valid IP address"))
 	}

@@ -3,12 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/testing/netns"
 )
 
@@ -42,7 +46,7 @@ func TestPodRoutesHostGW(t *testing.T) {
 	}
 	c.apply(ctx, "server", `apiVersion: v1
 kind: Pod
-metadata: {name: far}
+metadata: {name: far, labels: {app: far}}
 spec:
   nodeName: edge-2
   containers:
@@ -75,6 +79,53 @@ spec:
 		// far sees near's own address: no NAT between pods.
 		return p.Status.Phase == "Succeeded" && p.Status.PodIP != "" && strings.Contains(out, "on far, to "+p.Status.PodIP), p.Status.Phase + " " + p.Status.PodIP + ": " + out
 	})
+
+	// A Service in front of far (SPEC NET-3): reached at its cluster IP
+	// from a pod on the other node, and at its node port on either
+	// node's address from outside the cluster's hosts.
+	c.apply(ctx, "service", `apiVersion: v1
+kind: Service
+metadata: {name: far}
+spec:
+  type: NodePort
+  selector: {app: far}
+  ports: [{port: 80, targetPort: 8080}]
+`)
+	svcObj, err := c.cl.Get(ctx, api.ResourceForKind("Service"), "default", "far", client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := svcObj.(*api.Service)
+	c.apply(ctx, "via-service", `apiVersion: v1
+kind: Pod
+metadata: {name: via-service}
+spec:
+  nodeName: edge-1
+  restartPolicy: OnFailure
+  containers:
+  - {name: get, image: `+demoImage+`, imagePullPolicy: Never, args: ["get", "http://`+svc.Spec.ClusterIP+`/"]}
+`)
+	waitFor(t, 2*time.Minute, "a pod on edge-1 reaching far through the Service's cluster IP", func() (bool, string) {
+		p, err := c.pod(ctx, "via-service")
+		if err != nil {
+			return false, err.Error()
+		}
+		out, _, _ := c.cli(ctx, "logs", "via-service")
+		return p.Status.Phase == "Succeeded" && strings.Contains(out, "on far"), p.Status.Phase + ": " + out
+	})
+	for _, h := range []*netns.Host{h2, h1} {
+		url := fmt.Sprintf("http://%s:%d/", h.Addr, svc.Spec.Ports[0].NodePort)
+		waitFor(t, 30*time.Second, "far at the node port "+url, func() (bool, string) {
+			cl := &http.Client{Timeout: 3 * time.Second}
+			resp, err := cl.Get(url)
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), "on far"), string(b)
+		})
+	}
 
 	// edge-2 deleted: edge-1's route to its pods goes.
 	n2, err := c.node(ctx, "edge-2")

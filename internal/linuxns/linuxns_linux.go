@@ -1,4 +1,4 @@
-package podnet
+package linuxns
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newNetNS makes a network namespace and binds it at path, which it
+// New makes a network namespace and binds it at path, which it
 // creates. A namespace lives as long as something holds it; the bind
-// mount does, until removeNetNS.
-func newNetNS(path string) error {
+// mount does, until Remove.
+func New(path string) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
 		return fmt.Errorf("network namespace file: %w", err)
@@ -42,9 +42,9 @@ func newNetNS(path string) error {
 	return nil
 }
 
-// removeNetNS unbinds and removes the namespace at path; one already
+// Remove unbinds and removes the namespace at path; one already
 // gone is not an error.
-func removeNetNS(path string) error {
+func Remove(path string) error {
 	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unbind the network namespace at %s: %w", path, err)
 	}
@@ -54,9 +54,9 @@ func removeNetNS(path string) error {
 	return nil
 }
 
-// isNetNS reports whether path is a bound network namespace (not a file
+// Is reports whether path is a bound network namespace (not a file
 // a crash left behind before the bind).
-func isNetNS(path string) bool {
+func Is(path string) bool {
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
 		return false
@@ -64,10 +64,10 @@ func isNetNS(path string) bool {
 	return st.Type == unix.NSFS_MAGIC
 }
 
-// inNetNS runs f on a thread of its own in the namespace at path. The
+// Run runs f on a thread of its own in the namespace at path. The
 // thread goes back to the runtime only once it is back in this process's
 // namespace; if it cannot be brought back it ends with its goroutine.
-func inNetNS(path string, f func() error) error {
+func Run(path string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -101,10 +101,10 @@ func inNetNS(path string, f func() error) error {
 	return <-errc
 }
 
-// loopbackUp brings lo up in the namespace at path, as the CNI loopback
+// LoopbackUp brings lo up in the namespace at path, as the CNI loopback
 // plugin does, without the cost of starting a plugin for it.
-func loopbackUp(path string) error {
-	return inNetNS(path, func() error {
+func LoopbackUp(path string) error {
+	return Run(path, func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("bring lo up: %w", err)
