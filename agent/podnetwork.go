@@ -89,6 +89,16 @@ func (a *Agent) ensureNetworkConfig(ctx context.Context) error {
 		return fmt.Errorf("read node %s: got %T", a.cfg.NodeName, obj)
 	}
 	if node.Spec.PodCIDR == "" {
+		// Registered while the cluster CIDR was full: a write of the
+		// node as it is asks for a range again (the control plane
+		// gives one on any spec write while there is a free one).
+		if obj, _, err := a.cl.Update(rctx, node); err == nil {
+			if n, ok := obj.(*api.Node); ok {
+				node = n
+			}
+		}
+	}
+	if node.Spec.PodCIDR == "" {
 		return fmt.Errorf("node %s has no pod CIDR (spec.podCIDR) yet: the cluster CIDR may be full", a.cfg.NodeName)
 	}
 	cidr, err := netip.ParsePrefix(node.Spec.PodCIDR)

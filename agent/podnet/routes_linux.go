@@ -66,6 +66,9 @@ func ownRoutes(ctx context.Context) (map[netip.Prefix]netip.Addr, error) {
 	for _, family := range []string{"-4", "-6"} {
 		b, err := exec.CommandContext(ctx, "ip", "-j", family, "route", "show", "proto", routeProto).Output()
 		if err != nil {
+			if family == "-6" {
+				continue // a kernel without IPv6 has no such routes
+			}
 			return nil, fmt.Errorf("list routes: %w", err)
 		}
 		var routes []struct {
