@@ -3,12 +3,10 @@ package agent
 import (
 	"context"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/agent/podnet"
 	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/client"
 )
 
 // Pod routes (SPEC NET-2): how this host reaches other nodes' pods.
@@ -28,59 +26,17 @@ const routeResync = 30 * time.Second
 // routePods keeps the host-gw routes to every other node's pod CIDR from
 // a watch of the nodes, until ctx ends.
 func (a *Agent) routePods(ctx context.Context) {
-	var mu sync.Mutex
-	nodes := map[string]*api.Node{}
-	poke := make(chan struct{}, 1)
-	wake := func() {
-		select {
-		case poke <- struct{}{}:
-		default:
-		}
-	}
-	go a.cl.ListWatch(ctx, nodesResource, "", client.ListOptions{}, client.ListWatchHandler{
-		Reset: func(objs []api.Object) {
-			mu.Lock()
-			clear(nodes)
-			for _, o := range objs {
-				if n, ok := o.(*api.Node); ok {
-					nodes[n.Name] = n
-				}
-			}
-			mu.Unlock()
-			wake()
-		},
-		Event: func(typ string, obj api.Object) {
-			n, ok := obj.(*api.Node)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			old := nodes[n.Name]
-			if typ == client.EventDeleted {
-				delete(nodes, n.Name)
-			} else {
-				nodes[n.Name] = n
-			}
-			mu.Unlock()
-			if typ == client.EventDeleted || old == nil || routeOf(old) != routeOf(n) {
-				wake()
-			}
-		},
-	})
-	t := time.NewTicker(routeResync)
-	defer t.Stop()
+	var nodes watchedSet
 	rep := &syncReport{a: a, what: "routes to other nodes' pods", reason: "PodRoutesFailed"}
-	for {
-		select {
-		case <-ctx.Done():
+	wake, run := resync(ctx, routeResync, func() {
+		objs, listed := nodes.snapshot()
+		if !listed {
 			return
-		case <-poke:
-		case <-t.C:
 		}
 		want := map[netip.Prefix]podnet.Gateway{}
-		mu.Lock()
-		for name, n := range nodes {
-			if name == a.cfg.NodeName {
+		for _, o := range objs {
+			n, ok := o.(*api.Node)
+			if !ok || n.Name == a.cfg.NodeName {
 				continue
 			}
 			if gw := routeOf(n); gw.Addr.IsValid() {
@@ -88,9 +44,12 @@ func (a *Agent) routePods(ctx context.Context) {
 				want[cidr.Masked()] = gw
 			}
 		}
-		mu.Unlock()
 		rep.result(podnet.SyncRoutes(ctx, want), "nodes", len(want))
-	}
+	})
+	go nodes.follow(ctx, a.cl, nodesResource, func(old, cur api.Object) bool {
+		return routeOf(old.(*api.Node)) != routeOf(cur.(*api.Node))
+	}, wake)
+	run()
 }
 
 // syncReport says what a repeated sync of the node's rules does: each

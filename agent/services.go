@@ -3,12 +3,10 @@ package agent
 import (
 	"context"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/outpost-edge/outpost/agent/serviceproxy"
 	"github.com/outpost-edge/outpost/controlplane/api"
-	"github.com/outpost-edge/outpost/controlplane/client"
 )
 
 var (
@@ -25,90 +23,34 @@ const proxyResync = time.Minute
 // stay when the agent stops, so Services keep working through an agent
 // restart, as they do through kube-proxy's.
 func (a *Agent) proxyServices(ctx context.Context) {
-	var mu sync.Mutex
-	svcs := map[string]*api.Service{}
-	eps := map[string]*api.EndpointSlice{}
-	listed := map[string]bool{}
-	poke := make(chan struct{}, 1)
-	wake := func() {
-		select {
-		case poke <- struct{}{}:
-		default:
-		}
-	}
-	follow := func(r *api.Resource, into func(api.Object) (string, bool)) {
-		a.cl.ListWatch(ctx, r, "", client.ListOptions{}, client.ListWatchHandler{
-			Reset: func(objs []api.Object) {
-				mu.Lock()
-				if r == servicesResource {
-					clear(svcs)
-				} else {
-					clear(eps)
-				}
-				for _, o := range objs {
-					into(o)
-				}
-				listed[r.Plural] = true
-				mu.Unlock()
-				wake()
-			},
-			Event: func(typ string, obj api.Object) {
-				mu.Lock()
-				key, _ := into(obj)
-				if typ == client.EventDeleted {
-					if r == servicesResource {
-						delete(svcs, key)
-					} else {
-						delete(eps, key)
-					}
-				}
-				mu.Unlock()
-				wake()
-			},
-		})
-	}
-	go follow(servicesResource, func(o api.Object) (string, bool) {
-		s, ok := o.(*api.Service)
-		if !ok {
-			return "", false
-		}
-		k := s.Namespace + "/" + s.Name
-		svcs[k] = s
-		return k, true
-	})
-	go follow(endpointSlicesResource, func(o api.Object) (string, bool) {
-		es, ok := o.(*api.EndpointSlice)
-		if !ok {
-			return "", false
-		}
-		k := es.Namespace + "/" + es.Name
-		eps[k] = es
-		return k, true
-	})
-	t := time.NewTicker(proxyResync)
-	defer t.Stop()
+	var svcs, eps watchedSet
 	rep := &syncReport{a: a, what: "service proxy rules", reason: "ServiceProxyFailed"}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-poke:
-		case <-t.C:
-		}
-		mu.Lock()
+	wake, run := resync(ctx, proxyResync, func() {
+		svcObjs, svcsListed := svcs.snapshot()
+		epObjs, epsListed := eps.snapshot()
 		// Until both are listed, a partial view would drop Services
 		// that work.
-		ready := listed[servicesResource.Plural] && listed[endpointSlicesResource.Plural]
-		var model []serviceproxy.Service
-		if ready {
-			model = proxyModel(svcs, eps)
+		if !svcsListed || !epsListed {
+			return
 		}
-		mu.Unlock()
-		if !ready {
-			continue
+		byKey := map[string]*api.Service{}
+		for _, o := range svcObjs {
+			if s, ok := o.(*api.Service); ok {
+				byKey[s.Namespace+"/"+s.Name] = s
+			}
 		}
+		slices := map[string]*api.EndpointSlice{}
+		for _, o := range epObjs {
+			if es, ok := o.(*api.EndpointSlice); ok {
+				slices[es.Namespace+"/"+es.Name] = es
+			}
+		}
+		model := proxyModel(byKey, slices)
 		rep.result(serviceproxy.Apply(ctx, model), "services", len(model))
-	}
+	})
+	go svcs.follow(ctx, a.cl, servicesResource, nil, wake)
+	go eps.follow(ctx, a.cl, endpointSlicesResource, nil, wake)
+	run()
 }
 
 // proxyModel is what the proxy is to do for svcs, with the endpoints of
