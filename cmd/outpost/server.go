@@ -54,14 +54,15 @@ func (l *logFlags) logger() (*slog.Logger, error) {
 
 // networkFlags are the cluster's address ranges (SPEC NET-3).
 type networkFlags struct {
-	serviceCIDR, clusterCIDR, nodePorts string
-	nodeMask                            int
+	serviceCIDR, clusterCIDR, nodePorts, clusterDNS string
+	nodeMask                                        int
 }
 
 func (n *networkFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&n.serviceCIDR, "service-cidr", "10.43.0.0/16", "the range Services' cluster IPs are given from")
 	f.StringVar(&n.clusterCIDR, "cluster-cidr", "10.42.0.0/16", "the range pods' addresses come from (may not overlap --service-cidr)")
 	f.StringVar(&n.nodePorts, "service-node-port-range", "30000-32767", "the node ports NodePort Services are given from, LOW-HIGH")
+	f.StringVar(&n.clusterDNS, "cluster-dns", "", "the address every agent's DNS resolver answers pods on, kept out of --service-cidr's cluster IPs (default: its tenth address, 10.43.0.10)")
 	f.IntVar(&n.nodeMask, "node-cidr-mask-size", 24, "the prefix length of each node's pod CIDR, split from --cluster-cidr (24: 254 pods a node, 256 nodes in a /16)")
 }
 
@@ -72,6 +73,11 @@ func (n *networkFlags) apply(cfg *server.Config) error {
 	}
 	if cfg.Network.ClusterCIDR, err = netip.ParsePrefix(n.clusterCIDR); err != nil {
 		return fmt.Errorf("--cluster-cidr %q: %w", n.clusterCIDR, err)
+	}
+	if n.clusterDNS != "" {
+		if cfg.Network.ClusterDNS, err = netip.ParseAddr(n.clusterDNS); err != nil {
+			return fmt.Errorf("--cluster-dns %q: %w", n.clusterDNS, err)
+		}
 	}
 	lo, hi, ok := strings.Cut(n.nodePorts, "-")
 	l, lerr := strconv.Atoi(lo)

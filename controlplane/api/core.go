@@ -201,6 +201,9 @@ type ServiceSpec struct {
 	Ports     []ServicePort     `json:"ports,omitempty"`
 	Type      string            `json:"type,omitempty"`
 	ClusterIP string            `json:"clusterIP,omitempty"`
+	// ExternalName is the name an ExternalName Service is a CNAME of
+	// in the cluster's DNS.
+	ExternalName string `json:"externalName,omitempty"`
 	// SessionAffinity ClientIP sends a client's connections to the
 	// endpoint it reached last, until it was idle for
 	// SessionAffinityConfig.ClientIP.TimeoutSeconds (default 10800).

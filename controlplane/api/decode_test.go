@@ -138,13 +138,13 @@ func TestDecodeKubernetesOnlyFieldsWarn(t *testing.T) {
 			name: "container and pod spec fields",
 			doc: podJSON(`{"containers":[{"name":"a","image":"x","securityContext":{"privileged":false},` +
 				`"terminationMessagePath":"/dev/termination-log","livenessProbe":{"httpGet":{"port":8080}},"env":[{"name":"A","valueFrom":{"fieldRef":{}}}]}],` +
-				`"dnsPolicy":"ClusterFirst","serviceAccountName":"default","securityContext":{},"volumes":[{"name":"c","configMap":{"name":"cm"}}]}`),
+				`"hostIPC":false,"serviceAccountName":"default","securityContext":{},"volumes":[{"name":"c","configMap":{"name":"cm"}}]}`),
 			warns: []string{
 				"spec.containers[0].securityContext",
 				"spec.containers[0].terminationMessagePath",
 				"spec.containers[0].livenessProbe",
 				"spec.containers[0].env[0].valueFrom",
-				"spec.dnsPolicy",
+				"spec.hostIPC",
 				"spec.serviceAccountName",
 				"spec.securityContext",
 				"spec.volumes[0].configMap",
@@ -199,7 +199,7 @@ func TestDecodeKubernetesOnlyFieldsWarn(t *testing.T) {
 // TestDecodeKeepsFieldsBesideIgnoredOnes checks that the slow path still
 // decodes the fields outpost knows.
 func TestDecodeKeepsFieldsBesideIgnoredOnes(t *testing.T) {
-	obj, w, err := Decode([]byte(podJSON(`{"dnsPolicy":"ClusterFirst","nodeName":"n1","containers":[{"name":"a","image":"nginx:1","tty":true,"resources":{"limits":{"cpu":"500m"}}}]}`)))
+	obj, w, err := Decode([]byte(podJSON(`{"hostIPC":false,"nodeName":"n1","containers":[{"name":"a","image":"nginx:1","tty":true,"resources":{"limits":{"cpu":"500m"}}}]}`)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,9 @@ func SetDefaultsPodSpec(s *PodSpec) {
 	if s.SchedulerName == "" {
 		s.SchedulerName = DefaultSchedulerName
 	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = DNSClusterFirst
+	}
 	if s.TerminationGracePeriodSeconds == nil {
 		s.TerminationGracePeriodSeconds = ptrTo(DefaultTerminationGracePeriodSeconds)
 	}

@@ -25,6 +25,11 @@ type EndpointSlice struct {
 // pods reach pods on other nodes with their own addresses.
 const AnnotationClusterCIDR = "networking.outpost.io/cluster-cidr"
 
+// AnnotationClusterDNS on a Node is the address of the cluster's DNS
+// resolver (SPEC NET-4), which the control plane writes so that agents
+// need no flag for it: each answers on it for its own pods.
+const AnnotationClusterDNS = "networking.outpost.io/cluster-dns"
+
 // Address types of a slice.
 const (
 	AddressTypeIPv4 = "IPv4"

@@ -39,7 +39,7 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 	reflect.TypeFor[ServiceSpec](): {
 		"clusterIPs", "externalIPs",
 		"loadBalancerIP", "loadBalancerSourceRanges", "loadBalancerClass",
-		"externalName", "externalTrafficPolicy", "internalTrafficPolicy",
+		"externalTrafficPolicy", "internalTrafficPolicy",
 		"healthCheckNodePort", "publishNotReadyAddresses", "ipFamilies",
 		"ipFamilyPolicy", "allocateLoadBalancerNodePorts", "trafficDistribution",
 	},
@@ -48,7 +48,7 @@ var kubernetesOnlyFields = map[reflect.Type][]string{
 
 	// core/v1 Pod.
 	reflect.TypeFor[PodSpec](): {
-		"ephemeralContainers", "activeDeadlineSeconds", "dnsPolicy", "dnsConfig",
+		"ephemeralContainers", "activeDeadlineSeconds",
 		"serviceAccountName", "serviceAccount", "automountServiceAccountToken",
 		"hostPID", "hostIPC", "hostUsers", "shareProcessNamespace",
 		"securityContext", "imagePullSecrets", "hostname", "hostnameOverride",

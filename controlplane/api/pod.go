@@ -23,6 +23,37 @@ type PodSpec struct {
 	HostNetwork                   bool              `json:"hostNetwork,omitempty"`
 	Priority                      *int32            `json:"priority,omitempty"`
 	PriorityClassName             string            `json:"priorityClassName,omitempty"`
+	// DNSPolicy is where the pod's resolv.conf comes from (SPEC NET-4):
+	// one of the DNSPolicy* values, ClusterFirst when empty.
+	DNSPolicy string        `json:"dnsPolicy,omitempty"`
+	DNSConfig *PodDNSConfig `json:"dnsConfig,omitempty"`
+}
+
+// DNS policies, as Kubernetes names them.
+const (
+	// DNSClusterFirst: the cluster's resolver, with the pod's namespace
+	// first in the search path; a hostNetwork pod gets DNSDefault.
+	DNSClusterFirst = "ClusterFirst"
+	// DNSClusterFirstWithHostNet is ClusterFirst for hostNetwork pods too.
+	DNSClusterFirstWithHostNet = "ClusterFirstWithHostNet"
+	// DNSDefault: the node's resolv.conf.
+	DNSDefault = "Default"
+	// DNSNone: only what dnsConfig says.
+	DNSNone = "None"
+)
+
+// PodDNSConfig is added to the resolv.conf the pod's DNS policy gives it
+// (or is all of it, with DNSNone).
+type PodDNSConfig struct {
+	Nameservers []string             `json:"nameservers,omitempty"`
+	Searches    []string             `json:"searches,omitempty"`
+	Options     []PodDNSConfigOption `json:"options,omitempty"`
+}
+
+// PodDNSConfigOption is one resolv.conf option, such as ndots:2.
+type PodDNSConfigOption struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value,omitempty"`
 }
 
 // Restart policies.

@@ -69,7 +69,6 @@ func TestSeedHelloPod(t *testing.T) {
 	want := Warnings{
 		"spec.containers[0].securityContext: accepted but not acted on by outpost",
 		"spec.containers[0].terminationMessagePath: accepted but not acted on by outpost",
-		"spec.dnsPolicy: accepted but not acted on by outpost",
 		"spec.serviceAccount: accepted but not acted on by outpost",
 	}
 	if len(warns) != 1 || !slices.Equal(warns[0], want) {

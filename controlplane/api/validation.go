@@ -520,6 +520,14 @@ func validateService(s *Service) ErrorList {
 	if ip := s.Spec.ClusterIP; ip != "" && ip != "None" && !isIP(ip) {
 		errs = append(errs, Invalid(sp.Child("clusterIP"), ip, "must be empty, 'None', or a valid IP address"))
 	}
+	switch n := s.Spec.ExternalName; {
+	case s.Spec.Type == ServiceTypeExternalName && n == "":
+		errs = append(errs, Required(sp.Child("externalName"), ""))
+	case s.Spec.Type == ServiceTypeExternalName:
+		errs = append(errs, invalidMsgs(sp.Child("externalName"), n, IsDNS1123Subdomain(strings.TrimSuffix(n, ".")))...)
+	case n != "":
+		errs = append(errs, Forbidden(sp.Child("externalName"), "may only be set when `type` is 'ExternalName'"))
+	}
 	if len(s.Spec.Ports) == 0 && s.Spec.ClusterIP != "None" && s.Spec.Type != ServiceTypeExternalName {
 		errs = append(errs, Required(sp.Child("ports"), ""))
 	}

@@ -14,6 +14,15 @@ var (
 	hostPathTypes   = []string{"", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"}
 	nodeSelectorOps = []string{OpIn, OpNotIn, OpExists, OpDoesNotExist, OpGt, OpLt}
 	podPhases       = []string{PodPending, PodRunning, PodSucceeded, PodFailed, PodUnknown}
+	dnsPolicies     = []string{DNSClusterFirst, DNSClusterFirstWithHostNet, DNSDefault, DNSNone}
+)
+
+// resolv.conf's limits, as the kubelet enforces them: glibc reads three
+// nameservers; 32 search domains in 2,048 bytes.
+const (
+	maxDNSNameservers  = 3
+	maxDNSSearches     = 32
+	maxDNSSearchLength = 2048
 )
 
 // ValidatePodSpec checks a pod's spec, or a template's, at path p
@@ -59,6 +68,48 @@ func ValidatePodSpec(s *PodSpec, p *Path) ErrorList {
 	}
 	for i, t := range s.Tolerations {
 		errs = append(errs, ValidateToleration(t, p.Child("tolerations").Index(i))...)
+	}
+	errs = append(errs, validateDNS(s, p)...)
+	return errs
+}
+
+// validateDNS checks the pod's DNS policy and config as resolv.conf
+// can hold them.
+func validateDNS(s *PodSpec, p *Path) ErrorList {
+	var errs ErrorList
+	if s.DNSPolicy != "" && !slices.Contains(dnsPolicies, s.DNSPolicy) {
+		errs = append(errs, NotSupported(p.Child("dnsPolicy"), s.DNSPolicy, dnsPolicies))
+	}
+	c, cp := s.DNSConfig, p.Child("dnsConfig")
+	if s.DNSPolicy == DNSNone && (c == nil || len(c.Nameservers) == 0) {
+		errs = append(errs, Required(cp.Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+	}
+	if c == nil {
+		return errs
+	}
+	if len(c.Nameservers) > maxDNSNameservers {
+		errs = append(errs, Invalid(cp.Child("nameservers"), c.Nameservers, fmt.Sprintf("must not have more than %d nameservers", maxDNSNameservers)))
+	}
+	for i, ns := range c.Nameservers {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			errs = append(errs, Invalid(cp.Child("nameservers").Index(i), ns, "must be a valid IP address"))
+		}
+	}
+	if len(c.Searches) > maxDNSSearches {
+		errs = append(errs, Invalid(cp.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %d search paths", maxDNSSearches)))
+	}
+	if n := len(strings.Join(c.Searches, " ")); n > maxDNSSearchLength {
+		errs = append(errs, Invalid(cp.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %d characters (including spaces) in the search list", maxDNSSearchLength)))
+	}
+	for i, d := range c.Searches {
+		// A trailing dot (fully qualified) is allowed, as Kubernetes
+		// allows it.
+		errs = append(errs, invalidMsgs(cp.Child("searches").Index(i), d, IsDNS1123Subdomain(strings.TrimSuffix(d, ".")))...)
+	}
+	for i, o := range c.Options {
+		if o.Name == "" {
+			errs = append(errs, Required(cp.Child("options").Index(i).Child("name"), ""))
+		}
 	}
 	return errs
 }

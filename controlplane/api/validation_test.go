@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -104,6 +105,31 @@ func TestValidatePodRules(t *testing.T) {
 			o := OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "a", UID: "1", Controller: ptrTo(true)}
 			p.OwnerReferences = []OwnerReference{o, o}
 		}, []wantErr{{"metadata.ownerReferences", FieldValueInvalid, "Only one reference can have Controller set to true"}}},
+
+		// DNS (SPEC NET-4)
+		{"dns policy", func(p *Pod) { p.Spec.DNSPolicy = "ClusterFirstt" }, []wantErr{{"spec.dnsPolicy", FieldValueNotSupported, `"ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"`}}},
+		{"dns policy None needs a nameserver", func(p *Pod) { p.Spec.DNSPolicy = DNSNone }, []wantErr{{"spec.dnsConfig.nameservers", FieldValueRequired, "at least one DNS nameserver"}}},
+		{"dns policy None with a nameserver", func(p *Pod) {
+			p.Spec.DNSPolicy, p.Spec.DNSConfig = DNSNone, &PodDNSConfig{Nameservers: []string{"192.0.2.53"}, Searches: []string{"corp.example.", "b"}, Options: []PodDNSConfigOption{{Name: "ndots", Value: ptrTo("2")}}}
+		}, nil},
+		{"dns config, every problem", func(p *Pod) {
+			p.Spec.DNSConfig = &PodDNSConfig{
+				Nameservers: []string{"1.1.1.1", "dns.example", "2.2.2.2", "3.3.3.3"},
+				Searches:    []string{"ok.example", "Not_OK"},
+				Options:     []PodDNSConfigOption{{Value: ptrTo("1")}},
+			}
+		}, []wantErr{
+			{"spec.dnsConfig.nameservers", FieldValueInvalid, "must not have more than 3 nameservers"},
+			{"spec.dnsConfig.nameservers[1]", FieldValueInvalid, "must be a valid IP address"},
+			{"spec.dnsConfig.searches[1]", FieldValueInvalid, "RFC 1123 subdomain"},
+			{"spec.dnsConfig.options[0].name", FieldValueRequired, ""},
+		}},
+		{"dns search list too long", func(p *Pod) {
+			p.Spec.DNSConfig = &PodDNSConfig{Searches: slices.Repeat([]string{strings.Repeat("a", 63) + "." + strings.Repeat("b", 63)}, 33)}
+		}, []wantErr{
+			{"spec.dnsConfig.searches", FieldValueInvalid, "must not have more than 32 search paths"},
+			{"spec.dnsConfig.searches", FieldValueInvalid, "must not have more than 2048 characters"},
+		}},
 
 		// containers
 		{"no containers", func(p *Pod) { p.Spec.Containers = nil }, []wantErr{{"spec.containers", FieldValueRequired, ""}}},

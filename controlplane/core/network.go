@@ -14,6 +14,10 @@ type Network struct {
 	ClusterCIDR netip.Prefix
 	// NodeCIDRMaskSize is the prefix length of a node's pod CIDR.
 	NodeCIDRMaskSize int
+	// ClusterDNS is the address every agent's resolver answers on (SPEC
+	// NET-4), reserved out of the service CIDR: the tenth address, as
+	// k3s's.
+	ClusterDNS netip.Addr
 }
 
 // Defaults of the network, as k3s's.
@@ -39,6 +43,12 @@ func (n Network) WithDefaults() Network {
 		n.NodeCIDRMaskSize = DefaultNodeCIDRMaskSize
 	}
 	n.ServiceCIDR, n.ClusterCIDR = n.ServiceCIDR.Masked(), n.ClusterCIDR.Masked()
+	if !n.ClusterDNS.IsValid() {
+		n.ClusterDNS = n.ServiceCIDR.Addr()
+		for range 10 {
+			n.ClusterDNS = n.ClusterDNS.Next()
+		}
+	}
 	return n
 }
 
@@ -47,6 +57,9 @@ func (n Network) WithDefaults() Network {
 func (n Network) Check() error {
 	if n.ClusterCIDR.Overlaps(n.ServiceCIDR) {
 		return fmt.Errorf("the cluster CIDR %s (--cluster-cidr) overlaps the service CIDR %s (--service-cidr): pods and Services need ranges of their own", n.ClusterCIDR, n.ServiceCIDR)
+	}
+	if !n.ServiceCIDR.Contains(n.ClusterDNS) {
+		return fmt.Errorf("the cluster DNS address %s (--cluster-dns) is not in the service CIDR %s (--service-cidr)", n.ClusterDNS, n.ServiceCIDR)
 	}
 	if p := n.NodePorts; p[0] < 1 || p[1] > 65535 || p[0] > p[1] {
 		return fmt.Errorf("the node port range %d-%d (--service-node-port-range): want LOW-HIGH within 1-65535", p[0], p[1])

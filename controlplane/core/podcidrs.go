@@ -44,6 +44,7 @@ func (a podCIDRAdmission) Admit(_ context.Context, _ string, _ *auth.Identity, o
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[api.AnnotationClusterCIDR] = a.net.ClusterCIDR.String()
+	n.Annotations[api.AnnotationClusterDNS] = a.net.ClusterDNS.String()
 	if o, ok := old.(*api.Node); ok && o.Spec.PodCIDR != "" {
 		switch n.Spec.PodCIDR {
 		case "":

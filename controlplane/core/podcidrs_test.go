@@ -54,7 +54,7 @@ func TestNodePodCIDRs(t *testing.T) {
 		return err
 	}
 	n1, err := create(small, podCIDRNode("n1", ""))
-	if err != nil || n1.Spec.PodCIDR != "10.42.0.0/24" || len(n1.Spec.PodCIDRs) != 1 || n1.Spec.PodCIDRs[0] != "10.42.0.0/24" || n1.Annotations[api.AnnotationClusterCIDR] != "10.42.0.0/23" {
+	if err != nil || n1.Spec.PodCIDR != "10.42.0.0/24" || len(n1.Spec.PodCIDRs) != 1 || n1.Spec.PodCIDRs[0] != "10.42.0.0/24" || n1.Annotations[api.AnnotationClusterCIDR] != "10.42.0.0/23" || n1.Annotations[api.AnnotationClusterDNS] != "10.43.0.10" {
 		t.Fatalf("n1: %v %+v, want 10.42.0.0/24", err, n1)
 	}
 	refused := func(err error, what, msg string) {

@@ -60,7 +60,8 @@ func (a serviceIPAdmission) Admit(_ context.Context, _ string, _ *auth.Identity,
 	if err != nil {
 		return fmt.Errorf("services: %w", err)
 	}
-	usedIPs := map[netip.Addr]string{}
+	// The resolver's address is never a Service's: lowestFree skips it.
+	usedIPs := map[netip.Addr]string{a.net.ClusterDNS: "-"}
 	usedPorts := map[int32]string{}
 	for _, o := range others {
 		other := o.(*api.Service)
@@ -93,6 +94,8 @@ func (a serviceIPAdmission) Admit(_ context.Context, _ string, _ *auth.Identity,
 			// validation says so
 		case !a.net.ServiceCIDR.Contains(addr):
 			errs = append(errs, api.Invalid(sp.Child("clusterIP"), ip, fmt.Sprintf("provided IP is not in the service CIDR %s (--service-cidr)", a.net.ServiceCIDR)))
+		case addr == a.net.ClusterDNS:
+			errs = append(errs, api.Invalid(sp.Child("clusterIP"), ip, "provided IP is reserved for the cluster's DNS resolver (--cluster-dns)"))
 		case usedIPs[addr] != "":
 			errs = append(errs, api.Invalid(sp.Child("clusterIP"), ip, "provided IP is already allocated (to service "+usedIPs[addr]+")"))
 		}

@@ -30,7 +30,8 @@ func svc(name, typ, ip string, nodePorts ...int32) *api.Service {
 // service CIDR and node port of the range are given when left out; one
 // asked for must be in range and free, else the create is refused naming
 // the field; an update keeps them; LoadBalancer is refused saying what to
-// use; twenty creates at once never share an address.
+// use; twenty creates at once never share an address, nor take the
+// cluster DNS resolver's.
 func TestServiceAddresses(t *testing.T) {
 	c := startCore(t, nil, func(cfg *Config) {
 		cfg.Network = Network{ServiceCIDR: netip.MustParsePrefix("10.43.0.0/24"), NodePorts: [2]int32{30000, 30010}}
@@ -68,6 +69,7 @@ func TestServiceAddresses(t *testing.T) {
 		}
 	}
 	refused(svc("c", "", "10.43.0.1"), "spec.clusterIP", "already allocated (to service default/a)")
+	refused(svc("dns", "", "10.43.0.10"), "spec.clusterIP", "reserved for the cluster's DNS resolver")
 	refused(svc("d", "", "10.99.0.1"), "spec.clusterIP", "not in the service CIDR 10.43.0.0/24")
 	refused(svc("e", api.ServiceTypeNodePort, "", 30001), "spec.ports[0].nodePort", "already allocated")
 	refused(svc("f", api.ServiceTypeNodePort, "", 40000), "spec.ports[0].nodePort", "valid range. The range of valid ports is 30000-30010")
@@ -100,7 +102,8 @@ func TestServiceAddresses(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	seen := map[string]bool{"10.43.0.1": true, "10.43.0.2": true}
+	// 10.43.0.10 is the cluster DNS resolver's (SPEC NET-4): never given.
+	seen := map[string]bool{"10.43.0.1": true, "10.43.0.2": true, "10.43.0.10": true}
 	for _, ip := range ips {
 		if seen[ip] {
 			t.Errorf("cluster IP %s given twice: %v", ip, ips)

@@ -1,0 +1,228 @@
+package clusterdns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// forwardTimeout bounds one question to one upstream resolver: a pod's
+// resolver gives up after 5 s (resolv.conf's default), so two upstreams
+// get a try each before it does.
+const forwardTimeout = 2 * time.Second
+
+// Server answers the cluster's names from the records it was last given
+// and forwards every other question to the node's resolvers.
+type Server struct {
+	domain    string
+	upstreams []string // host:port
+	log       *slog.Logger
+	records   atomic.Pointer[Records]
+}
+
+// NewServer is a server for domain (such as "cluster.local") that
+// forwards other names to upstreams (addresses, port 53 unless given).
+// Until SetRecords is first called, names in the domain are answered
+// SERVFAIL: clients try again rather than cache a "no such name".
+func NewServer(domain string, upstreams []string, log *slog.Logger) *Server {
+	s := &Server{domain: dns.CanonicalName(domain), log: log}
+	for _, u := range upstreams {
+		if _, _, err := net.SplitHostPort(u); err != nil {
+			u = net.JoinHostPort(u, "53")
+		}
+		s.upstreams = append(s.upstreams, u)
+	}
+	return s
+}
+
+// SetRecords makes r what the server answers from.
+func (s *Server) SetRecords(r *Records) { s.records.Store(r) }
+
+// Serve answers on addr (host:port), over UDP and TCP, until ctx ends.
+// It returns at once when either cannot listen.
+func (s *Server) Serve(ctx context.Context, addr string) error {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return fmt.Errorf("clusterdns: listen: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = pc.Close()
+		return fmt.Errorf("clusterdns: listen: %w", err)
+	}
+	return s.ServeOn(ctx, pc, ln)
+}
+
+// ServeOn answers on pc (UDP) and ln (TCP) until ctx ends, then closes
+// them.
+func (s *Server) ServeOn(ctx context.Context, pc net.PacketConn, ln net.Listener) error {
+	started := make(chan struct{}, 2)
+	notify := func() { started <- struct{}{} }
+	servers := []*dns.Server{
+		{PacketConn: pc, Handler: s, UDPSize: dns.DefaultMsgSize, NotifyStartedFunc: notify},
+		{Listener: ln, Handler: s, NotifyStartedFunc: notify},
+	}
+	errc := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() { errc <- srv.ActivateAndServe() }()
+	}
+	// Shutdown of a server not yet started fails and leaves it to
+	// start: wait for both first.
+	var err error
+	for range servers {
+		select {
+		case <-started:
+		case err = <-errc:
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		select {
+		case <-ctx.Done():
+		case err = <-errc:
+		}
+	}
+	for _, srv := range servers {
+		_ = srv.Shutdown()
+	}
+	if err != nil {
+		return fmt.Errorf("clusterdns: serve: %w", err)
+	}
+	return nil
+}
+
+// ServeDNS answers one question.
+func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	if len(req.Question) != 1 {
+		s.reply(w, new(dns.Msg).SetRcode(req, dns.RcodeFormatError))
+		return
+	}
+	q := req.Question[0]
+	name := dns.CanonicalName(q.Name)
+	if dns.IsSubDomain(s.domain, name) || s.ownsReverse(name) {
+		if m, ok := s.answer(req, name, q.Qtype); ok {
+			s.reply(w, m)
+			return
+		}
+	}
+	s.forward(w, req)
+}
+
+func (s *Server) reply(w dns.ResponseWriter, m *dns.Msg) {
+	if err := w.WriteMsg(m); err != nil {
+		s.log.Debug("dns: write answer", "err", err)
+	}
+}
+
+// ownsReverse reports whether name is a reverse name the records hold.
+func (s *Server) ownsReverse(name string) bool {
+	r := s.records.Load()
+	return r != nil && r.ptr[name] != ""
+}
+
+// answer is the reply to a question for name in the domain; false means
+// the name is not the server's to answer (forwarded instead).
+func (s *Server) answer(req *dns.Msg, name string, qtype uint16) (*dns.Msg, bool) {
+	m := new(dns.Msg).SetReply(req)
+	m.Authoritative, m.RecursionAvailable = true, true
+	r := s.records.Load()
+	if r == nil {
+		m.Authoritative = false
+		m.Rcode = dns.RcodeServerFailure
+		return m, true
+	}
+	hdr := func(t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: TTL}
+	}
+	exists := r.names[name]
+	if target, ok := r.cname[name]; ok {
+		m.Answer = append(m.Answer, &dns.CNAME{Hdr: hdr(dns.TypeCNAME), Target: target})
+		return m, true
+	}
+	addrs := r.addrs[name]
+	if ip, ok := r.podAddr(name); ok {
+		exists, addrs = true, append(addrs, ip)
+	}
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeANY:
+		for _, ip := range addrs {
+			switch {
+			case ip.Is4() && qtype != dns.TypeAAAA:
+				m.Answer = append(m.Answer, &dns.A{Hdr: hdr(dns.TypeA), A: ip.AsSlice()})
+			case ip.Is6() && qtype != dns.TypeA:
+				m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr(dns.TypeAAAA), AAAA: ip.AsSlice()})
+			}
+		}
+	case dns.TypeSRV:
+		for _, t := range r.srv[name] {
+			m.Answer = append(m.Answer, &dns.SRV{Hdr: hdr(dns.TypeSRV), Priority: 0, Weight: 100, Port: t.port, Target: t.target})
+			for _, ip := range r.addrs[t.target] {
+				if ip.Is4() {
+					m.Extra = append(m.Extra, &dns.A{Hdr: dns.RR_Header{Name: t.target, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: TTL}, A: ip.AsSlice()})
+				} else {
+					m.Extra = append(m.Extra, &dns.AAAA{Hdr: dns.RR_Header{Name: t.target, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: TTL}, AAAA: ip.AsSlice()})
+				}
+			}
+		}
+	case dns.TypePTR:
+		if target := r.ptr[name]; target != "" {
+			exists = true
+			m.Answer = append(m.Answer, &dns.PTR{Hdr: hdr(dns.TypePTR), Ptr: target})
+		}
+	}
+	if !dns.IsSubDomain(s.domain, name) && len(m.Answer) == 0 {
+		return nil, false
+	}
+	if len(m.Answer) == 0 {
+		if !exists {
+			m.Rcode = dns.RcodeNameError
+		}
+		// Negative answers carry the zone's SOA, whose minimum TTL is
+		// how long resolvers may cache them (RFC 2308).
+		m.Ns = append(m.Ns, s.soa())
+	}
+	return m, true
+}
+
+func (s *Server) soa() dns.RR {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: s.domain, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: TTL},
+		Ns:      "ns.dns." + s.domain,
+		Mbox:    "hostmaster." + s.domain,
+		Serial:  1,
+		Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: TTL,
+	}
+}
+
+// forward asks the node's resolvers in turn, over the transport the
+// client used (a truncated UDP answer goes back as it is; the client
+// asks again over TCP, and so does the forward).
+func (s *Server) forward(w dns.ResponseWriter, req *dns.Msg) {
+	network := "udp"
+	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+		network = "tcp"
+	}
+	c := &dns.Client{Net: network, Timeout: forwardTimeout, UDPSize: dns.DefaultMsgSize}
+	var errs []error
+	for _, u := range s.upstreams {
+		m, _, err := c.Exchange(req, u)
+		if err == nil {
+			s.reply(w, m)
+			return
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		s.log.Debug("dns: no upstream answered", "name", strings.ToLower(req.Question[0].Name), "err", errors.Join(errs...))
+	}
+	s.reply(w, new(dns.Msg).SetRcode(req, dns.RcodeServerFailure))
+}
