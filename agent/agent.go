@@ -254,7 +254,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a.wg.Go(func() { a.nodeLoop(runCtx) })
 	a.wg.Go(func() { a.fenceLoop(runCtx) })
 	a.wg.Go(func() { a.watchPods(runCtx) })
-	if a.cfg.PodNetwork != nil && a.cfg.PodRoutes == PodRoutesHostGW {
+	if a.cfg.PodNetwork != nil && (a.cfg.PodRoutes == PodRoutesHostGW || a.cfg.PodRoutes == PodRoutesVXLAN) {
 		a.wg.Go(func() { a.routePods(runCtx) })
 	}
 	if a.cfg.ServiceProxy {

@@ -135,7 +135,7 @@ type Config struct {
 	// share the host's network.
 	PodNetwork PodNetwork
 	// PodRoutes is how this host reaches other nodes' pods with a pod
-	// network: PodRoutesHostGW or PodRoutesNone.
+	// network: PodRoutesHostGW, PodRoutesVXLAN or PodRoutesNone.
 	PodRoutes string
 	// ServiceProxy makes the agent keep the node's nftables rules that
 	// send Services' cluster IPs and node ports to their endpoints

@@ -28,8 +28,9 @@ type PodNetwork interface {
 	Configured() bool
 	// WriteDefault writes the default network over the node's pod
 	// CIDR unless the site has its own; clusterCIDR (may be invalid:
-	// unknown) is the range its pods' traffic is not masqueraded in.
-	WriteDefault(podCIDR, clusterCIDR netip.Prefix) error
+	// unknown) is the range its pods' traffic is not masqueraded in;
+	// mtu, when not 0, is the MTU of pods' links (an overlay's).
+	WriteDefault(podCIDR, clusterCIDR netip.Prefix, mtu int) error
 }
 
 // ownNetwork reports whether pod gets a network of its own here.
@@ -106,7 +107,16 @@ func (a *Agent) ensureNetworkConfig(ctx context.Context) error {
 		return fmt.Errorf("node %s: spec.podCIDR: %w", a.cfg.NodeName, err)
 	}
 	cluster, _ := netip.ParsePrefix(node.Annotations[api.AnnotationClusterCIDR])
-	if err := a.cfg.PodNetwork.WriteDefault(cidr, cluster); err != nil {
+	mtu := 0
+	if a.cfg.PodRoutes == PodRoutesVXLAN {
+		// A pod's packet to another node must fit the VXLAN device
+		// once wrapped; a bigger one would rest on ICMP "fragmentation
+		// needed" reaching its sender.
+		if mtu, err = podnet.VXLANMTU(rctx, routeOf(node).Addr); err != nil {
+			return fmt.Errorf("node %s: the pods' MTU: %w", a.cfg.NodeName, err)
+		}
+	}
+	if err := a.cfg.PodNetwork.WriteDefault(cidr, cluster, mtu); err != nil {
 		return err
 	}
 	a.netWritten = true

@@ -84,7 +84,7 @@ func (f *fakeNet) tornDown(uid string) bool {
 	return slices.Contains(f.torn, uid)
 }
 
-func (f *fakeNet) WriteDefault(cidr, _ netip.Prefix) error {
+func (f *fakeNet) WriteDefault(cidr, _ netip.Prefix, _ int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cidr = cidr

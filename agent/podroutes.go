@@ -14,6 +14,10 @@ const (
 	// PodRoutesHostGW routes each node's pod CIDR via the node's
 	// InternalIP: plain routes, for nodes on one link.
 	PodRoutesHostGW = "host-gw"
+	// PodRoutesVXLAN reaches each node's pods through the kernel's
+	// VXLAN device, wrapped in UDP to the node's InternalIP: for nodes
+	// across routers that know nothing of the pod CIDRs.
+	PodRoutesVXLAN = "vxlan"
 	// PodRoutesNone leaves routing to the site (its routers know the
 	// nodes' pod CIDRs, or its own CNI network does).
 	PodRoutesNone = "none"
@@ -23,8 +27,8 @@ const (
 // no node changed: a route someone removed comes back within it.
 const routeResync = 30 * time.Second
 
-// routePods keeps the host-gw routes to every other node's pod CIDR from
-// a watch of the nodes, until ctx ends.
+// routePods keeps the host-gw routes, or the vxlan overlay, to every
+// other node's pod CIDR from a watch of the nodes, until ctx ends.
 func (a *Agent) routePods(ctx context.Context) {
 	var nodes watchedSet
 	rep := &syncReport{a: a, what: "routes to other nodes' pods", reason: "PodRoutesFailed"}
@@ -34,17 +38,33 @@ func (a *Agent) routePods(ctx context.Context) {
 			return
 		}
 		want := map[netip.Prefix]podnet.Gateway{}
+		var self podnet.Gateway
+		var own netip.Prefix
 		for _, o := range objs {
 			n, ok := o.(*api.Node)
-			if !ok || n.Name == a.cfg.NodeName {
+			if !ok {
 				continue
 			}
-			if gw := routeOf(n); gw.Addr.IsValid() {
-				cidr, _ := netip.ParsePrefix(n.Spec.PodCIDR)
-				want[cidr.Masked()] = gw
+			gw := routeOf(n)
+			if !gw.Addr.IsValid() {
+				continue
 			}
+			cidr, _ := netip.ParsePrefix(n.Spec.PodCIDR)
+			if n.Name == a.cfg.NodeName {
+				self, own = gw, cidr.Masked()
+				continue
+			}
+			want[cidr.Masked()] = gw
 		}
-		rep.result(podnet.SyncRoutes(ctx, want), "nodes", len(want))
+		var err error
+		if a.cfg.PodRoutes == PodRoutesVXLAN {
+			// The device sends from this node's InternalIP as the
+			// others have it, which is where they send to.
+			err = podnet.SyncVXLAN(ctx, self.Addr, own, want)
+		} else {
+			err = podnet.SyncRoutes(ctx, want)
+		}
+		rep.result(err, "nodes", len(want))
 	})
 	go nodes.follow(ctx, a.cl, nodesResource, func(old, cur api.Object) bool {
 		return routeOf(old.(*api.Node)) != routeOf(cur.(*api.Node))

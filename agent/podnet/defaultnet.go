@@ -31,6 +31,10 @@ type DefaultNetwork struct {
 	// IPAMDir keeps host-local's leases (under the cache directory,
 	// so that addresses outlive an agent restart).
 	IPAMDir string
+	// MTU, when not 0, is the bridge's and pods' links' MTU: an
+	// overlay's, smaller than the host's link by what it wraps packets
+	// in (VXLANMTU).
+	MTU int
 }
 
 // Render is the conflist of n.
@@ -49,6 +53,18 @@ func (n DefaultNetwork) Render() ([]byte, error) {
 	if n.PodCIDR.Addr().Is6() {
 		def = "::/0"
 	}
+	bridgePlugin := map[string]any{
+		"type": "bridge", "bridge": bridge, "isGateway": true, "hairpinMode": true,
+		"ipam": map[string]any{
+			"type":    "host-local",
+			"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.Masked().String()}}},
+			"routes":  []map[string]string{{"dst": def}},
+			"dataDir": n.IPAMDir,
+		},
+	}
+	if n.MTU > 0 {
+		bridgePlugin["mtu"] = n.MTU
+	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "outpost",
@@ -56,15 +72,7 @@ func (n DefaultNetwork) Render() ([]byte, error) {
 		// rewrite; plugins ignore keys they do not know.
 		"outpostGenerated": true,
 		"plugins": []any{
-			map[string]any{
-				"type": "bridge", "bridge": bridge, "isGateway": true, "hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.Masked().String()}}},
-					"routes":  []map[string]string{{"dst": def}},
-					"dataDir": n.IPAMDir,
-				},
-			},
+			bridgePlugin,
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 		},
 	}

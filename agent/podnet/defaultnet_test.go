@@ -51,6 +51,14 @@ func TestWriteDefault(t *testing.T) {
 	if _, err := WriteDefault(dir, DefaultNetwork{}); err == nil || !strings.Contains(err.Error(), "no pod CIDR") {
 		t.Errorf("without a pod CIDR: %v", err)
 	}
+	// Pods behind an overlay (vxlan) get its MTU; others the plugin's
+	// default, their link's.
+	if strings.Contains(string(b), `"mtu"`) {
+		t.Errorf("conflist without an MTU has one:\n%s", b)
+	}
+	if b, err := (DefaultNetwork{PodCIDR: n.PodCIDR, MTU: 1450}).Render(); err != nil || !strings.Contains(string(b), `"mtu": 1450`) {
+		t.Errorf("conflist with MTU 1450: %v\n%s", err, b)
+	}
 	if _, err := (DefaultNetwork{Bridge: "a-very-long-bridge-name", PodCIDR: n.PodCIDR}).Render(); err == nil {
 		t.Error("a bridge name over 15 bytes was accepted")
 	}

@@ -246,9 +246,9 @@ func (m *Manager) Teardown(ctx context.Context, p Pod) error {
 
 // WriteDefault writes the default network over the node's pod CIDR to
 // the configuration directory unless the site has its own there
-// (WriteDefault).
-func (m *Manager) WriteDefault(podCIDR, clusterCIDR netip.Prefix) error {
-	wrote, err := WriteDefault(m.cfg.ConfDir, DefaultNetwork{Bridge: m.cfg.Bridge, PodCIDR: podCIDR, IPAMDir: filepath.Join(m.cfg.CacheDir, "ipam")})
+// (WriteDefault); mtu, when not 0, is its pods' links' MTU.
+func (m *Manager) WriteDefault(podCIDR, clusterCIDR netip.Prefix, mtu int) error {
+	wrote, err := WriteDefault(m.cfg.ConfDir, DefaultNetwork{Bridge: m.cfg.Bridge, PodCIDR: podCIDR, IPAMDir: filepath.Join(m.cfg.CacheDir, "ipam"), MTU: mtu})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (p *podNetworkFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.stateDir, "cni-netns-dir", podnet.DefaultStateDir, "where pods' network namespaces are bound (a tmpfs: they end with the boot)")
 	f.StringVar(&p.bridge, "cni-bridge", "outpost0", "the bridge device of the default network")
 	f.StringVar(&p.proxy, "service-proxy", "", "nftables: keep this node's rules that send Services' cluster IPs and node ports to their endpoints (the default with --pod-network cni); none: do not")
-	f.StringVar(&p.routes, "pod-routes", agent.PodRoutesHostGW, "how this host reaches other nodes' pods with --pod-network cni: host-gw (a route to each node's pod CIDR via its InternalIP; the nodes on one link) or none (the site's routers, or its own CNI network, do it)")
+	f.StringVar(&p.routes, "pod-routes", agent.PodRoutesHostGW, "how this host reaches other nodes' pods with --pod-network cni: host-gw (a route to each node's pod CIDR via its InternalIP; the nodes on one link), vxlan (through the kernel's VXLAN device "+podnet.VXLANDevice+", UDP port 8472 between the nodes' InternalIPs; for nodes across routers; pods' MTU 50 below the link's) or none (the site's routers, or its own CNI network, do it)")
 }
 
 func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
@@ -60,9 +60,15 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 		return fmt.Errorf("--pod-network cni: %w", err)
 	}
 	switch p.routes {
+	case agent.PodRoutesVXLAN:
+		// Forwarding entries are set with iproute2's bridge, which a
+		// minimal install may lack while it has ip.
+		if _, err := exec.LookPath("bridge"); err != nil {
+			return fmt.Errorf("--pod-routes vxlan: %w (install Debian's iproute2)", err)
+		}
 	case agent.PodRoutesHostGW, agent.PodRoutesNone:
 	default:
-		return fmt.Errorf("--pod-routes %q: want host-gw or none", p.routes)
+		return fmt.Errorf("--pod-routes %q: want host-gw, vxlan or none", p.routes)
 	}
 	cfg.PodNetwork, cfg.PodRoutes = m, p.routes
 	return nil

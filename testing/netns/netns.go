@@ -21,9 +21,19 @@ type Host struct {
 	// Addr is the host's address; Gateway the test side's address of its
 	// link, which the host reaches the test's servers through.
 	Addr, Gateway string
-	// rootIf is the test side's end of the veth pair.
+	// rootIf is the test side's end of the veth pair: in the test's own
+	// namespace, or in linkNS (a Routed host's, the router's).
 	rootIf string
+	linkNS string
 	n      int
+}
+
+// onLink is the ip command args, on the namespace that holds rootIf.
+func (h *Host) onLink(args ...string) []string {
+	if h.linkNS == "" {
+		return append([]string{"ip"}, args...)
+	}
+	return append([]string{"ip", "-n", h.linkNS}, args...)
 }
 
 // Available reports whether test hosts can be made here (root and ip).
@@ -98,7 +108,7 @@ func Open(n int) (*Host, error) {
 // gone is not an error.
 func (h *Host) Close() error {
 	nsErr := run("ip", "netns", "del", h.Name)
-	_ = run("ip", "link", "del", h.rootIf) // gone with the namespace's end of the pair
+	_ = run(h.onLink("link", "del", h.rootIf)...) // gone with the namespace's end of the pair
 	if h.n > 0 {
 		release(strconv.Itoa(h.n))
 	}
@@ -115,7 +125,7 @@ func (h *Host) SetLink(up bool) error {
 	if up {
 		state = "up"
 	}
-	if err := run("ip", "link", "set", h.rootIf, state); err != nil {
+	if err := run(h.onLink("link", "set", h.rootIf, state)...); err != nil {
 		return fmt.Errorf("set link of %s %s: %w", h.Name, state, err)
 	}
 	return nil

@@ -16,20 +16,7 @@ import (
 func TestCutAndRestore(t *testing.T) {
 	Require(t)
 	h := New(t, 201)
-	ln, err := net.Listen("tcp", h.Gateway+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
+	ln := closingListener(t, h.Gateway)
 	dial := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
@@ -52,6 +39,27 @@ func TestCutAndRestore(t *testing.T) {
 			t.Fatalf("dial after restore: %v", err)
 		}
 	}
+}
+
+// closingListener listens on a port of addr until the test ends,
+// closing every connection it accepts: a dial that connects reached it.
+func closingListener(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return ln
 }
 
 func portOf(ln net.Listener) string {
@@ -159,5 +167,50 @@ func TestLAN(t *testing.T) {
 	out, err = exec.Command("ip", "-n", a.Name, "-o", "route", "get", "192.0.2.1").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "via "+l.Gateway) {
 		t.Fatalf("host 1 to elsewhere: %s %v, want via the test's side %s", out, err, l.Gateway)
+	}
+}
+
+// Routed hosts are on subnets of their own: each reaches the other and
+// the test's side through the router, which routes nothing else; a
+// routed host's link is cut and restored as any host's.
+func TestRouted(t *testing.T) {
+	Require(t)
+	r := NewRouted(t)
+	a, b := r.Host(t, 1), r.Host(t, 2)
+	out, err := exec.Command("ip", "-n", a.Name, "-o", "route", "get", b.Addr).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "via "+a.Gateway) {
+		t.Fatalf("host 1 to host 2: %s %v, want via the router %s", out, err, a.Gateway)
+	}
+	if out, err := exec.Command("ip", "-n", r.router, "-o", "route", "get", "10.42.2.5").CombinedOutput(); err == nil {
+		t.Fatalf("the router routes an address of no subnet of its: %s", out)
+	}
+	ln := closingListener(t, r.Gateway)
+	dial := func(h *Host, addr string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		return h.Command(ctx, "bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(addr, ":", "/", 1)).Run()
+	}
+	for _, h := range []*Host{a, b} {
+		if err := dial(h, ln.Addr().String()); err != nil {
+			t.Fatalf("%s to the test's side: %v", h.Addr, err)
+		}
+	}
+	// host 1 to a port of host 2's: refused (RST) is reached.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	out, _ = a.Command(ctx, "bash", "-c", "exec 3<>/dev/tcp/"+b.Addr+"/9").CombinedOutput()
+	if !strings.Contains(string(out), "Connection refused") {
+		t.Fatalf("host 1 to host 2's closed port: %q, want it refused by host 2", out)
+	}
+	a.Cut(t)
+	if err := dial(a, ln.Addr().String()); err == nil {
+		t.Fatal("host 1 still reached the test side after the cut")
+	}
+	a.Restore(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for err := dial(a, ln.Addr().String()); err != nil; err = dial(a, ln.Addr().String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dial after restore: %v", err)
+		}
 	}
 }
