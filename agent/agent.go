@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/clusterdns"
 	"github.com/outpost-edge/outpost/agent/host"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
@@ -36,7 +38,11 @@ type Agent struct {
 	// pod network's configuration (podnetwork.go).
 	netMu      sync.Mutex
 	netWritten bool
-	cred       *credential
+	// dns is the cluster's resolver when this agent runs one, and
+	// dnsAddr its address once known (dns.go).
+	dns     *clusterdns.Server
+	dnsAddr atomic.Pointer[netip.Addr]
+	cred    *credential
 	// credMu guards cred's Servers and its file.
 	credMu sync.Mutex
 	cl     *client.Client
@@ -185,6 +191,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("%w: --eviction-hard: %w", ErrConfig, err)
 		}
 	}
+	if a.runsResolver() {
+		a.dns = clusterdns.NewServer(cfg.ClusterDomain, dnsUpstreams(cfg.ResolvConf, a.clusterDNS()), log)
+	}
 	a.address = cfg.Address
 	if a.address == "" {
 		a.address = defaultAddress(ctx, cfg.DataDir)
@@ -257,8 +266,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if a.cfg.PodNetwork != nil && (a.cfg.PodRoutes == PodRoutesHostGW || a.cfg.PodRoutes == PodRoutesVXLAN) {
 		a.wg.Go(func() { a.routePods(runCtx) })
 	}
-	if a.cfg.ServiceProxy {
-		a.wg.Go(func() { a.proxyServices(runCtx) })
+	if a.cfg.ServiceProxy || a.dns != nil {
+		a.wg.Go(func() { a.followServices(runCtx) })
+	}
+	if a.dns != nil {
+		a.wg.Go(func() { a.serveDNS(runCtx) })
 	}
 	a.wg.Go(func() { a.reportLoop(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/clusterdns"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/osupdate"
 )
@@ -141,6 +144,19 @@ type Config struct {
 	// send Services' cluster IPs and node ports to their endpoints
 	// (SPEC NET-3; package serviceproxy).
 	ServiceProxy bool
+	// ClusterDNS is where pods with dnsPolicy ClusterFirst send their
+	// questions (SPEC NET-4): ClusterDNSAuto, the address the
+	// control plane reserves, answered by this agent's own resolver
+	// when it has a PodNetwork; ClusterDNSNone, the node's resolv.conf;
+	// or the address of a resolver the site runs (a CoreDNS add-on).
+	// Empty is ClusterDNSNone.
+	ClusterDNS string
+	// ClusterDomain is the cluster's DNS domain (default cluster.local).
+	ClusterDomain string
+	// ResolvConf is the node's resolv.conf: the upstream resolvers and
+	// what pods with dnsPolicy Default get (default /etc/resolv.conf,
+	// or systemd-resolved's own file when that names only its stub).
+	ResolvConf string
 
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime
@@ -164,6 +180,20 @@ type RegistryConfig struct {
 func (c Config) withDefaults() (Config, error) {
 	if c.DataDir == "" {
 		return c, fmt.Errorf("%w: a data dir is required", ErrConfig)
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = clusterdns.HostResolvConf()
+	}
+	if c.ClusterDNS != "" && c.ClusterDNS != ClusterDNSAuto && c.ClusterDNS != ClusterDNSNone {
+		if _, err := netip.ParseAddr(c.ClusterDNS); err != nil {
+			return c, fmt.Errorf("%w: cluster DNS %q: want auto, none or an IP address", ErrConfig, c.ClusterDNS)
+		}
+	}
+	if msgs := api.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
+		return c, fmt.Errorf("%w: cluster domain %q: %s", ErrConfig, c.ClusterDomain, strings.Join(msgs, "; "))
 	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()

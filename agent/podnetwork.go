@@ -106,6 +106,7 @@ func (a *Agent) ensureNetworkConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node %s: spec.podCIDR: %w", a.cfg.NodeName, err)
 	}
+	a.learnClusterDNS(node)
 	cluster, _ := netip.ParsePrefix(node.Annotations[api.AnnotationClusterCIDR])
 	mtu := 0
 	if a.cfg.PodRoutes == PodRoutesVXLAN {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent"
 	"github.com/outpost-edge/outpost/agent/podnet"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
@@ -112,6 +113,23 @@ func (r *netnsRuntime) spec(pod string) runtime.ContainerSpec {
 	return r.specs[pod]
 }
 
+// startWithPodNetwork starts an agent with a fake pod network, whose
+// runtime records the containers' specs; mutate changes its config,
+// which is returned for a restart.
+func startWithPodNetwork(t *testing.T, mutate func(*agent.Config)) (*env, *fakeNet, *netnsRuntime, agent.Config) {
+	e := newEnv(t)
+	net := &fakeNet{nets: map[string]podnet.Network{}, ports: map[string][]podnet.PortMapping{}, setups: map[string]int{}}
+	rt := &netnsRuntime{Runtime: e.rt, specs: map[string]runtime.ContainerSpec{}}
+	cfg := e.config(rt)
+	cfg.PodNetwork = net
+	cfg.JoinToken = e.joinString()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e.start(cfg)
+	return e, net, rt, cfg
+}
+
 // With a pod network (SPEC NET-1) a pod that is not hostNetwork is set up
 // in a network of its own before its containers, which join it, named
 // after the pod; its status carries its own address; hostPorts go to the
@@ -121,13 +139,7 @@ func (r *netnsRuntime) spec(pod string) runtime.ContainerSpec {
 // again; a deleted pod's network is torn down; an agent restarted finds
 // its pods' networks and keeps their addresses.
 func TestPodNetworkOfItsOwn(t *testing.T) {
-	e := newEnv(t)
-	net := &fakeNet{nets: map[string]podnet.Network{}, ports: map[string][]podnet.PortMapping{}, setups: map[string]int{}}
-	rt := &netnsRuntime{Runtime: e.rt, specs: map[string]runtime.ContainerSpec{}}
-	cfg := e.config(rt)
-	cfg.PodNetwork = net
-	cfg.JoinToken = e.joinString()
-	e.start(cfg)
+	e, net, rt, cfg := startWithPodNetwork(t, nil)
 
 	e.createPod("own", func(p *api.Pod) {
 		p.Spec.Containers[0].Ports = []api.ContainerPort{{ContainerPort: 8080, HostPort: 31080}}

@@ -388,7 +388,15 @@ func (a *Agent) removeOrphans(ctx context.Context) {
 			}
 		}
 	}
+	fileOrphans := a.podFileOrphans(func(uid string) bool {
+		_, desired := a.pods.desired[uid]
+		_, busy := a.pods.workers[uid]
+		return desired || busy || a.pods.finishing[uid] != nil
+	})
 	a.pods.mu.Unlock()
+	for _, uid := range fileOrphans {
+		a.removePodFiles(uid)
+	}
 	for _, uid := range netOrphans {
 		// A pod deleted while this agent was away: only its UID is
 		// known, which is what the plugins' cached ADD is found by.

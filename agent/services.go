@@ -2,9 +2,13 @@ package agent
 
 import (
 	"context"
+	"maps"
 	"net/netip"
+	"slices"
+	"sync"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/clusterdns"
 	"github.com/outpost-edge/outpost/agent/serviceproxy"
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -18,20 +22,26 @@ var (
 // changed: rules someone removed come back within it.
 const proxyResync = time.Minute
 
-// proxyServices keeps this node's service proxy rules (SPEC NET-3) from
-// watches of the Services and EndpointSlices until ctx ends. The rules
-// stay when the agent stops, so Services keep working through an agent
-// restart, as they do through kube-proxy's.
-func (a *Agent) proxyServices(ctx context.Context) {
+// dnsResync is how often the resolver's records are built again when
+// nothing changed (cheap: no system call).
+const dnsResync = time.Minute
+
+// followServices keeps what this node makes of the cluster's Services
+// from one watch each of Services and EndpointSlices, until ctx ends:
+// the service proxy's rules (SPEC NET-3) and the resolver's records (SPEC
+// NET-4), each on its own loop so that a slow nft run never holds back
+// an answer. The rules stay when the agent stops, so Services keep
+// working through an agent restart, as they do through kube-proxy's.
+func (a *Agent) followServices(ctx context.Context) {
 	var svcs, eps watchedSet
-	rep := &syncReport{a: a, what: "service proxy rules", reason: "ServiceProxyFailed"}
-	wake, run := resync(ctx, proxyResync, func() {
+	// view is the Services and slices by namespace/name; false until
+	// both are listed, since a partial view would drop Services that
+	// work.
+	view := func() (map[string]*api.Service, map[string]*api.EndpointSlice, bool) {
 		svcObjs, svcsListed := svcs.snapshot()
 		epObjs, epsListed := eps.snapshot()
-		// Until both are listed, a partial view would drop Services
-		// that work.
 		if !svcsListed || !epsListed {
-			return
+			return nil, nil, false
 		}
 		byKey := map[string]*api.Service{}
 		for _, o := range svcObjs {
@@ -39,18 +49,48 @@ func (a *Agent) proxyServices(ctx context.Context) {
 				byKey[s.Namespace+"/"+s.Name] = s
 			}
 		}
-		slices := map[string]*api.EndpointSlice{}
+		slicesByKey := map[string]*api.EndpointSlice{}
 		for _, o := range epObjs {
 			if es, ok := o.(*api.EndpointSlice); ok {
-				slices[es.Namespace+"/"+es.Name] = es
+				slicesByKey[es.Namespace+"/"+es.Name] = es
 			}
 		}
-		model := proxyModel(byKey, slices)
-		rep.result(serviceproxy.Apply(ctx, model), "services", len(model))
-	})
-	go svcs.follow(ctx, a.cl, servicesResource, nil, wake)
-	go eps.follow(ctx, a.cl, endpointSlicesResource, nil, wake)
-	run()
+		return byKey, slicesByKey, true
+	}
+	var wakes, runs []func()
+	if a.cfg.ServiceProxy {
+		rep := &syncReport{a: a, what: "service proxy rules", reason: "ServiceProxyFailed"}
+		// The proxy sends nft only what changed since it last wrote,
+		// and the whole table now and then.
+		proxy := &serviceproxy.Proxy{}
+		wake, run := resync(ctx, proxyResync, func() {
+			if s, es, ok := view(); ok {
+				model := proxyModel(s, es)
+				rep.result(proxy.Sync(ctx, model), "services", len(model))
+			}
+		})
+		wakes, runs = append(wakes, wake), append(runs, run)
+	}
+	if a.dns != nil {
+		wake, run := resync(ctx, dnsResync, func() {
+			if s, es, ok := view(); ok {
+				a.dns.SetRecords(clusterdns.Build(a.cfg.ClusterDomain, slices.Collect(maps.Values(s)), slices.Collect(maps.Values(es))))
+			}
+		})
+		wakes, runs = append(wakes, wake), append(runs, run)
+	}
+	wakeAll := func() {
+		for _, w := range wakes {
+			w()
+		}
+	}
+	go svcs.follow(ctx, a.cl, servicesResource, nil, wakeAll)
+	go eps.follow(ctx, a.cl, endpointSlicesResource, nil, wakeAll)
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(run)
+	}
+	wg.Wait()
 }
 
 // proxyModel is what the proxy is to do for svcs, with the endpoints of

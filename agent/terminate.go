@@ -42,6 +42,7 @@ func (a *Agent) finishDelete(ctx context.Context, p *api.Pod) {
 			a.stopContainers(ctx, p, grace)
 		}
 		a.releasePodNetwork(ctx, p)
+		a.removePodFiles(uid)
 		a.deleteStopped(ctx, p)
 	})
 }

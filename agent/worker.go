@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -338,6 +339,13 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 		}
 		spec.NetNS, spec.Hostname = w.net.NetNS, podHostname(w.pod)
 	}
+	var podIP netip.Addr
+	if w.net != nil && len(w.net.IPs) > 0 {
+		podIP = w.net.IPs[0]
+	}
+	if spec.ResolvConf, spec.HostsFile, err = w.a.podFiles(w.pod, podIP); err != nil {
+		return fail(reasonCreateError, err.Error())
+	}
 	// Keep one finished attempt (for lastState and logs --previous);
 	// older ones go.
 	if r.prev != nil {
@@ -407,6 +415,7 @@ func hostPortBusy(c *api.Container, ownNet bool) (int32, string, bool) {
 func (w *worker) terminate(ctx context.Context, grace time.Duration) {
 	w.a.stopContainers(ctx, w.pod, grace)
 	w.releaseNetwork(ctx)
+	w.a.removePodFiles(w.uid)
 }
 
 // podGrace is the grace period the pod's own spec asks for.

@@ -113,6 +113,10 @@ type ContainerSpec struct {
 	// the container's host name there (the pod's name); empty: the
 	// host's.
 	NetNS, Hostname string
+	// ResolvConf and HostsFile are files of the node mounted at the
+	// container's /etc/resolv.conf and /etc/hosts (SPEC NET-4); empty:
+	// the node's own.
+	ResolvConf, HostsFile string
 	// Labels must hold the Label* keys above; more are kept as given.
 	Labels map[string]string
 }

@@ -7,7 +7,7 @@
 // its dnsPolicy.
 //
 // Every agent answers on one address the control plane reserves out of
-// the service CIDR (10.43.0.10 by default), put on a dummy link of the
-// node: a pod asks its own node, so a lookup needs no other host and
+// the service CIDR (10.43.0.10 by default), put on the node's loopback
+// link: a pod asks its own node, so a lookup needs no other host and
 // keeps working while the node is cut off from the rest of the cluster.
 package clusterdns

@@ -8,30 +8,22 @@ import (
 	"strings"
 )
 
-// Link is the dummy link the resolver's address is put on: traffic to it
-// from the node's pods (and the node itself) is delivered locally, on
-// every node alike, with no rule of the service proxy in the way.
-const Link = "outpost-dns"
+// Label marks the resolver's address on the node's loopback link.
+const Label = "lo:outpost-dns"
 
-// EnsureAddress puts addr on Link, making the link if it is missing. The
-// link stays when the agent stops, as the proxy's rules do.
+// EnsureAddress puts addr on the loopback link: traffic to it from the
+// node's pods (and the node itself) is delivered locally, on every node
+// alike, with no rule of the service proxy in the way and no kernel
+// module needed (a dummy link needs one a network namespace cannot
+// load). The address stays when the agent stops, as the proxy's rules
+// do.
 func EnsureAddress(ctx context.Context, addr netip.Addr) error {
-	if err := exec.CommandContext(ctx, "ip", "link", "show", Link).Run(); err != nil {
-		if err := run(ctx, "ip", "link", "add", Link, "type", "dummy"); err != nil {
-			return err
-		}
-	}
-	bits := 32
+	bits, label := 32, []string{"label", Label}
 	if addr.Is6() {
-		bits = 128
+		// IPv6 addresses take no label.
+		bits, label = 128, nil
 	}
-	if err := run(ctx, "ip", "addr", "replace", fmt.Sprintf("%s/%d", addr, bits), "dev", Link); err != nil {
-		return err
-	}
-	return run(ctx, "ip", "link", "set", Link, "up")
-}
-
-func run(ctx context.Context, args ...string) error {
+	args := append([]string{"ip", "addr", "replace", fmt.Sprintf("%s/%d", addr, bits), "dev", "lo"}, label...)
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("clusterdns: %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))

@@ -54,6 +54,7 @@ func newAgentCommand() *cobra.Command {
 		reserved   string
 		osf        osUpdateFlags
 		pnf        podNetworkFlags
+		dnsf       clusterDNSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent --server URL --token JOIN-STRING",
@@ -114,6 +115,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 				return err
 			}
 			defer stop()
+			dnsf.apply(&cfg)
 			if err := pnf.apply(&cfg, log); err != nil {
 				return err
 			}
@@ -122,6 +124,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	}
 	f := cmd.Flags()
 	pnf.register(f)
+	dnsf.register(f)
 	f.StringVar(&cfg.Server, "server", "", "API URL of a server to join through (https://host:6443; first start only: the credential then lists every server, and the agent fails over between them)")
 	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_JOIN"), "join string (or OUTPOST_JOIN); needed on the first start only")
 	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")

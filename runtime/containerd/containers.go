@@ -138,8 +138,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 		oci.WithImageConfig(img),
 		oci.WithProcessArgs(processArgs(icfg.Config.Entrypoint, icfg.Config.Cmd, spec.Command, spec.Args)...),
 		network,
-		oci.WithHostHostsFile,
-		oci.WithHostResolvconf,
+		etcFile("/etc/hosts", spec.HostsFile),
+		etcFile("/etc/resolv.conf", spec.ResolvConf),
 		oci.WithHostname(hostname),
 		// The container's own cgroup, read-only: runtimes such as Go's
 		// (GOMAXPROCS) and Java size themselves from its limits.
@@ -601,4 +601,15 @@ func parseTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// etcFile mounts file of the node at dest in the container (writable,
+// as the kubelet's: the pod's own), or the node's own dest, read-only,
+// when file is empty.
+func etcFile(dest, file string) oci.SpecOpts {
+	mode := "rw"
+	if file == "" {
+		file, mode = dest, "ro"
+	}
+	return oci.WithMounts([]specs.Mount{{Destination: dest, Type: "bind", Source: file, Options: []string{"rbind", "rprivate", mode}}})
 }

@@ -35,13 +35,13 @@ spec:
   - {name: web, image: ` + demoImage + `, imagePullPolicy: Never, args: ["serve", "-port", "8080"], ports: [{containerPort: 8080}]}
 `
 
-// Issue 14, "How it is checked", bullets 1 and 6, with the real CNI
+// Issue 14, "How it is checked", bullets 1, 4 and 6, with the real CNI
 // plugins and containerd (SPEC NET-1, NET-2): two pods on one node bind
 // one port, each in a network namespace of its own with an address of
 // the node's pod CIDR, reachable at it (through a route to the node, as
 // host-gw routes); an agent killed and started again keeps the pods, their
 // addresses and their reachability; a pod deleted gives its namespace
-// back.
+// back; a pod reaches a Service by its name through the node's resolver.
 func TestPodNetworkRealCNI(t *testing.T) {
 	requireReal(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
@@ -114,6 +114,34 @@ func TestPodNetworkRealCNI(t *testing.T) {
 		}
 	}
 	reach("")
+
+	// SPEC NET-4: a pod finds a Service by its short name (the search
+	// path of its resolv.conf, ClusterFirst) through the node's resolver,
+	// and reaches it.
+	c.apply(ctx, "by-name", `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: by-name}
+spec:
+  nodeName: edge-1
+  restartPolicy: OnFailure
+  containers:
+  - {name: get, image: `+demoImage+`, imagePullPolicy: Never, args: ["get", "http://web/"]}
+`)
+	waitFor(t, 2*time.Minute, "a pod reaching the Service web by its name", func() (bool, string) {
+		p, err := c.pod(ctx, "by-name")
+		if err != nil {
+			return false, err.Error()
+		}
+		out, _, _ := c.cli(ctx, "logs", "by-name")
+		return p.Status.Phase == "Succeeded" && strings.Contains(out, "on web-"), p.Status.Phase + ": " + out
+	})
 
 	// An agent killed and started again adopts the pods and their
 	// networks.

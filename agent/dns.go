@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/outpost-edge/outpost/agent/clusterdns"
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+// Where pods' DNS questions go (Config.ClusterDNS; empty is none, so
+// that an agent run by a test never takes a port or a link for DNS
+// unless asked).
+const (
+	ClusterDNSAuto = "auto"
+	ClusterDNSNone = "none"
+)
+
+// dnsRetry is how long the resolver waits before it tries again to
+// learn its address or to listen on it.
+const dnsRetry = 10 * time.Second
+
+// clusterDNSFile keeps the address the control plane gave the resolver,
+// so that an agent restarted while cut off still points pods at it.
+const clusterDNSFile = "cluster-dns"
+
+// runsResolver reports whether this agent answers the cluster's names
+// itself: pods have networks of their own here and no other resolver
+// was named.
+func (a *Agent) runsResolver() bool {
+	return a.cfg.PodNetwork != nil && a.cfg.ClusterDNS == ClusterDNSAuto
+}
+
+// clusterDNS is the address ClusterFirst pods are given; invalid while
+// none is known (they then get the node's resolv.conf).
+func (a *Agent) clusterDNS() netip.Addr {
+	switch a.cfg.ClusterDNS {
+	case ClusterDNSNone, "":
+		return netip.Addr{}
+	case ClusterDNSAuto:
+		if p := a.dnsAddr.Load(); p != nil {
+			return *p
+		}
+		if !a.runsResolver() {
+			return netip.Addr{}
+		}
+		data, err := os.ReadFile(filepath.Join(a.cfg.DataDir, clusterDNSFile))
+		if err != nil {
+			return netip.Addr{}
+		}
+		addr, _ := netip.ParseAddr(strings.TrimSpace(string(data)))
+		return addr
+	}
+	addr, _ := netip.ParseAddr(a.cfg.ClusterDNS)
+	return addr
+}
+
+// learnClusterDNS records the resolver's address as node says it.
+func (a *Agent) learnClusterDNS(node *api.Node) {
+	if !a.runsResolver() {
+		return
+	}
+	addr, err := netip.ParseAddr(node.Annotations[api.AnnotationClusterDNS])
+	if err != nil {
+		return
+	}
+	if old := a.dnsAddr.Swap(&addr); old == nil || *old != addr {
+		if err := os.WriteFile(filepath.Join(a.cfg.DataDir, clusterDNSFile), []byte(addr.String()+"\n"), 0o600); err != nil {
+			a.log.Warn("keep the cluster DNS address", "err", err)
+		}
+	}
+}
+
+// serveDNS answers the cluster's names for this node's pods (SPEC NET-4)
+// until ctx ends: it learns the address from the node's object, puts it
+// on the node, and listens there, trying again while any of that fails.
+func (a *Agent) serveDNS(ctx context.Context) {
+	rep := &syncReport{a: a, what: "cluster DNS resolver", reason: "ClusterDNSFailed"}
+	// The first tries come fast: at start the node may not be
+	// registered yet, and its pods wait for their names.
+	wait := time.Second
+	for ctx.Err() == nil {
+		err := a.serveDNSOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		rep.result(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, dnsRetry)
+	}
+}
+
+func (a *Agent) serveDNSOnce(ctx context.Context) error {
+	if p := a.dnsAddr.Load(); p == nil {
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		obj, err := a.cl.Get(rctx, nodesResource, "", a.cfg.NodeName, client.GetOptions{})
+		cancel()
+		if err != nil {
+			if addr := a.clusterDNS(); addr.IsValid() {
+				// Cut off: the address given before serves.
+				a.dnsAddr.Store(&addr)
+			} else {
+				return fmt.Errorf("read node %s for the cluster DNS address: %w", a.cfg.NodeName, err)
+			}
+		} else if node, ok := obj.(*api.Node); ok {
+			a.learnClusterDNS(node)
+		}
+	}
+	p := a.dnsAddr.Load()
+	if p == nil {
+		return fmt.Errorf("node %s has no %s annotation: a control plane too old to give one", a.cfg.NodeName, api.AnnotationClusterDNS)
+	}
+	if err := clusterdns.EnsureAddress(ctx, *p); err != nil {
+		return err
+	}
+	a.log.Info("cluster DNS resolver listening", "address", p.String(), "domain", a.cfg.ClusterDomain)
+	return a.dns.Serve(ctx, net.JoinHostPort(p.String(), "53"))
+}
+
+// dnsUpstreams are the node's resolvers, which the cluster resolver
+// forwards other names to (never itself).
+func dnsUpstreams(resolvConf string, self netip.Addr) []string {
+	rc, _ := clusterdns.ParseResolvConf(resolvConf)
+	var out []string
+	for _, ns := range rc.Nameservers {
+		if ip, err := netip.ParseAddr(ns); err == nil && ip != self {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// podFiles writes pod's resolv.conf (by its dnsPolicy) and, when it has
+// a network of its own, its hosts file (its name at its address), and is
+// their paths.
+func (a *Agent) podFiles(pod *api.Pod, ip netip.Addr) (resolvConf, hosts string, err error) {
+	dir := a.podDir(string(pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("pod files: %w", err)
+	}
+	host, err := clusterdns.ParseResolvConf(a.cfg.ResolvConf)
+	if err != nil {
+		return "", "", err
+	}
+	d := clusterdns.PodDNS{Host: host, ClusterDNS: a.clusterDNS(), Domain: a.cfg.ClusterDomain}
+	resolvConf = filepath.Join(dir, "resolv.conf")
+	if err := writeFileAtomic(resolvConf, d.For(pod).Bytes()); err != nil {
+		return "", "", err
+	}
+	if !ip.IsValid() {
+		return resolvConf, "", nil
+	}
+	hosts = filepath.Join(dir, "hosts")
+	var b strings.Builder
+	b.WriteString("# Kubernetes-managed hosts file (outpost).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	fmt.Fprintf(&b, "%s\t%s\n", ip, podHostname(pod))
+	if err := writeFileAtomic(hosts, []byte(b.String())); err != nil {
+		return "", "", err
+	}
+	return resolvConf, hosts, nil
+}
+
+// podDir holds the files the agent makes for pod uid.
+func (a *Agent) podDir(uid string) string {
+	return filepath.Join(a.cfg.DataDir, "pods", uid)
+}
+
+// removePodFiles removes what podFiles wrote for uid.
+func (a *Agent) removePodFiles(uid string) {
+	if uid == "" {
+		return
+	}
+	if err := os.RemoveAll(a.podDir(uid)); err != nil {
+		a.log.Warn("remove a pod's files", "uid", uid, "err", err)
+	}
+}
+
+// podFileOrphans are the pods with files here that are not in keep.
+func (a *Agent) podFileOrphans(keep func(uid string) bool) []string {
+	ents, _ := os.ReadDir(filepath.Join(a.cfg.DataDir, "pods"))
+	var out []string
+	for _, e := range ents {
+		if !keep(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// writeFileAtomic replaces path with data: a container starting beside
+// it never mounts half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
