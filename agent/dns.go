@@ -91,7 +91,11 @@ func (a *Agent) serveDNS(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		rep.result(err)
+		// A node not yet registered is not a failure to report: the
+		// agent registers it at start, and the next try finds it.
+		if !api.IsNotFound(err) {
+			rep.result(err)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):

@@ -8,6 +8,9 @@ BIN=${BIN:-bin/outpost}
 DATA=${DATA:-$HOME/.local/share/outpost}
 IMAGE=${IMAGE:-bin/demo-image.tar}
 
+# As root with the CNI plugins, iptables and nft (make run installs them)
+# the agent gives pods networks of their own, Services cluster IPs and
+# DNS names (--pod-network auto; SPEC NET-1..4).
 "$BIN" dev --data-dir "$DATA" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
@@ -48,6 +51,8 @@ The admin config is in ~/.config/outpost/config. In another shell:
   $BIN get nodes
   $BIN get pods -o wide
   $BIN logs -f \$($BIN get pods -l app=ticker -o name | head -1)
+  $BIN logs -f \$($BIN get pods -l app=caller -o name | head -1)   # Service hello, by name
+  $BIN get services,endpointslices
   $BIN exec \$($BIN get pods -l app=hello-node -o name | head -1) -- /demo
   curl http://127.0.0.1:8088/
   $BIN scale deployment/ticker --replicas 4

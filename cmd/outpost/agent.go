@@ -68,7 +68,10 @@ The agent registers a Node named after the host, reports its capacity and
 conditions (memory, disk and PID pressure, network, runtime), joins the gossip
 pool so a silent node is noticed within seconds, and runs the pods bound to it
 through containerd: its own, started from the installed containerd binary, or
-the one at --containerd-socket. Pods share the host's network.
+the one at --containerd-socket. Each pod that is not hostNetwork gets a network
+of its own through CNI, with Services' cluster IPs and node ports (nftables)
+and the cluster's DNS answered by the agent, where the CNI plugins, iptables
+and nft are installed (--pod-network auto; host otherwise).
 
 The pods it must run are kept in a state file: with the control plane away they
 keep running, and an agent restarted meanwhile brings them back.
@@ -124,7 +127,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	}
 	f := cmd.Flags()
 	pnf.register(f)
-	dnsf.register(f)
+	dnsf.register(f, true)
 	f.StringVar(&cfg.Server, "server", "", "API URL of a server to join through (https://host:6443; first start only: the credential then lists every server, and the agent fails over between them)")
 	f.StringVar(&cfg.JoinToken, "token", os.Getenv("OUTPOST_JOIN"), "join string (or OUTPOST_JOIN); needed on the first start only")
 	f.StringVar(&cfg.CAFile, "ca-cert", "", "the cluster CA's PEM file, when --token is a bare id.secret")

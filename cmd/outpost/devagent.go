@@ -22,16 +22,21 @@ import (
 type devAgentOptions struct {
 	listen     string
 	gossipPort int
+	// net and dns are the agent's own flags of pods' networks and DNS.
+	net podNetworkFlags
+	dns clusterDNSFlags
 }
 
 func (o *devAgentOptions) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.listen, "agent-listen", "127.0.0.1:10250", "address of the dev agent's endpoint (logs, exec, image import)")
 	cmd.Flags().IntVar(&o.gossipPort, "agent-gossip-port", 6446, "port of the dev agent's gossip member on 127.0.0.1")
+	o.net.register(cmd.Flags())
+	o.dns.register(cmd.Flags(), false)
 }
 
 // config is the dev agent's configuration.
-func (o *devAgentOptions) config(serverURL, dataDir, socket string, log *slog.Logger) agent.Config {
-	return agent.Config{
+func (o *devAgentOptions) config(serverURL, dataDir, socket string, log *slog.Logger) (agent.Config, error) {
+	cfg := agent.Config{
 		Server:           serverURL,
 		DataDir:          filepath.Join(dataDir, "agent"),
 		Address:          "127.0.0.1",
@@ -42,6 +47,11 @@ func (o *devAgentOptions) config(serverURL, dataDir, socket string, log *slog.Lo
 		Logger:           log,
 		Ready:            agent.NotifyReady(log),
 	}
+	o.dns.apply(&cfg)
+	if err := o.net.apply(&cfg, log); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 // runDevAgent runs `outpost dev`'s agent for this host. It joins through
@@ -52,7 +62,11 @@ func runDevAgent(ctx context.Context, s *server.Server, o *devAgentOptions, data
 	if err := s.WaitReady(ctx); err != nil {
 		return
 	}
-	cfg := o.config(s.URL(), dataDir, socket, log)
+	cfg, err := o.config(s.URL(), dataDir, socket, log)
+	if err != nil {
+		log.Error("the dev agent cannot start; the control plane runs on without a node", "err", err)
+		return
+	}
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "credential.json")); err != nil {
 		join, err := devJoinString(ctx, s)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ type podNetworkFlags struct {
 }
 
 func (p *podNetworkFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&p.mode, "pod-network", "host", "host: every pod shares the host's network (today's default); cni: each pod that is not hostNetwork gets a network namespace of its own, wired by the CNI plugins of --cni-conf-dir")
+	f.StringVar(&p.mode, "pod-network", "auto", "cni: each pod that is not hostNetwork gets a network namespace of its own, wired by the CNI plugins of --cni-conf-dir, with the service proxy and the cluster's DNS; host: every pod shares the host's network; auto: cni when the CNI plugins (Debian's containernetworking-plugins), iptables and nft are installed, host (said in the log) when not")
 	f.StringVar(&p.confDir, "cni-conf-dir", podnet.DefaultConfDir, "the CNI network configuration: the first file by name is the pods' network; without one the agent writes "+podnet.DefaultConfName+", a bridge over the node's pod CIDR")
 	f.StringVar(&p.binDirs, "cni-bin-dir", strings.Join(podnet.DefaultBinDirs, ","), "where the CNI plugins are, comma-separated (Debian's containernetworking-plugins install to /usr/lib/cni)")
 	f.StringVar(&p.stateDir, "cni-netns-dir", podnet.DefaultStateDir, "where pods' network namespaces are bound (a tmpfs: they end with the boot)")
@@ -28,6 +29,13 @@ func (p *podNetworkFlags) register(f *pflag.FlagSet) {
 }
 
 func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
+	if p.mode == "auto" {
+		p.mode = "cni"
+		if missing := p.cniMissing(); missing != "" {
+			log.Warn("pods share the host's network (--pod-network auto; --pod-network host says it is meant)", "missing", missing)
+			p.mode = "host"
+		}
+	}
 	switch p.proxy {
 	case "nftables":
 		cfg.ServiceProxy = true
@@ -50,7 +58,7 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 		return nil
 	case "cni":
 	default:
-		return fmt.Errorf("--pod-network %q: want host or cni", p.mode)
+		return fmt.Errorf("--pod-network %q: want auto, cni or host", p.mode)
 	}
 	m, err := podnet.New(podnet.Config{
 		ConfDir: p.confDir, BinDirs: strings.Split(p.binDirs, ","), StateDir: p.stateDir,
@@ -72,4 +80,27 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 	}
 	cfg.PodNetwork, cfg.PodRoutes = m, p.routes
 	return nil
+}
+
+// cniMissing says what a node lacks for pods' own networks (the bridge
+// and host-local plugins, iptables, nft), or "" when it has it all.
+func (p *podNetworkFlags) cniMissing() string {
+	var missing []string
+	for _, plugin := range []string{"bridge", "host-local"} {
+		found := false
+		for _, d := range strings.Split(p.binDirs, ",") {
+			if _, err := os.Stat(filepath.Join(d, plugin)); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			missing = append(missing, "the CNI plugin "+plugin+" is not in "+p.binDirs+" (Debian's containernetworking-plugins)")
+		}
+	}
+	for _, tool := range []string{"iptables", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool+" is not installed")
+		}
+	}
+	return strings.Join(missing, "; ")
 }

@@ -266,6 +266,13 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 			if err := nets.apply(&cfg); err != nil {
 				return err
 			}
+			if !noAgent {
+				// The agent's flags are checked before anything
+				// starts: a typo is said at once, not in a log line.
+				if _, err := devAgent.config("", cfg.DataDir, containerdSocket, log); err != nil {
+					return err
+				}
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			s, err := server.Start(cmd.Context(), cfg)

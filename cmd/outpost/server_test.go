@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/server"
 	"github.com/spf13/cobra"
@@ -142,15 +143,41 @@ func TestDevAgentPorts(t *testing.T) {
 		var o devAgentOptions
 		cmd := &cobra.Command{Use: "dev"}
 		o.add(cmd)
-		if err := cmd.ParseFlags(tt.args); err != nil {
+		if err := cmd.ParseFlags(append(tt.args, "--pod-network", "host")); err != nil {
 			t.Fatal(err)
 		}
-		cfg := o.config("https://127.0.0.1:6443", "/data", "", slog.New(slog.DiscardHandler))
+		cfg, err := o.config("https://127.0.0.1:6443", "/data", "", slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if cfg.EndpointAddr != tt.listen || cfg.GossipPort != tt.gossip || cfg.DataDir != "/data/agent" {
 			t.Errorf("%v: endpoint %s gossip %d data %s, want %s %d /data/agent", tt.args, cfg.EndpointAddr, cfg.GossipPort, cfg.DataDir, tt.listen, tt.gossip)
 		}
 	}
 	if f := newDevCommand().Flags().Lookup("agent-listen"); f == nil {
 		t.Error("outpost dev has no --agent-listen")
+	}
+}
+
+// --pod-network auto (the default, SPEC NET-1) gives pods networks of
+// their own only where the CNI plugins are: a node without them runs
+// pods in its own network, without the service proxy, and says why.
+func TestPodNetworkAuto(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	p := podNetworkFlags{mode: "auto", binDirs: t.TempDir()}
+	cfg := agent.Config{DataDir: t.TempDir()}
+	if err := p.apply(&cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PodNetwork != nil || cfg.ServiceProxy {
+		t.Errorf("without plugins: pod network %v, service proxy %v; want the host's network", cfg.PodNetwork, cfg.ServiceProxy)
+	}
+	if !strings.Contains(logs.String(), "the CNI plugin bridge is not in") {
+		t.Errorf("the fallback is not said: %s", logs.String())
+	}
+	p = podNetworkFlags{mode: "bridged"}
+	if err := p.apply(&cfg, log); err == nil || !strings.Contains(err.Error(), "want auto, cni or host") {
+		t.Errorf("a bad --pod-network: %v", err)
 	}
 }

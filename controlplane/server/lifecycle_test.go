@@ -45,7 +45,7 @@ func TestFollowerForwardsWrites(t *testing.T) {
 	}
 
 	// A create through the follower lands on the leader, warnings and all.
-	hello := `{"metadata":{"name":"fwd"},"spec":{"dnsPolicy":"ClusterFirst","containers":[{"name":"a","image":"b"}]}}`
+	hello := `{"metadata":{"name":"fwd"},"spec":{"hostIPC":false,"containers":[{"name":"a","image":"b"}]}}`
 	r := fc.must(http.StatusCreated, "POST", "/api/v1/namespaces/default/pods", hello)
 	if len(r.header.Values("Warning")) == 0 {
 		t.Error("the forwarded reply lost its warnings")

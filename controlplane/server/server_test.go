@@ -142,7 +142,7 @@ func TestStrictDecodingOverHTTP(t *testing.T) {
 	// A manifest written for Kubernetes, with fields outpost does not act
 	// on, is accepted; the reply warns about each.
 	hello := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"hello","labels":{"app":"hello"}},
-	  "spec":{"dnsPolicy":"ClusterFirst","serviceAccountName":"default",
+	  "spec":{"hostIPC":false,"serviceAccountName":"default",
 	    "containers":[{"name":"hello","image":"docker.io/library/busybox:1.36","command":["sh","-c","echo hi; sleep 3600"],
 	      "securityContext":{"allowPrivilegeEscalation":false},"terminationMessagePath":"/dev/termination-log"}]}}`
 	r = c.do("POST", "/api/v1/namespaces/default/pods", hello)
@@ -154,7 +154,7 @@ func TestStrictDecodingOverHTTP(t *testing.T) {
 		t.Fatalf("want a warning per Kubernetes-only field, got %q", warns)
 	}
 	all := strings.Join(warns, "\n")
-	for _, f := range []string{"spec.dnsPolicy", "spec.serviceAccountName", "spec.containers[0].securityContext", "spec.containers[0].terminationMessagePath"} {
+	for _, f := range []string{"spec.hostIPC", "spec.serviceAccountName", "spec.containers[0].securityContext", "spec.containers[0].terminationMessagePath"} {
 		if !strings.Contains(all, f) {
 			t.Errorf("no warning names %s: %q", f, warns)
 		}

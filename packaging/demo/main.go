@@ -1,13 +1,14 @@
 // Command demo is the workload of `make run`'s demo: a static binary the
 // repository builds and packs into an image itself, since there is no
 // registry to pull from. "tick" logs a line every few seconds (the
-// deployment), "serve" answers HTTP with the node's name (the daemon set;
-// pods share the host's network, so its port is a host port), and "echo"
+// deployment), "serve" answers HTTP with its host name and the caller's
+// address (the daemon set, behind a Service and a host port), and "echo"
 // prints its arguments: the image holds no shell, so this is what
 // `outpost exec` can run in it; "get URL" prints what an HTTP GET of URL
-// answers (a pod reaching another, or a Service, by address or name). "tick -on-term ignore" goes on ticking
-// after SIGTERM, as a program slow to shut down would, so that its node
-// has to kill it when the grace period ends.
+// answers (a pod reaching another, or a Service, by address or name),
+// once or, with -every, again and again (the caller). "tick -on-term
+// ignore" goes on ticking after SIGTERM, as a program slow to shut down
+// would, so that its node has to kill it when the grace period ends.
 package main
 
 import (
@@ -25,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088] | echo WORDS... | get URL")
+		fmt.Fprintln(os.Stderr, "usage: demo tick [-every 5s] | serve [-port 8088] | echo WORDS... | get [-every 5s] URL")
 		os.Exit(2)
 	}
 	stop := make(chan os.Signal, 1)
@@ -82,20 +83,40 @@ func main() {
 	case "echo":
 		fmt.Println(strings.Join(os.Args[2:], " "))
 	case "get":
-		if len(os.Args) != 3 {
-			fmt.Fprintln(os.Stderr, "usage: demo get URL")
+		fs := flag.NewFlagSet("get", flag.ExitOnError)
+		every := fs.Duration("every", 0, "ask again at this interval until stopped (0: once, exiting 1 when it fails)")
+		_ = fs.Parse(os.Args[2:])
+		if fs.NArg() != 1 {
+			fmt.Fprintln(os.Stderr, "usage: demo get [-every 5s] URL")
 			os.Exit(2)
 		}
 		cl := &http.Client{Timeout: 5 * time.Second}
-		resp, err := cl.Get(os.Args[2])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		get := func() error {
+			resp, err := cl.Get(fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			_, err = io.Copy(os.Stdout, resp.Body)
+			return err
 		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(os.Stdout, resp.Body); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		if *every <= 0 {
+			if err := get(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			return
+		}
+		t := time.NewTicker(*every)
+		for {
+			if err := get(); err != nil {
+				fmt.Println(err)
+			}
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			}
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "demo: unknown command %q\n", os.Args[1])

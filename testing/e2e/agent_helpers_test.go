@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -348,6 +349,12 @@ func newAgent(t testing.TB, name string, h *netns.Host, dir, serverURL, join str
 		"--address", h.Addr, "--listen", h.Addr + ":10250",
 		"--heartbeat", "2s",
 		"--log-level", "info",
+	}
+	if !slices.Contains(extra, "--pod-network") {
+		// Pods in the host's network unless the test asks for their
+		// own: an agent that finds the CNI plugins would otherwise
+		// write the machine's /etc/cni/net.d and /run/outpost/netns.
+		a.args = append(a.args, "--pod-network", "host")
 	}
 	a.args = append(a.args, extra...)
 	t.Cleanup(a.cleanup)

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/testing/netns"
 )
 
@@ -169,7 +171,26 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.mustCLI(ctx, "delete", "pod", "web-a")
+	// Its endpoint leaves the node's service proxy rules within a second
+	// of the delete (issue 14, "How it is checked"): the slice marks it
+	// terminating at once, and the agent changes its table in place.
+	rules := func() string {
+		out, _ := h.Command(ctx, "nft", "list", "table", "ip", "outpost-proxy").CombinedOutput()
+		return string(out)
+	}
+	aInRules := regexp.MustCompile(regexp.QuoteMeta(ips["web-a"]) + `\b`)
+	if !aInRules.MatchString(rules()) {
+		t.Fatalf("web-a's address %s is not in the proxy's rules before its delete:\n%s", ips["web-a"], rules())
+	}
+	deleted := time.Now()
+	if _, err := c.cl.Delete(ctx, api.ResourceForKind("Pod"), "default", "web-a", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Second, "web-a's endpoint gone from the node's proxy rules", func() (bool, string) {
+		r := rules()
+		return !aInRules.MatchString(r), r
+	})
+	t.Logf("web-a's endpoint left the node's rules %v after its delete", time.Since(deleted).Round(time.Millisecond))
 	waitFor(t, time.Minute, "web-a's network namespace removed", func() (bool, string) {
 		_, err := os.Stat(filepath.Join(nsDir, string(a.UID)))
 		return os.IsNotExist(err), fmt.Sprint(err)
