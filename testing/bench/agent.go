@@ -153,7 +153,7 @@ type agentEnv struct {
 // measurement that fails is reported as such and the others still run.
 func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 	r.binBytes, r.binStripped, r.binErr = binaryInfo(bin)
-	r.versions = toolVersions()
+	r.versions = toolVersions([]string{"containerd", "--version"}, []string{"runc", "--version"})
 	ctx, cancel := context.WithTimeout(ctx, agentBudget)
 	defer cancel()
 	e := &agentEnv{bin: bin}
@@ -322,7 +322,7 @@ mount --rbind /sys/fs/cgroup "$0" || exit 1
 ns=$1; shift
 exec ip netns exec "$ns" sh -c 'mount --rbind "$0" /sys/fs/cgroup || exit 1; exec "$@"' "$0" "$@"`
 	args := []string{"--mount", "sh", "-c", script, cg, e.host.Name,
-		e.bin, "agent", "--server", "https://" + e.host.Gateway + ":" + e.apiPort, "--token", join,
+		e.bin, "agent", "--pod-network", "host", "--server", "https://" + e.host.Gateway + ":" + e.apiPort, "--token", join,
 		"--data-dir", e.dataDir, "--node-name", agentNode}
 	logf, err := os.Create(filepath.Join(e.root, "agent.log"))
 	if err != nil {
@@ -1015,15 +1015,18 @@ func binaryInfo(bin string) (int64, bool, string) {
 	return fi.Size(), f.Section(".symtab") == nil, ""
 }
 
-func toolVersions() string {
+// toolVersions is the first line each command prints (a tool's
+// --version), for the report to say what was measured; a tool that is
+// missing is left out.
+func toolVersions(cmds ...[]string) string {
 	var vs []string
-	for _, c := range [][]string{{"containerd", "--version"}, {"runc", "--version"}} {
+	for _, c := range cmds {
 		out, err := exec.Command(c[0], c[1:]...).Output()
 		if err != nil {
 			continue
 		}
 		line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		vs = append(vs, line)
+		vs = append(vs, strings.Join(strings.Fields(line), " "))
 	}
 	return strings.Join(vs, "; ")
 }

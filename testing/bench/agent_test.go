@@ -46,11 +46,7 @@ func TestMedianRun(t *testing.T) {
 // A section whose setup failed says so and still reports the binary.
 func TestAgentMarkdownSetupFailed(t *testing.T) {
 	md := agentMarkdown(agentResult{setupErr: "network namespaces need root", binBytes: 30 << 20, binStripped: true}, "cmd")
-	for _, want := range []string{"## Node agent (issue 4)", "failed: network namespaces need root", "| not run |", "30.0 MiB | ≤ 60 MiB | yes"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("section lacks %q:\n%s", want, md)
-		}
-	}
+	sectionHas(t, md, "## Node agent (issue 4)", "failed: network namespaces need root", "| not run |", "30.0 MiB | ≤ 60 MiB | yes")
 }
 
 // Targets are judged as the issue sets them, and one failed measurement
@@ -65,7 +61,7 @@ func TestAgentMarkdownTargets(t *testing.T) {
 		binBytes: 61 << 20, binStripped: false,
 	}
 	md := agentMarkdown(r, "cmd")
-	for _, want := range []string{
+	sectionHas(t, md,
 		"31.0 MiB | ≤ 30 MiB | **no**",
 		"40.0 MiB | ≤ 50 MiB | yes",
 		"200 ms / 900 ms | < 300 ms / < 1 s | yes / yes",
@@ -73,16 +69,18 @@ func TestAgentMarkdownTargets(t *testing.T) {
 		"Ready=Unknown not seen within 60 s of the cut",
 		"NOT stripped",
 		"61.0 MiB | ≤ 60 MiB | **no**",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("section lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	r.detect = r.detect[:1]
 	r.idle.err = "the agent process is gone"
 	r.idle.agent = memGroup{}
 	md = agentMarkdown(r, "cmd")
-	for _, want := range []string{"4.0 s | < 10 s | yes", "failed: the agent process is gone"} {
+	sectionHas(t, md, "4.0 s | < 10 s | yes", "failed: the agent process is gone")
+}
+
+// sectionHas fails t for each of wants that the report section md lacks.
+func sectionHas(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
 		}

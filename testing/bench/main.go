@@ -52,12 +52,16 @@ func main() {
 		relB     = flag.Bool("releases", true, "run the release update measurements (issue 13; the servers' one needs root and systemd-nspawn)")
 		relO     = flag.Bool("releases-only", false, "run only the release update measurements")
 		relN     = flag.Int("release-agents", 500, "simulated agents replacing their binary in the release update measurement")
+		pnB      = flag.Bool("podnet", true, "run the pod network measurements (issue 14; the Go benchmarks need root, the CNI plugins and nft)")
+		pnO      = flag.Bool("podnet-only", false, "run only the pod network measurements")
+		pnN      = flag.Int("podnet-nodes", 100, "simulated nodes watching Services in the pod network measurement")
+		pnT      = flag.Int("podnet-trials", 50, "pods made ready and deleted in the pod network measurement")
 	)
 	flag.Parse()
 	ctx := context.Background()
 	profileDir = *profile
 	r := &report{started: time.Now(), machine: machineInfo()}
-	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO
+	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -116,6 +120,10 @@ func main() {
 			fmt.Sprintf("go run ./testing/bench -bin %s -releases-only -release-agents %d", *bin, *relN),
 			e2eBench(ctx, *bin, "BenchmarkReleaseUpdateRealSystemd", "1x", "release_bench_test.go", nil))
 	}
+	if (*pnB && others && !*only && !*agentO) || *pnO {
+		r.podnet = podnetMarkdown(runPodnetBench(ctx, *bin, *pnN, *pnT),
+			fmt.Sprintf("go run ./testing/bench -bin %s -podnet-only -podnet-nodes %d -podnet-trials %d", *bin, *pnN, *pnT), r.machine, time.Now())
+	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -152,6 +160,7 @@ type report struct {
 	machines   string
 	updates    string
 	releases   string
+	podnet     string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -470,11 +479,21 @@ func machineInfo() string {
 }
 
 func goBenchmarks() string {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "1s",
+	out, err := goTestBench("-bench", ".", "-benchmem", "-benchtime", "1s",
 		"./controlplane/api/...", "./controlplane/store/...", "./raftstore/...", "./agent/podnet/")
-	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "go test -bench failed: " + err.Error() + "\n" + string(out)
+		return err.Error()
+	}
+	return strings.Join(out, "\n")
+}
+
+// goTestBench runs `go test -run '^$'` with args (the benchmarks to run
+// and their packages) and returns go test's lines that report them: each
+// benchmark's result and the package it is in.
+func goTestBench(args ...string) ([]string, error) {
+	out, err := exec.Command("go", append([]string{"test", "-run", "^$"}, args...)...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("go test -bench failed: %w\n%s", err, out)
 	}
 	var keep []string
 	for _, l := range strings.Split(string(out), "\n") {
@@ -482,7 +501,7 @@ func goBenchmarks() string {
 			keep = append(keep, l)
 		}
 	}
-	return strings.Join(keep, "\n")
+	return keep, nil
 }
 
 // etcd's numbers on this kind of machine, from the issue that set the target.
@@ -533,6 +552,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.machines)
 	b.WriteString(r.updates)
 	b.WriteString(r.releases)
+	b.WriteString(r.podnet)
 	return b.String()
 }
 

@@ -392,17 +392,10 @@ func schedMarkdown(rs []schedResult, algo string) string {
 }
 
 func schedGoBench() string {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "3x",
+	keep, err := goTestBench("-bench", ".", "-benchmem", "-benchtime", "3x",
 		"./controlplane/scheduler/", "./controlplane/scheduler/loop/")
-	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "go test -bench failed: " + err.Error() + "\n" + string(out)
-	}
-	var keep []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "pkg:") {
-			keep = append(keep, l)
-		}
+		return err.Error()
 	}
 	slices.Sort(keep)
 	return strings.Join(keep, "\n")
