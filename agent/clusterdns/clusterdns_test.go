@@ -2,6 +2,7 @@ package clusterdns_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -265,5 +266,39 @@ func TestParseResolvConf(t *testing.T) {
 	}
 	if rc, err := clusterdns.ParseResolvConf(path + ".missing"); err != nil || len(rc.Nameservers) != 0 {
 		t.Errorf("a missing file: %+v %v", rc, err)
+	}
+}
+
+// A headless Service with more endpoints than a 512-byte UDP answer
+// holds is answered truncated (TC) over UDP, as much as fits, so that the
+// client asks again over TCP and gets them all; a client that offers a
+// bigger buffer (EDNS0) gets up to that.
+func TestLargeAnswerTruncated(t *testing.T) {
+	s := clusterdns.NewServer("cluster.local", nil, slog.New(slog.DiscardHandler))
+	svc := &api.Service{Spec: api.ServiceSpec{ClusterIP: "None"}}
+	svc.Name, svc.Namespace = "many", "shop"
+	es := &api.EndpointSlice{}
+	es.Name, es.Namespace, es.Labels = "many-abc", "shop", map[string]string{api.LabelServiceName: "many"}
+	for i := range 200 {
+		es.Endpoints = append(es.Endpoints, api.Endpoint{Addresses: []string{fmt.Sprintf("10.42.%d.%d", i/250, 1+i%250)}})
+	}
+	s.SetRecords(clusterdns.Build("cluster.local", []*api.Service{svc}, []*api.EndpointSlice{es}))
+	udp, tcp := serve(t, s)
+	const name = "many.shop.svc.cluster.local."
+	// size is m's length on the wire, as it came (compressed).
+	size := func(m *dns.Msg) int {
+		m.Compress = true
+		return m.Len()
+	}
+	m, _, err := (&dns.Client{Net: "udp"}).Exchange(new(dns.Msg).SetQuestion(name, dns.TypeA), udp)
+	if err != nil || !m.Truncated || len(m.Answer) == 0 || size(m) > dns.MinMsgSize {
+		t.Errorf("over UDP: %v; want a truncated answer within 512 bytes", err)
+	}
+	big := new(dns.Msg).SetQuestion(name, dns.TypeA).SetEdns0(1232, false)
+	if m, _, err := (&dns.Client{Net: "udp", UDPSize: 1232}).Exchange(big, udp); err != nil || !m.Truncated || size(m) > 1232 || size(m) <= dns.MinMsgSize {
+		t.Errorf("over UDP with EDNS0 1232: %v; want truncated within 1232 bytes", err)
+	}
+	if m := ask(t, tcp, "tcp", name, dns.TypeA); m.Truncated || len(m.Answer) != 200 {
+		t.Errorf("over TCP: %d answers (truncated %v), want 200", len(m.Answer), m.Truncated)
 	}
 }

@@ -110,7 +110,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	name := dns.CanonicalName(q.Name)
 	if dns.IsSubDomain(s.domain, name) || s.ownsReverse(name) {
 		if m, ok := s.answer(req, name, q.Qtype); ok {
-			s.reply(w, m)
+			s.reply(w, fit(w, req, m))
 			return
 		}
 	}
@@ -121,6 +121,23 @@ func (s *Server) reply(w dns.ResponseWriter, m *dns.Msg) {
 	if err := w.WriteMsg(m); err != nil {
 		s.log.Debug("dns: write answer", "err", err)
 	}
+}
+
+// fit is m cut to what the client takes: over UDP, 512 bytes or the
+// buffer its EDNS0 record offers, with TC set when records were left
+// out (a headless Service of many endpoints), so that it asks again over
+// TCP (RFC 1035 4.2.1, RFC 6891).
+func fit(w dns.ResponseWriter, req, m *dns.Msg) *dns.Msg {
+	size := dns.MaxMsgSize
+	if _, tcp := w.RemoteAddr().(*net.TCPAddr); !tcp {
+		size = dns.MinMsgSize
+		if opt := req.IsEdns0(); opt != nil {
+			size = max(size, int(opt.UDPSize()))
+			m.SetEdns0(uint16(size), false)
+		}
+	}
+	m.Truncate(size)
+	return m
 }
 
 // ownsReverse reports whether name is a reverse name the records hold.
