@@ -80,6 +80,8 @@ func cluster() ([]*api.Service, []*api.EndpointSlice) {
 	}
 	ext := svc("mail", "")
 	ext.Spec.Type, ext.Spec.ExternalName = api.ServiceTypeExternalName, "mail.example.com"
+	front := svc("front", "")
+	front.Spec.Type, front.Spec.ExternalName = api.ServiceTypeExternalName, "web.shop.svc.cluster.local"
 	db := &api.EndpointSlice{
 		Endpoints: []api.Endpoint{
 			{Addresses: []string{"10.42.1.5"}, Hostname: "db-0", Conditions: api.EndpointConditions{Ready: ptr(true)}},
@@ -93,6 +95,7 @@ func cluster() ([]*api.Service, []*api.EndpointSlice) {
 		svc("web", "10.43.0.20", api.ServicePort{Name: "http", Protocol: api.ProtocolTCP, Port: 80}),
 		svc("db", "None"),
 		ext,
+		front,
 	}, []*api.EndpointSlice{db}
 }
 
@@ -148,7 +151,11 @@ func TestClusterNames(t *testing.T) {
 		{"db.shop.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"A 10.42.1.5", "A 10.42.2.6"}},
 		{"db-0.db.shop.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"A 10.42.1.5"}},
 		{"_pg._tcp.db.shop.svc.cluster.local.", dns.TypeSRV, dns.RcodeSuccess, []string{"SRV 0 100 5432 10-42-2-6.db.shop.svc.cluster.local.", "SRV 0 100 5432 db-0.db.shop.svc.cluster.local."}},
-		{"mail.shop.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"CNAME mail.example.com."}},
+		// A pod's stub resolver asks once: the CNAME comes with its
+		// target's addresses, as CoreDNS answers an ExternalName.
+		{"mail.shop.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"A 192.0.2.1", "CNAME mail.example.com."}},
+		{"front.shop.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"A 10.43.0.20", "CNAME web.shop.svc.cluster.local."}},
+		{"mail.shop.svc.cluster.local.", dns.TypeCNAME, dns.RcodeSuccess, []string{"CNAME mail.example.com."}},
 		{"10-42-3-9.shop.pod.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"A 10.42.3.9"}},
 		{"20.0.43.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"PTR web.shop.svc.cluster.local."}},
 		{"nope.shop.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},

@@ -110,11 +110,51 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	name := dns.CanonicalName(q.Name)
 	if dns.IsSubDomain(s.domain, name) || s.ownsReverse(name) {
 		if m, ok := s.answer(req, name, q.Qtype); ok {
+			if q.Qtype != dns.TypeCNAME && q.Qtype != dns.TypeANY {
+				s.chase(m, network(w), q.Qtype)
+			}
 			s.reply(w, fit(w, req, m))
 			return
 		}
 	}
 	s.forward(w, req)
+}
+
+// maxChase bounds a chain of ExternalName Services naming each other.
+const maxChase = 8
+
+// chase adds to m, which may end in an ExternalName Service's CNAME,
+// the records of the type asked of its target, from the records or the
+// node's resolvers, as CoreDNS does: a pod's stub resolver (glibc, musl)
+// asks once and never asks again for the CNAME's target.
+func (s *Server) chase(m *dns.Msg, network string, qtype uint16) {
+	for range maxChase {
+		if len(m.Answer) == 0 {
+			return
+		}
+		c, ok := m.Answer[len(m.Answer)-1].(*dns.CNAME)
+		if !ok {
+			return
+		}
+		target := dns.CanonicalName(c.Target)
+		q := new(dns.Msg).SetQuestion(target, qtype)
+		var r *dns.Msg
+		if dns.IsSubDomain(s.domain, target) {
+			r, _ = s.answer(q, target, qtype)
+		} else {
+			q.SetEdns0(dns.DefaultMsgSize, false)
+			var err error
+			if r, err = s.exchange(network, q); err != nil {
+				s.log.Debug("dns: no upstream answered", "name", target, "err", err)
+				return
+			}
+		}
+		m.Answer = append(m.Answer, r.Answer...)
+		if len(r.Answer) == 0 && r.Rcode == dns.RcodeNameError {
+			// The rcode speaks of the chain's last name (RFC 6604).
+			m.Rcode = r.Rcode
+		}
+	}
 }
 
 func (s *Server) reply(w dns.ResponseWriter, m *dns.Msg) {
@@ -224,22 +264,35 @@ func (s *Server) soa() dns.RR {
 // client used (a truncated UDP answer goes back as it is; the client
 // asks again over TCP, and so does the forward).
 func (s *Server) forward(w dns.ResponseWriter, req *dns.Msg) {
-	network := "udp"
-	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
-		network = "tcp"
+	m, err := s.exchange(network(w), req)
+	if err != nil {
+		s.log.Debug("dns: no upstream answered", "name", strings.ToLower(req.Question[0].Name), "err", err)
+		m = new(dns.Msg).SetRcode(req, dns.RcodeServerFailure)
 	}
+	s.reply(w, m)
+}
+
+// exchange is the first answer of the node's resolvers to req.
+func (s *Server) exchange(network string, req *dns.Msg) (*dns.Msg, error) {
 	c := &dns.Client{Net: network, Timeout: forwardTimeout, UDPSize: dns.DefaultMsgSize}
+	if len(s.upstreams) == 0 {
+		return nil, errors.New("the node names no resolver")
+	}
 	var errs []error
 	for _, u := range s.upstreams {
 		m, _, err := c.Exchange(req, u)
 		if err == nil {
-			s.reply(w, m)
-			return
+			return m, nil
 		}
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		s.log.Debug("dns: no upstream answered", "name", strings.ToLower(req.Question[0].Name), "err", errors.Join(errs...))
+	return nil, errors.Join(errs...)
+}
+
+// network is the transport w's client asked over: "udp" or "tcp".
+func network(w dns.ResponseWriter) string {
+	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+		return "tcp"
 	}
-	s.reply(w, new(dns.Msg).SetRcode(req, dns.RcodeServerFailure))
+	return "udp"
 }
