@@ -309,3 +309,29 @@ func TestLargeAnswerTruncated(t *testing.T) {
 		t.Errorf("over TCP: %d answers (truncated %v), want 200", len(m.Answer), m.Truncated)
 	}
 }
+
+// A server that cannot serve on one of its sockets returns at once and
+// leaves nothing behind: the other socket is closed (the agent's next try
+// listens on the same address) and no serving goroutine outlives the
+// call.
+func TestServeOnFailureLeavesNothing(t *testing.T) {
+	s := clusterdns.NewServer("cluster.local", nil, slog.New(slog.DiscardHandler))
+	for range 50 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = pc.Close() // the UDP server fails before it starts
+		if err := s.ServeOn(context.Background(), pc, ln); err == nil {
+			t.Fatal("ServeOn on a closed socket: no error")
+		}
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			_ = c.Close()
+			t.Fatal("the TCP listener still accepts after ServeOn returned")
+		}
+	}
+}

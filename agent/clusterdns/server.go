@@ -60,40 +60,42 @@ func (s *Server) Serve(ctx context.Context, addr string) error {
 	return s.ServeOn(ctx, pc, ln)
 }
 
-// ServeOn answers on pc (UDP) and ln (TCP) until ctx ends, then closes
-// them.
+// ServeOn answers on pc (UDP) and ln (TCP) until ctx ends or either
+// fails, then closes them and returns once nothing of it runs.
 func (s *Server) ServeOn(ctx context.Context, pc net.PacketConn, ln net.Listener) error {
-	started := make(chan struct{}, 2)
-	notify := func() { started <- struct{}{} }
 	servers := []*dns.Server{
-		{PacketConn: pc, Handler: s, UDPSize: dns.DefaultMsgSize, NotifyStartedFunc: notify},
-		{Listener: ln, Handler: s, NotifyStartedFunc: notify},
+		{PacketConn: pc, Handler: s, UDPSize: dns.DefaultMsgSize},
+		{Listener: ln, Handler: s},
 	}
 	errc := make(chan error, len(servers))
-	for _, srv := range servers {
-		go func() { errc <- srv.ActivateAndServe() }()
+	started := make([]chan struct{}, len(servers))
+	exited := make([]chan struct{}, len(servers))
+	for i, srv := range servers {
+		started[i], exited[i] = make(chan struct{}), make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started[i]) }
+		go func() {
+			defer close(exited[i])
+			errc <- srv.ActivateAndServe()
+		}()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
 	}
 	// Shutdown of a server not yet started fails and leaves it to
-	// start: wait for both first.
-	var err error
-	for range servers {
+	// start: each is shut down once started, unless it already ended
+	// (failed before it started).
+	for i, srv := range servers {
 		select {
-		case <-started:
-		case err = <-errc:
+		case <-started[i]:
+			_ = srv.Shutdown()
+		case <-exited[i]:
 		}
-		if err != nil {
-			break
-		}
+		<-exited[i]
 	}
-	if err == nil {
-		select {
-		case <-ctx.Done():
-		case err = <-errc:
-		}
-	}
-	for _, srv := range servers {
-		_ = srv.Shutdown()
-	}
+	_ = pc.Close()
+	_ = ln.Close()
 	if err != nil {
 		return fmt.Errorf("clusterdns: serve: %w", err)
 	}
