@@ -51,18 +51,34 @@ func (a *Agent) clusterDNS() netip.Addr {
 		if !a.runsResolver() {
 			return netip.Addr{}
 		}
-		data, err := os.ReadFile(filepath.Join(a.cfg.DataDir, clusterDNSFile))
-		if err != nil {
-			return netip.Addr{}
-		}
-		addr, _ := netip.ParseAddr(strings.TrimSpace(string(data)))
+		addr, _ := a.savedClusterDNS()
 		return addr
 	}
 	addr, _ := netip.ParseAddr(a.cfg.ClusterDNS)
 	return addr
 }
 
-// learnClusterDNS records the resolver's address as node says it.
+// savedClusterDNS is the resolver's address and the pods' range kept in
+// the cluster DNS file (invalid where it has none).
+func (a *Agent) savedClusterDNS() (netip.Addr, netip.Prefix) {
+	data, err := os.ReadFile(filepath.Join(a.cfg.DataDir, clusterDNSFile))
+	if err != nil {
+		return netip.Addr{}, netip.Prefix{}
+	}
+	f := strings.Fields(string(data))
+	var addr netip.Addr
+	var pods netip.Prefix
+	if len(f) > 0 {
+		addr, _ = netip.ParseAddr(f[0])
+	}
+	if len(f) > 1 {
+		pods, _ = netip.ParsePrefix(f[1])
+	}
+	return addr, pods
+}
+
+// learnClusterDNS records the resolver's address as node says it, and
+// the cluster's pod range as the resolver's clients.
 func (a *Agent) learnClusterDNS(node *api.Node) {
 	if !a.runsResolver() {
 		return
@@ -71,10 +87,27 @@ func (a *Agent) learnClusterDNS(node *api.Node) {
 	if err != nil {
 		return
 	}
+	pods, err := netip.ParsePrefix(node.Annotations[api.AnnotationClusterCIDR])
+	if err != nil {
+		pods, _ = netip.ParsePrefix(node.Spec.PodCIDR)
+	}
+	a.setDNSClients(pods)
 	if old := a.dnsAddr.Swap(&addr); old == nil || *old != addr {
-		if err := os.WriteFile(filepath.Join(a.cfg.DataDir, clusterDNSFile), []byte(addr.String()+"\n"), 0o600); err != nil {
+		line := addr.String()
+		if pods.IsValid() {
+			line += " " + pods.String()
+		}
+		if err := writeFileAtomic(filepath.Join(a.cfg.DataDir, clusterDNSFile), []byte(line+"\n")); err != nil {
 			a.log.Warn("keep the cluster DNS address", "err", err)
 		}
+	}
+}
+
+// setDNSClients has the resolver answer pods (in the cluster's pod
+// range) and the node only: no open resolver for the node's LAN.
+func (a *Agent) setDNSClients(pods netip.Prefix) {
+	if a.dns != nil && pods.IsValid() {
+		a.dns.SetClients([]netip.Prefix{pods})
 	}
 }
 
@@ -110,8 +143,9 @@ func (a *Agent) serveDNSOnce(ctx context.Context) error {
 		obj, err := a.cl.Get(rctx, nodesResource, "", a.cfg.NodeName, client.GetOptions{})
 		cancel()
 		if err != nil {
-			if addr := a.clusterDNS(); addr.IsValid() {
+			if addr, pods := a.savedClusterDNS(); addr.IsValid() {
 				// Cut off: the address given before serves.
+				a.setDNSClients(pods)
 				a.dnsAddr.Store(&addr)
 			} else {
 				return fmt.Errorf("read node %s for the cluster DNS address: %w", a.cfg.NodeName, err)

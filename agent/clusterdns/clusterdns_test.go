@@ -335,3 +335,59 @@ func TestServeOnFailureLeavesNothing(t *testing.T) {
 		}
 	}
 }
+
+// writer is a ResponseWriter of a client at from, asking the server at
+// to over UDP; it keeps the reply.
+type writer struct {
+	dns.ResponseWriter
+	from, to netip.Addr
+	got      *dns.Msg
+}
+
+func (w *writer) RemoteAddr() net.Addr {
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(w.from, 40000))
+}
+func (w *writer) LocalAddr() net.Addr { return net.UDPAddrFromAddrPort(netip.AddrPortFrom(w.to, 53)) }
+func (w *writer) WriteMsg(m *dns.Msg) error {
+	w.got = m
+	return nil
+}
+
+// The resolver is no open one (SPEC NET-4): once told its clients (the
+// cluster's pods), a question from anywhere else, such as a host of the
+// node's LAN that routes the cluster DNS address to the node, is refused,
+// never forwarded; the node itself (its loopback, or the resolver's own
+// address, the source of a hostNetwork pod's question) is answered.
+func TestClientsOnly(t *testing.T) {
+	up, _ := serve(t, upstream{})
+	s := clusterdns.NewServer("cluster.local", []string{up}, slog.New(slog.DiscardHandler))
+	svcs, eps := cluster()
+	s.SetRecords(clusterdns.Build("cluster.local", svcs, eps))
+	self := netip.MustParseAddr("10.43.0.10")
+	ask := func(from, name string) int {
+		w := &writer{from: netip.MustParseAddr(from), to: self}
+		s.ServeDNS(w, new(dns.Msg).SetQuestion(name, dns.TypeA))
+		return w.got.Rcode
+	}
+	if rc := ask("192.0.2.50", "example.org."); rc != dns.RcodeSuccess {
+		t.Errorf("before the clients are known: %s, want answered", dns.RcodeToString[rc])
+	}
+	s.SetClients([]netip.Prefix{netip.MustParsePrefix("10.42.0.0/16")})
+	for _, tc := range []struct {
+		from, name string
+		rcode      int
+	}{
+		{"10.42.1.5", "example.org.", dns.RcodeSuccess},
+		{"10.42.1.5", "web.shop.svc.cluster.local.", dns.RcodeSuccess},
+		{"10.43.0.10", "example.org.", dns.RcodeSuccess},
+		{"127.0.0.1", "example.org.", dns.RcodeSuccess},
+		{"::ffff:10.42.1.5", "example.org.", dns.RcodeSuccess},
+		{"192.0.2.50", "example.org.", dns.RcodeRefused},
+		{"192.0.2.50", "web.shop.svc.cluster.local.", dns.RcodeRefused},
+		{"2001:db8::1", "example.org.", dns.RcodeRefused},
+	} {
+		if rc := ask(tc.from, tc.name); rc != tc.rcode {
+			t.Errorf("%s from %s: %s, want %s", tc.name, tc.from, dns.RcodeToString[rc], dns.RcodeToString[tc.rcode])
+		}
+	}
+}

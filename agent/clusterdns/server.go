@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type Server struct {
 	upstreams []string // host:port
 	log       *slog.Logger
 	records   atomic.Pointer[Records]
+	clients   atomic.Pointer[[]netip.Prefix]
 }
 
 // NewServer is a server for domain (such as "cluster.local") that
@@ -44,6 +46,43 @@ func NewServer(domain string, upstreams []string, log *slog.Logger) *Server {
 
 // SetRecords makes r what the server answers from.
 func (s *Server) SetRecords(r *Records) { s.records.Store(r) }
+
+// SetClients limits who is answered to addresses in prefixes (the
+// cluster's pods) and the node itself (loopback, and the server's own
+// address, which the node's questions come from): a question from
+// elsewhere, such as a host of the node's LAN that routes the address to
+// the node, is refused, never forwarded (no open resolver). Until it is
+// first called, everyone is answered.
+func (s *Server) SetClients(prefixes []netip.Prefix) { s.clients.Store(&prefixes) }
+
+// allowed reports whether the client of w is one to answer.
+func (s *Server) allowed(w dns.ResponseWriter) bool {
+	p := s.clients.Load()
+	if p == nil {
+		return true
+	}
+	from, to := addrOf(w.RemoteAddr()), addrOf(w.LocalAddr())
+	if from.IsLoopback() || from == to {
+		return true
+	}
+	for _, prefix := range *p {
+		if prefix.Contains(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// addrOf is a's IP address (IPv4 unmapped), invalid if it has none.
+func addrOf(a net.Addr) netip.Addr {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.AddrPort().Addr().Unmap()
+	case *net.TCPAddr:
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
 
 // Serve answers on addr (host:port), over UDP and TCP, until ctx ends.
 // It returns at once when either cannot listen.
@@ -104,6 +143,10 @@ func (s *Server) ServeOn(ctx context.Context, pc net.PacketConn, ln net.Listener
 
 // ServeDNS answers one question.
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	if !s.allowed(w) {
+		s.reply(w, new(dns.Msg).SetRcode(req, dns.RcodeRefused))
+		return
+	}
 	if len(req.Question) != 1 {
 		s.reply(w, new(dns.Msg).SetRcode(req, dns.RcodeFormatError))
 		return
