@@ -139,18 +139,23 @@ func (a *Agent) serveDNS(ctx context.Context) {
 
 func (a *Agent) serveDNSOnce(ctx context.Context) error {
 	if p := a.dnsAddr.Load(); p == nil {
+		if addr, pods := a.savedClusterDNS(); addr.IsValid() {
+			// Answer at once with what the control plane gave before:
+			// asking it first would leave pods without names for as
+			// long as it takes to answer, or to time out when cut
+			// off. The address is fixed when the cluster is made.
+			a.setDNSClients(pods)
+			a.dnsAddr.Store(&addr)
+		}
+	}
+	if p := a.dnsAddr.Load(); p == nil {
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		obj, err := a.cl.Get(rctx, nodesResource, "", a.cfg.NodeName, client.GetOptions{})
 		cancel()
 		if err != nil {
-			if addr, pods := a.savedClusterDNS(); addr.IsValid() {
-				// Cut off: the address given before serves.
-				a.setDNSClients(pods)
-				a.dnsAddr.Store(&addr)
-			} else {
-				return fmt.Errorf("read node %s for the cluster DNS address: %w", a.cfg.NodeName, err)
-			}
-		} else if node, ok := obj.(*api.Node); ok {
+			return fmt.Errorf("read node %s for the cluster DNS address: %w", a.cfg.NodeName, err)
+		}
+		if node, ok := obj.(*api.Node); ok {
 			a.learnClusterDNS(node)
 		}
 	}
