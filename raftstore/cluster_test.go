@@ -338,6 +338,13 @@ func TestMembershipAddPromoteDemoteRemoveAndJoin(t *testing.T) {
 	if _, ok := peer("s4"); ok {
 		t.Fatal("s4 still listed after Remove")
 	}
+	// s4 runs on and still takes the leader for its own: a read index it
+	// asks for is refused, not handed out (it would wait for entries no
+	// leader sends it any more, and its reads time out instead of going
+	// to another server), and it knows itself removed.
+	if idx, err := s4.node.ReadIndex(ctx); !errors.Is(err, ErrNoLeader) || !s4.node.Removed(ctx) {
+		t.Errorf("a read index on the removed s4: %d %v (removed: %v), want ErrNoLeader", idx, err, s4.node.Removed(ctx))
+	}
 	// A change naming a server that is not in the configuration must not
 	// look done: `remove-peer nosuch` once printed "removed".
 	for name, change := range map[string]func(context.Context, string) error{

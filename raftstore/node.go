@@ -518,9 +518,15 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 			lastErr = err
 		} else if li := n.Leader(); li.ID != "" {
 			var resp readIndexResponse
-			err := n.rpc.call(ctx, li.RaftAddr, rpcReadIndex, nil, &resp)
+			err := n.rpc.call(ctx, li.RaftAddr, rpcReadIndex, &readIndexRequest{ID: n.cfg.ID}, &resp)
 			if err == nil {
 				return resp.Index, nil
+			}
+			if errors.Is(err, ErrUnknownServer) {
+				// Removed: no leader will ever send this server the
+				// entries the read would wait for.
+				n.markRemoved()
+				return 0, fmt.Errorf("%w: the leader %s does not count this server as a member: %w", ErrNoLeader, li.ID, err)
 			}
 			if errors.Is(err, ErrClosed) && n.closed.Load() {
 				return 0, ErrClosed
@@ -936,9 +942,20 @@ func (n *Node) rpcHandlers() map[string]rpcHandler {
 			st := n.Status()
 			return &st, nil
 		},
-		rpcReadIndex: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		rpcReadIndex: func(ctx context.Context, body json.RawMessage) (any, error) {
 			if !n.IsLeader() {
 				return nil, n.notLeaderErr()
+			}
+			var req readIndexRequest
+			if len(body) > 0 {
+				if err := json.Unmarshal(body, &req); err != nil {
+					return nil, fmt.Errorf("read index: bad request: %w", err)
+				}
+			}
+			if req.ID != "" {
+				if _, err := n.server(req.ID); err != nil {
+					return nil, err
+				}
 			}
 			idx, err := n.leaderReadIndex(ctx)
 			if err != nil {

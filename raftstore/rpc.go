@@ -94,6 +94,13 @@ type Status struct {
 	Info    map[string]string `json:"info,omitempty"`
 }
 
+// readIndexRequest names the follower asking, so that the leader can
+// refuse one it no longer counts as a member: the removed server would
+// otherwise wait for entries it will never be sent.
+type readIndexRequest struct {
+	ID string `json:"id,omitempty"`
+}
+
 type readIndexResponse struct {
 	Index uint64 `json:"index"`
 }
