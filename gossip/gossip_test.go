@@ -315,6 +315,8 @@ func TestLogWriterLevels(t *testing.T) {
 		{"[INFO] memberlist: Marking a1 as failed\n", slog.LevelInfo, "Marking a1 as failed"},
 		{"[WARN] memberlist: Refuting a dead message\n", slog.LevelWarn, "Refuting a dead message"},
 		{"[ERR] memberlist: Failed to decrypt\n", slog.LevelError, "Failed to decrypt"},
+		// Issue 15 item 7: the ERROR every shutdown logged.
+		{"[ERR] memberlist: Failed to send gossip to 10.213.51.2:6445: write udp [::]:40311->10.213.51.2:6445: use of closed network connection\n", slog.LevelDebug, "Failed to send gossip to 10.213.51.2:6445: write udp [::]:40311->10.213.51.2:6445: use of closed network connection"},
 		{"no prefix at all\n", slog.LevelInfo, "no prefix at all"},
 	} {
 		var buf bytes.Buffer

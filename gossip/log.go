@@ -32,6 +32,11 @@ func (w logWriter) Write(b []byte) (int, error) {
 			break
 		}
 	}
+	if lvl >= slog.LevelWarn && strings.Contains(line, "use of closed network connection") {
+		// A send racing the pool's own shutdown: every stop has one,
+		// and nothing is wrong.
+		lvl = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if w.log.Enabled(ctx, lvl) {
 		w.log.Log(ctx, lvl, strings.TrimPrefix(line, "memberlist: "), "source", "memberlist")

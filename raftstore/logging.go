@@ -62,11 +62,27 @@ func slogLevel(level hclog.Level, msg string) slog.Level {
 // Log implements hclog.Logger.
 func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	lv := slogLevel(level, msg)
+	if lv == slog.LevelWarn && strings.HasPrefix(msg, "heartbeat timeout reached, starting election") && !knewLeader(args) {
+		// Every start of a server elects its first leader this way:
+		// a warning only when a leader it had went silent.
+		lv = slog.LevelInfo
+	}
 	ctx := context.Background()
 	if !h.l.Enabled(ctx, lv) {
 		return
 	}
 	h.l.Log(ctx, lv, msg, convertArgs(args)...)
+}
+
+// knewLeader reports whether raft's election message names the leader
+// that went silent (its "last-leader-id"); at a start there is none.
+func knewLeader(args []any) bool {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "last-leader-id" {
+			return fmt.Sprint(args[i+1]) != ""
+		}
+	}
+	return false
 }
 
 // convertArgs turns hclog's alternating key/values into slog arguments,

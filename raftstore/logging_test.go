@@ -22,6 +22,10 @@ func TestHCLogAdapterLevelsAndFields(t *testing.T) {
 	h.Debug("debug detail")
 	h.Warn("failed to contact", "server-id", raft.ServerID("s2"), "error", errors.New("boom"))
 	h.Error("odd args", "only-key")
+	// Issue 15 item 7: a start's first election is no warning; losing a
+	// leader is.
+	h.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID(""))
+	h.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress("127.0.0.1:2"), "last-leader-id", raft.ServerID("s2"))
 
 	var lines []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -31,8 +35,11 @@ func TestHCLogAdapterLevelsAndFields(t *testing.T) {
 		}
 		lines = append(lines, m)
 	}
-	if len(lines) != 3 {
-		t.Fatalf("got %d lines, want 3 (leadership info, warn, error): %s", len(lines), buf.String())
+	if len(lines) != 5 {
+		t.Fatalf("got %d lines, want 5 (leadership info, warn, error, two elections): %s", len(lines), buf.String())
+	}
+	if lines[3]["level"] != "INFO" || lines[4]["level"] != "WARN" || lines[4]["last-leader-id"] != "s2" {
+		t.Errorf("elections: at a start %v, after a leader went silent %v; want INFO then WARN", lines[3], lines[4])
 	}
 	if lines[0]["msg"] != "entering leader state" || lines[0]["level"] != "INFO" || lines[0]["leader"] != "127.0.0.1:1" ||
 		lines[0]["node"] != "s1" || lines[0]["logger"] != "raft" {
