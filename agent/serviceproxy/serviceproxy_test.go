@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/realtest"
+
 	"github.com/outpost-edge/outpost/internal/linuxns"
 )
 
@@ -27,13 +29,9 @@ func requireReal(t *testing.T) {
 	} else if _, err := exec.LookPath("nft"); err != nil {
 		why = "nft (Debian's nftables) is not installed"
 	}
-	if why == "" {
-		return
+	if why != "" {
+		realtest.Require(t, why)
 	}
-	if os.Getenv("OUTPOST_TEST_REAL") == "1" {
-		t.Fatalf("OUTPOST_TEST_REAL=1 but %s", why)
-	}
-	t.Skip(why)
 }
 
 // node is a network namespace of the test's own standing for a node,

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/realtest"
+
 	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
@@ -85,13 +87,9 @@ func requireReal(t *testing.T) {
 			missing = append(missing, b)
 		}
 	}
-	if len(missing) == 0 {
-		return
+	if len(missing) > 0 {
+		realtest.Require(t, fmt.Sprintf("real containerd tests need %v (apt-get install containerd runc; run as root)", missing))
 	}
-	if os.Getenv("OUTPOST_TEST_REAL") == "1" {
-		t.Fatalf("OUTPOST_TEST_REAL=1 but %v missing (apt-get install containerd runc; run as root)", missing)
-	}
-	t.Skipf("real containerd tests need %v (set OUTPOST_TEST_REAL=1 to make this a failure)", missing)
 }
 
 func testLogger(t *testing.T) *slog.Logger {

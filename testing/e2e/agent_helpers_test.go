@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/realtest"
+
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/runtime"
@@ -45,14 +47,9 @@ func requireReal(t testing.TB) {
 			missing = append(missing, b+" is not installed (apt-get install containerd runc)")
 		}
 	}
-	if len(missing) == 0 {
-		return
+	if len(missing) > 0 {
+		realtest.Require(t, "agents in network namespaces need: "+strings.Join(missing, "; "))
 	}
-	msg := "agents in network namespaces need: " + strings.Join(missing, "; ")
-	if os.Getenv("OUTPOST_TEST_REAL") == "1" {
-		t.Fatalf("OUTPOST_TEST_REAL=1 but %s", msg)
-	}
-	t.Skip(msg + " (set OUTPOST_TEST_REAL=1 to make this a failure)")
 }
 
 var (

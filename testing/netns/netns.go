@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/outpost-edge/outpost/internal/realtest"
 )
 
 // ErrNotRoot is a test host asked for without the privileges to make one.
@@ -165,10 +167,5 @@ func run(args ...string) error {
 // tested, in which case it fails.
 func Require(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv("OUTPOST_TEST_REAL") == "1" {
-			t.Fatalf("OUTPOST_TEST_REAL=1 but %v", err)
-		}
-		t.Skip(err)
-	}
+	realtest.RequireNoError(t, Available())
 }

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/realtest"
+
 	"github.com/outpost-edge/outpost/testing/proc"
 )
 
@@ -135,12 +137,7 @@ func Available() error {
 // tested, in which case it fails.
 func Require(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
-		if os.Getenv("OUTPOST_TEST_REAL") == "1" {
-			t.Fatalf("OUTPOST_TEST_REAL=1 but %v", err)
-		}
-		t.Skip(err.Error() + " (set OUTPOST_TEST_REAL=1 to make this a failure)")
-	}
+	realtest.RequireNoError(t, Available())
 }
 
 // seq numbers the hosts of this process; with the process ID it makes
