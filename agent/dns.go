@@ -92,12 +92,13 @@ func (a *Agent) learnClusterDNS(node *api.Node) {
 		pods, _ = netip.ParsePrefix(node.Spec.PodCIDR)
 	}
 	a.setDNSClients(pods)
-	if old := a.dnsAddr.Swap(&addr); old == nil || *old != addr {
+	a.dnsAddr.Store(&addr)
+	if savedAddr, savedPods := a.savedClusterDNS(); savedAddr != addr || savedPods != pods {
 		line := addr.String()
 		if pods.IsValid() {
 			line += " " + pods.String()
 		}
-		if err := writeFileAtomic(filepath.Join(a.cfg.DataDir, clusterDNSFile), []byte(line+"\n")); err != nil {
+		if err := writeFileAtomic(filepath.Join(a.cfg.DataDir, clusterDNSFile), []byte(line+"\n"), 0o600); err != nil {
 			a.log.Warn("keep the cluster DNS address", "err", err)
 		}
 	}
@@ -197,7 +198,7 @@ func (a *Agent) podFiles(pod *api.Pod, ip netip.Addr) (resolvConf, hosts string,
 	}
 	d := clusterdns.PodDNS{Host: host, ClusterDNS: a.clusterDNS(), Domain: a.cfg.ClusterDomain}
 	resolvConf = filepath.Join(dir, "resolv.conf")
-	if err := writeFileAtomic(resolvConf, d.For(pod).Bytes()); err != nil {
+	if err := writeFileAtomic(resolvConf, d.For(pod).Bytes(), 0o644); err != nil {
 		return "", "", err
 	}
 	if !ip.IsValid() {
@@ -207,7 +208,7 @@ func (a *Agent) podFiles(pod *api.Pod, ip netip.Addr) (resolvConf, hosts string,
 	var b strings.Builder
 	b.WriteString("# Kubernetes-managed hosts file (outpost).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	fmt.Fprintf(&b, "%s\t%s\n", ip, podHostname(pod))
-	if err := writeFileAtomic(hosts, []byte(b.String())); err != nil {
+	if err := writeFileAtomic(hosts, []byte(b.String()), 0o644); err != nil {
 		return "", "", err
 	}
 	return resolvConf, hosts, nil
@@ -228,27 +229,12 @@ func (a *Agent) removePodFiles(uid string) {
 	}
 }
 
-// podFileOrphans are the pods with files here that are not in keep.
-func (a *Agent) podFileOrphans(keep func(uid string) bool) []string {
+// podFileUIDs are the pods that have files here.
+func (a *Agent) podFileUIDs() []string {
 	ents, _ := os.ReadDir(filepath.Join(a.cfg.DataDir, "pods"))
-	var out []string
+	out := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if !keep(e.Name()) {
-			out = append(out, e.Name())
-		}
+		out = append(out, e.Name())
 	}
 	return out
-}
-
-// writeFileAtomic replaces path with data: a container starting beside
-// it never mounts half a file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

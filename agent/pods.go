@@ -368,6 +368,8 @@ func (a *Agent) removeOrphans(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	// Listed before the lock, which every pod's worker takes.
+	withFiles := a.podFileUIDs()
 	a.pods.mu.Lock()
 	var orphans []runtime.ContainerStatus
 	for _, st := range all {
@@ -388,11 +390,14 @@ func (a *Agent) removeOrphans(ctx context.Context) {
 			}
 		}
 	}
-	fileOrphans := a.podFileOrphans(func(uid string) bool {
+	var fileOrphans []string
+	for _, uid := range withFiles {
 		_, desired := a.pods.desired[uid]
 		_, busy := a.pods.workers[uid]
-		return desired || busy || a.pods.finishing[uid] != nil
-	})
+		if !desired && !busy && a.pods.finishing[uid] == nil {
+			fileOrphans = append(fileOrphans, uid)
+		}
+	}
 	a.pods.mu.Unlock()
 	for _, uid := range fileOrphans {
 		a.removePodFiles(uid)

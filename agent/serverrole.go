@@ -195,18 +195,27 @@ func (a *Agent) annotateNode(ctx context.Context, key, value string) error {
 	return err
 }
 
-// writeJSONFile writes v as JSON to path (mode 0600) through a
-// temporary file and a rename, so a crash leaves the old file or the new.
+// writeJSONFile writes v as JSON to path (mode 0600), atomically.
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(path, b, 0o600)
+}
+
+// writeFileAtomic replaces path with data through a temporary file and a
+// rename: a crash leaves the old file or the new, and a container
+// starting beside a pod's file never mounts half of it.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // defaultServerRole is systemd's unit when the host booted with systemd,
