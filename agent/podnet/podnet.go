@@ -50,6 +50,20 @@ type Manager struct {
 }
 
 // New returns a Manager for cfg, its unset fields the defaults.
+// MissingPlugins are those of plugins that none of binDirs holds.
+func MissingPlugins(binDirs []string, plugins ...string) []string {
+	var missing []string
+	for _, p := range plugins {
+		if !slices.ContainsFunc(binDirs, func(d string) bool {
+			_, err := os.Stat(filepath.Join(d, p))
+			return err == nil
+		}) {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
 func New(cfg Config) (*Manager, error) {
 	if cfg.ConfDir == "" {
 		cfg.ConfDir = DefaultConfDir
@@ -67,13 +81,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	// A node without the bridge plugin has no plugins at all.
-	found := false
-	for _, d := range cfg.BinDirs {
-		if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
-			found = true
-		}
-	}
-	if !found {
+	if len(MissingPlugins(cfg.BinDirs, "bridge")) > 0 {
 		return nil, fmt.Errorf("podnet: no CNI plugins in %s (install Debian's containernetworking-plugins)", strings.Join(cfg.BinDirs, ", "))
 	}
 	for _, d := range []string{cfg.StateDir, cfg.CacheDir} {

@@ -28,10 +28,8 @@ func requireReal(t *testing.T) {
 	case os.Geteuid() != 0:
 		why = "pod networks need root"
 	default:
-		for _, p := range []string{"bridge", "host-local", "loopback", "portmap", "firewall"} {
-			if _, err := os.Stat(filepath.Join(DefaultBinDirs[0], p)); err != nil {
-				why = "the CNI plugins (containernetworking-plugins) are not installed: " + err.Error()
-			}
+		if missing := MissingPlugins(DefaultBinDirs[:1], "bridge", "host-local", "loopback", "portmap", "firewall"); len(missing) > 0 {
+			why = fmt.Sprintf("the CNI plugins (containernetworking-plugins) are not installed: %v missing from %s", missing, DefaultBinDirs[0])
 		}
 		if _, err := exec.LookPath("iptables"); err != nil {
 			why = "iptables (for portmap and the bridge's masquerade) is not installed"

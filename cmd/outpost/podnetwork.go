@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,11 +28,14 @@ func (p *podNetworkFlags) register(f *pflag.FlagSet) {
 }
 
 func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
-	if p.mode == "auto" {
-		p.mode = "cni"
+	// The flags stay as given: outpost dev applies them twice (a check
+	// before anything starts, then for its agent).
+	mode := p.mode
+	if mode == "auto" {
+		mode = "cni"
 		if missing := p.cniMissing(); missing != "" {
 			log.Warn("pods share the host's network (--pod-network auto; --pod-network host says it is meant)", "missing", missing)
-			p.mode = "host"
+			mode = "host"
 		}
 	}
 	switch p.proxy {
@@ -44,7 +46,7 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 		}
 	case "none":
 	case "":
-		if p.mode == "cni" {
+		if mode == "cni" {
 			if _, err := exec.LookPath("nft"); err != nil {
 				return fmt.Errorf("--pod-network cni runs the service proxy, which needs nft: %w (install Debian's nftables, or give --service-proxy none)", err)
 			}
@@ -53,7 +55,7 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 	default:
 		return fmt.Errorf("--service-proxy %q: want nftables or none", p.proxy)
 	}
-	switch p.mode {
+	switch mode {
 	case "host":
 		return nil
 	case "cni":
@@ -86,16 +88,8 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 // and host-local plugins, iptables, nft), or "" when it has it all.
 func (p *podNetworkFlags) cniMissing() string {
 	var missing []string
-	for _, plugin := range []string{"bridge", "host-local"} {
-		found := false
-		for _, d := range strings.Split(p.binDirs, ",") {
-			if _, err := os.Stat(filepath.Join(d, plugin)); err == nil {
-				found = true
-			}
-		}
-		if !found {
-			missing = append(missing, "the CNI plugin "+plugin+" is not in "+p.binDirs+" (Debian's containernetworking-plugins)")
-		}
+	for _, plugin := range podnet.MissingPlugins(strings.Split(p.binDirs, ","), "bridge", "host-local") {
+		missing = append(missing, "the CNI plugin "+plugin+" is not in "+p.binDirs+" (Debian's containernetworking-plugins)")
 	}
 	for _, tool := range []string{"iptables", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
