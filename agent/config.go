@@ -189,11 +189,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ClusterDNS != "" && c.ClusterDNS != ClusterDNSAuto && c.ClusterDNS != ClusterDNSNone {
 		if _, err := netip.ParseAddr(c.ClusterDNS); err != nil {
-			return c, fmt.Errorf("%w: cluster DNS %q: want auto, none or an IP address", ErrConfig, c.ClusterDNS)
+			return c, fmt.Errorf("%w: --cluster-dns %q: want auto, none or an IP address", ErrConfig, c.ClusterDNS)
 		}
 	}
 	if msgs := api.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
-		return c, fmt.Errorf("%w: cluster domain %q: %s", ErrConfig, c.ClusterDomain, strings.Join(msgs, "; "))
+		return c, fmt.Errorf("%w: --cluster-domain %q: %s", ErrConfig, c.ClusterDomain, strings.Join(msgs, "; "))
 	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()

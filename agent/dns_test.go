@@ -1,14 +1,18 @@
 package agent_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/outpost-edge/outpost/agent"
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/runtime/fake"
 )
 
 // Each pod's resolv.conf by its dnsPolicy, and the hosts file of a pod
@@ -71,4 +75,22 @@ func TestPodResolvConfAndHosts(t *testing.T) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
+}
+
+// A bad --cluster-dns or --cluster-domain is refused at start, naming
+// the flag and the value (SPEC NET-4).
+func TestBadClusterDNSSettings(t *testing.T) {
+	for _, tc := range []struct {
+		mutate func(*agent.Config)
+		want   string
+	}{
+		{func(c *agent.Config) { c.ClusterDNS = "nope" }, `--cluster-dns "nope": want auto, none or an IP address`},
+		{func(c *agent.Config) { c.ClusterDomain = "Cluster_Local" }, `--cluster-domain "Cluster_Local"`},
+	} {
+		cfg := agent.Config{DataDir: t.TempDir(), NodeName: "n", Runtime: fake.New()}
+		tc.mutate(&cfg)
+		if err := agent.Run(context.Background(), cfg); !errors.Is(err, agent.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run = %v, want %s", err, tc.want)
+		}
+	}
 }
