@@ -314,6 +314,21 @@ func (c *testCluster) pod(ctx context.Context, name string) (*api.Pod, error) {
 	return o.(*api.Pod), nil
 }
 
+// waitSucceededSaying waits until pod name (a client that runs once,
+// restartPolicy OnFailure) has succeeded with a log holding what
+// want says of it (its own address may be part of it).
+func (c *testCluster) waitSucceededSaying(ctx context.Context, name, what string, want func(p *api.Pod) string) {
+	c.t.Helper()
+	waitFor(c.t, 2*time.Minute, what, func() (bool, string) {
+		p, err := c.pod(ctx, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		out, _, _ := c.cli(ctx, "logs", name)
+		return p.Status.Phase == "Succeeded" && strings.Contains(out, want(p)), p.Status.Phase + " " + p.Status.PodIP + ": " + out
+	})
+}
+
 // agentNode is one `outpost agent` process in a test host, with its own
 // data dir and so its own supervised containerd.
 type agentNode struct {

@@ -136,14 +136,7 @@ spec:
   containers:
   - {name: get, image: `+demoImage+`, imagePullPolicy: Never, args: ["get", "http://web/"]}
 `)
-	waitFor(t, 2*time.Minute, "a pod reaching the Service web by its name", func() (bool, string) {
-		p, err := c.pod(ctx, "by-name")
-		if err != nil {
-			return false, err.Error()
-		}
-		out, _, _ := c.cli(ctx, "logs", "by-name")
-		return p.Status.Phase == "Succeeded" && strings.Contains(out, "on web-"), p.Status.Phase + ": " + out
-	})
+	c.waitSucceededSaying(ctx, "by-name", "a pod reaching the Service web by its name", func(*api.Pod) string { return "on web-" })
 
 	// An agent killed and started again adopts the pods and their
 	// networks.
