@@ -23,6 +23,7 @@ func newExecCommand(o *options) *cobra.Command {
 			"that need one do not work; `exec -i POD -- sh` still gives a plain interactive shell.",
 		Example: `  outpost exec web-6d4b9-x2x7q -- ls /data
   outpost exec web-6d4b9-x2x7q -c sidecar -- cat /etc/os-release
+  outpost exec deployment/web -- ls /   # in one of its pods
   echo 'select 1;' | outpost exec -i db-0 -- sqlite3 /data/app.db`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if tty {
@@ -34,11 +35,11 @@ func newExecCommand(o *options) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := podArg(args[0])
+			cl, err := o.client(cmd)
 			if err != nil {
 				return err
 			}
-			cl, err := o.client(cmd)
+			name, err := podTarget(cmd.Context(), cl, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -4,27 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/outpost-edge/outpost/controlplane/client"
 )
-
-// podArg reads a POD argument, also in kubectl's pod/NAME form.
-func podArg(arg string) (string, error) {
-	typ, name, ok := strings.Cut(arg, "/")
-	if !ok {
-		return arg, nil
-	}
-	switch typ {
-	case "pod", "pods", "po":
-		if name != "" {
-			return name, nil
-		}
-	}
-	return "", usagef("%q is not a pod: give a pod's name, or pod/NAME", arg)
-}
 
 func newLogsCommand(o *options) *cobra.Command {
 	var opts client.PodLogOptions
@@ -40,13 +24,10 @@ func newLogsCommand(o *options) *cobra.Command {
 		Example: `  outpost logs web-6d4b9-x2x7q
   outpost logs web-6d4b9-x2x7q -c sidecar --tail 20
   outpost logs -f pod/web-6d4b9-x2x7q --timestamps
+  outpost logs deployment/web        # one of its pods, a ready one first
   outpost logs web-6d4b9-x2x7q --previous -n shop`,
 		Args: exactArgs(1, "one pod name, e.g. `outpost logs web-1`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := podArg(args[0])
-			if err != nil {
-				return err
-			}
 			switch {
 			case tail == 0:
 				return usagef("--tail 0 is not supported: give 1 or more lines, or -1 for all")
@@ -59,6 +40,10 @@ func newLogsCommand(o *options) *cobra.Command {
 				return usagef("--follow and --previous cannot be given together: a previous container has exited")
 			}
 			cl, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			name, err := podTarget(cmd.Context(), cl, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

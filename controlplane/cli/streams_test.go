@@ -122,9 +122,38 @@ func TestLogsCommand(t *testing.T) {
 	}
 	expect(t, "server error", s.run("logs", "web", "-c", "nope"), 1, "", "Error from server (BadRequest): container nope is not valid for pod web\n")
 	expect(t, "tail 0", s.run("logs", "web", "--tail", "0"), 1, "", "error: --tail 0 is not supported: give 1 or more lines, or -1 for all\nSee 'outpost logs --help' for usage.\n")
-	expect(t, "not a pod", s.run("logs", "deployment/web"), 1, "", "error: \"deployment/web\" is not a pod: give a pod's name, or pod/NAME\nSee 'outpost logs --help' for usage.\n")
+	expect(t, "not a workload", s.run("logs", "service/web"), 1, "", "error: \"service/web\": a Service has no pods to choose from; give deployment/NAME, daemonset/NAME or replicaset/NAME\nSee 'outpost logs --help' for usage.\n")
+	expect(t, "no such type", s.run("logs", "gadget/web"), 1, "", "error: \"gadget/web\": give a pod's name, pod/NAME, or a workload as deployment/NAME, daemonset/NAME or replicaset/NAME\nSee 'outpost logs --help' for usage.\n")
 	expect(t, "no pod", s.run("logs"), 1, "", "error: expected one pod name, e.g. `outpost logs web-1`\nSee 'outpost logs --help' for usage.\n")
 	expect(t, "follow previous", s.run("logs", "web", "-f", "-p"), 1, "", "error: --follow and --previous cannot be given together: a previous container has exited\nSee 'outpost logs --help' for usage.\n")
+}
+
+// logs and exec take a workload as kubectl does: deployment/NAME is one
+// of its pods, a running and ready one before the others, never one
+// being deleted, and the choice is said on stderr (issue 15 item 7: the
+// README's commands work as shown).
+func TestLogsAndExecOfWorkload(t *testing.T) {
+	s := newStreamAPI(t)
+	s.f.put(api.ResourceForKind("Service"), `{"metadata":{"name":"web","namespace":"default"},"spec":{"ports":[{"port":80}]}}`)
+	s.f.put(api.ResourceForKind("Deployment"), `{"metadata":{"name":"web","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}}}}`)
+	s.f.put(api.ResourceForKind("Deployment"), `{"metadata":{"name":"idle","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"idle"}},"template":{"metadata":{"labels":{"app":"idle"}},"spec":{"containers":[{"name":"c","image":"x"}]}}}}`)
+	podR := api.ResourceForKind("Pod")
+	s.f.put(podR, `{"metadata":{"name":"web-a","namespace":"default","labels":{"app":"web"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Pending"}}`)
+	s.f.put(podR, `{"metadata":{"name":"web-b","namespace":"default","labels":{"app":"web"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"False"}]}}`)
+	s.f.put(podR, `{"metadata":{"name":"web-c","namespace":"default","labels":{"app":"web"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
+	s.f.put(podR, `{"metadata":{"name":"web-0","namespace":"default","labels":{"app":"web"},"deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
+	s.f.put(podR, `{"metadata":{"name":"other","namespace":"default","labels":{"app":"other"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
+
+	expect(t, "logs deployment", s.run("logs", "deployment/web"), 0, "hello from web\nsecond line\n", "Found 3 pods, using pod/web-c\n")
+	if got := s.last(); got != "GET /api/v1/namespaces/default/pods/web-c/log?" {
+		t.Errorf("sent %q", got)
+	}
+	expect(t, "exec deploy", s.run("exec", "deploy/web", "--", "sh", "-c", "exit 3"), 3, "out\n", "Found 3 pods, using pod/web-c\nerr\ncommand terminated with exit code 3\n")
+	if got := s.last(); got != "POST /api/v1/namespaces/default/pods/web-c/exec?command=sh&command=-c&command=exit+3" {
+		t.Errorf("sent %q", got)
+	}
+	expect(t, "no pods", s.run("logs", "deployment/idle"), 1, "", "error: deployment idle has no pods\n")
+	expect(t, "no workload", s.run("logs", "deployment/nope"), 1, "", "Error from server (NotFound): deployments \"nope\" not found\n")
 }
 
 func TestExecCommand(t *testing.T) {
