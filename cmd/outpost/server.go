@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -24,6 +25,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/server"
+	"github.com/outpost-edge/outpost/internal/portcheck"
 )
 
 // logFlags are the logging flags shared by the long-running commands.
@@ -273,16 +275,33 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 					return err
 				}
 			}
+			// A port another process holds is said now, naming the flag
+			// that moves it, rather than by a listener failing inside
+			// the agent while `make run` waits for it.
+			if err := portcheck.Check(devPorts(&cfg, &devAgent, noAgent)); err != nil {
+				return fmt.Errorf("%w\n(is another outpost dev running? stop it, or move this one with the flags named)", err)
+			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			s, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			if !noAgent {
-				go runDevAgent(cmd.Context(), s, &devAgent, cfg.DataDir, containerdSocket, log)
+			if noAgent {
+				return s.Wait(cmd.Context())
 			}
-			return s.Wait(cmd.Context())
+			agentCtx, stopAgent := context.WithCancel(cmd.Context())
+			agentDone := make(chan struct{})
+			go func() {
+				defer close(agentDone)
+				runDevAgent(agentCtx, s, &devAgent, cfg.DataDir, containerdSocket, log)
+			}()
+			err = s.Wait(cmd.Context())
+			// Waiting for the agent lets --stop-pods finish before the
+			// process exits.
+			stopAgent()
+			<-agentDone
+			return err
 		},
 	}
 	home, _ := os.UserHomeDir()
@@ -303,6 +322,25 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 	sched.add(cmd)
 	logs.add(cmd)
 	return cmd
+}
+
+// devPorts are the addresses `outpost dev` listens on, with the flags
+// that move them.
+func devPorts(cfg *server.Config, agent *devAgentOptions, noAgent bool) []portcheck.Use {
+	uses := []portcheck.Use{
+		{Network: "tcp", Addr: cfg.APIAddr, Flag: "--api-addr", What: "the API"},
+		{Network: "tcp", Addr: cfg.RaftAddr, Flag: "--raft-addr", What: "raft"},
+		{Network: "tcp", Addr: cfg.GossipAddr, Flag: "--gossip-addr", What: "the control plane's gossip"},
+		{Network: "udp", Addr: cfg.GossipAddr, Flag: "--gossip-addr", What: "the control plane's gossip"},
+	}
+	if !noAgent {
+		g := net.JoinHostPort("127.0.0.1", strconv.Itoa(agent.gossipPort))
+		uses = append(uses,
+			portcheck.Use{Network: "tcp", Addr: agent.listen, Flag: "--agent-listen", What: "the agent's endpoint"},
+			portcheck.Use{Network: "tcp", Addr: g, Flag: "--agent-gossip-port", What: "the agent's gossip"},
+			portcheck.Use{Network: "udp", Addr: g, Flag: "--agent-gossip-port", What: "the agent's gossip"})
+	}
+	return uses
 }
 
 // configFile is --config: the server's config file in the shape of
