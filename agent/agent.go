@@ -298,6 +298,14 @@ func Run(ctx context.Context, cfg Config) error {
 		// Exiting cleanly, the pods left running: systemd
 		// (Restart=always) starts the binary DIR/current names now.
 		log.Info("exiting to be restarted", "why", why)
+		return nil
+	}
+	if cfg.StopPodsOnExit {
+		// The loops end first, so that no worker starts a container
+		// again behind the sweep.
+		cancel()
+		a.wg.Wait()
+		a.stopAllPods(context.WithoutCancel(ctx))
 	}
 	return nil
 }

@@ -140,6 +140,11 @@ type Config struct {
 	// PodRoutes is how this host reaches other nodes' pods with a pod
 	// network: PodRoutesHostGW, PodRoutesVXLAN or PodRoutesNone.
 	PodRoutes string
+	// StopPodsOnExit makes the agent stop every pod's containers and
+	// give back their networks when ctx ends (`outpost dev
+	// --stop-pods`). Off, as an installed agent must be: pods outlive
+	// their agent (SPEC TNT-5).
+	StopPodsOnExit bool
 	// ServiceProxy makes the agent keep the node's nftables rules that
 	// send Services' cluster IPs and node ports to their endpoints
 	// (SPEC NET-3; package serviceproxy).

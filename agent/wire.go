@@ -40,7 +40,13 @@ func (a *Agent) startRuntime(ctx context.Context) (Runtime, func(), error) {
 		if err != nil {
 			return nil, nil, ErrNoRuntime
 		}
-		sup, err := containerd.StartSupervised(ctx, containerd.SupervisorConfig{
+		supCtx := ctx
+		if a.cfg.StopPodsOnExit {
+			// The pods are stopped after ctx ends: containerd must
+			// outlive it, until stop.
+			supCtx = context.WithoutCancel(ctx)
+		}
+		sup, err := containerd.StartSupervised(supCtx, containerd.SupervisorConfig{
 			Binary: bin,
 			Root:   filepath.Join(a.cfg.DataDir, "containerd"),
 			Logger: a.log,

@@ -22,6 +22,7 @@ import (
 type devAgentOptions struct {
 	listen     string
 	gossipPort int
+	stopPods   bool
 	// net and dns are the agent's own flags of pods' networks and DNS.
 	net podNetworkFlags
 	dns clusterDNSFlags
@@ -30,6 +31,7 @@ type devAgentOptions struct {
 func (o *devAgentOptions) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.listen, "agent-listen", "127.0.0.1:10250", "address of the dev agent's endpoint (logs, exec, image import)")
 	cmd.Flags().IntVar(&o.gossipPort, "agent-gossip-port", 6446, "port of the dev agent's gossip member on 127.0.0.1")
+	cmd.Flags().BoolVar(&o.stopPods, "stop-pods", false, "stop this host's pods (their containers and networks) when outpost dev ends; without it they run on until it starts again, as an installed agent's do")
 	o.net.register(cmd.Flags())
 	o.dns.register(cmd.Flags(), false)
 }
@@ -43,6 +45,7 @@ func (o *devAgentOptions) config(serverURL, dataDir, socket string, log *slog.Lo
 		EndpointAddr:     o.listen,
 		GossipPort:       o.gossipPort,
 		GossipAddr:       "127.0.0.1",
+		StopPodsOnExit:   o.stopPods,
 		ContainerdSocket: socket,
 		Logger:           log,
 		Ready:            agent.NotifyReady(log),
