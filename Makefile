@@ -13,9 +13,9 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
 	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
-	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest
+	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck
 
-.PHONY: all build run test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image
+.PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image
 
 all: build
 
@@ -51,8 +51,21 @@ test-deps: deps host-deps
 # 127.0.0.1:6443, data under $(DATA)) and loads examples/; the admin config
 # goes to ~/.config/outpost/config so `bin/outpost get pods` works in another
 # shell.
+# Ctrl-C ends it and stops the demo's pods (KEEP_PODS=1 leaves them
+# running); AGENT_LISTEN=127.0.0.1:PORT moves the agent's endpoint off a
+# busy 10250, DEV_FLAGS passes more flags to `outpost dev`.
 run: deps host-deps build demo-image
 	BIN=$(BIN) DATA=$(DATA) packaging/run-dev.sh
+
+# stop ends a `make run` running in another shell (or in the background),
+# which stops its pods as Ctrl-C does.
+stop:
+	@pidf=$(DATA)/dev.pid; \
+	if [ -f $$pidf ] && kill -0 $$(cat $$pidf) 2>/dev/null; then \
+		pid=$$(cat $$pidf); kill $$pid; echo "stopping outpost dev (pid $$pid) and its pods..."; \
+		for i in $$(seq 1 600); do kill -0 $$pid 2>/dev/null || { echo "stopped"; exit 0; }; sleep 0.1; done; \
+		echo "outpost dev (pid $$pid) is still running after 60 s" >&2; exit 1; \
+	else echo "no make run is running with data in $(DATA)"; fi
 
 # demo-image builds the demo's workload, a static binary, and packs it into
 # an OCI archive that `outpost image import` loads (there is no registry).
