@@ -106,6 +106,8 @@ func TestManPages(t *testing.T) {
 		}
 	}
 
+	// groff is optional (not a part outpost drives): without it the
+	// structure checked above is what is tested.
 	groff, err := exec.LookPath("groff")
 	if err != nil {
 		t.Log("groff is not installed: the pages' structure is checked, their formatting is not")
