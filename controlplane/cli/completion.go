@@ -48,6 +48,7 @@ var argCompletions = map[string]argCompleter{
 	"rollout undo":    completeTargets(isDeployment),
 	"rollout history": completeTargets(isDeployment),
 	"rollout restart": completeTargets(rollable),
+	"wait":            completeTargets(nil),
 	"logs":            completeFirst(podResource),
 	"exec":            completeFirst(podResource),
 	"port-forward":    completeFirst(podResource),
@@ -208,11 +209,21 @@ func completeEvery(r *api.Resource) argCompleter {
 	}
 }
 
-// completeNames completes a flag's value with the names of r's objects.
+// completeNames completes a flag's value with the names of r's objects;
+// in a comma-separated list (--node a,b) the last one, leaving out those
+// before it.
 func completeNames(r *api.Resource) argCompleter {
 	return func(o *options) cobra.CompletionFunc {
 		return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return o.objectNames(cmd, r, toComplete, nil), noFiles
+			before, last := "", toComplete
+			if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+				before, last = toComplete[:i+1], toComplete[i+1:]
+			}
+			names := o.objectNames(cmd, r, last, strings.Split(before, ","))
+			for i := range names {
+				names[i] = before + names[i]
+			}
+			return names, noFiles
 		}
 	}
 }

@@ -85,6 +85,7 @@ func TestCompletion(t *testing.T) {
 		{"taint nodes", line("adm", "taint", "nodes", "edge-"), []string{"edge-1", "edge-2"}, noFile},
 		{"taint nodes: not the taint itself", line("taint", "nodes", "edge-1", "key=v:"), nil, noFile},
 		{"image import --node", line("image", "import", "a.tar", "--node", "ed"), []string{"edge-1", "edge-2"}, noFile},
+		{"image import --node a list", line("image", "import", "a.tar", "--node", "edge-1,"), []string{"edge-1,core-1", "edge-1,edge-2"}, noFile},
 		{"subcommands are cobra's", line("adm", "up"), []string{"upgrade"}, noFile},
 	} {
 		got, directive, _ := complete(t, tc.args...)

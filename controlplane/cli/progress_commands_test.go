@@ -186,6 +186,25 @@ func TestUpgradeWaitProgress(t *testing.T) {
 			"\r\x1b[K\rcontrol plane at 1.3.0; nodes updated 1/3, 1 degraded, paused: worker\x1b[K"+
 			"\rcontrol plane at 1.3.0; nodes updated 3/3\x1b[K\n")
 
+	// --to VERSION --wait: the request, then the same progress.
+	withUpdates := strings.Replace(cvUpdating, `"status":{`, `"status":{"availableUpdates":[{"version":"1.3.0","image":"r@sha256:1"}],`, 1)
+	f = upgradeFake(t, [2]string{withUpdates, poolOld}, [2]string{cvDone, poolNew})
+	f.put(clusterVersionResource, strings.Replace(withUpdates, `"desiredUpdate":{"version":"1.3.0"}`, `"channel":"stable"`, 1))
+	expect(t, "--to --wait", f.run("adm", "upgrade", "--to", "1.3.0", "--wait"), 0,
+		"Requested update to 1.3.0\nCluster version is 1.3.0\nEvery node is updated (3/3)\n",
+		"\rcontrol plane: Working towards 1.3.0: updating server s2; nodes updated 0/3\x1b[K"+
+			"\rcontrol plane at 1.3.0; nodes updated 3/3\x1b[K"+
+			"\r\x1b[K\rcontrol plane at 1.3.0; nodes updated 3/3\x1b[K\n")
+	if !f.sawRequest("PUT /apis/config.openshift.io/v1/clusterversions/version") {
+		t.Error("--to --wait did not write the request")
+	}
+
+	// No pools: the control plane is all there is to wait for.
+	f = newFakeAPI(t)
+	f.put(clusterVersionResource, cvDone)
+	expect(t, "no pools", f.run("adm", "upgrade", "--wait"), 0, "Cluster version is 1.3.0\n",
+		"\rcontrol plane at 1.3.0\x1b[K\r\x1b[K\rcontrol plane at 1.3.0\x1b[K\n")
+
 	f = upgradeFake(t, [2]string{cvRefused, poolNew})
 	expect(t, "refused", f.run("adm", "upgrade", "--wait"), 1, "",
 		"error: the update was refused: RetrievePayload: signature not trusted\n")

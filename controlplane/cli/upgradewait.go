@@ -62,7 +62,9 @@ func followUpgrade(ctx context.Context, cl *client.Client, p *Progress, out io.W
 		}
 		if st.controlPlane && st.nodes {
 			p.Done()
-			fmt.Fprintf(out, "Every node is updated (%d/%d)\n", st.updated, st.machines)
+			if st.machines > 0 {
+				fmt.Fprintf(out, "Every node is updated (%d/%d)\n", st.updated, st.machines)
+			}
 			return nil
 		}
 		select {
