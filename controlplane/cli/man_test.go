@@ -83,7 +83,7 @@ func TestManPages(t *testing.T) {
 				continue
 			}
 			req, _, _ := strings.Cut(line[1:], " ")
-			if !slices.Contains([]string{`\"`, "TH", "SH", "PP", "TP", "nf", "fi", "RS", "RE"}, req) {
+			if !slices.Contains([]string{`\"`, "TH", "nh", "ad", "SH", "PP", "TP", "nf", "fi", "RS", "RE"}, req) {
 				t.Errorf("%s: unexpected request %q", name, line)
 			}
 		}
