@@ -15,7 +15,7 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
 	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck
 
-.PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image
+.PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image man completions
 
 all: build
 
@@ -72,6 +72,20 @@ stop:
 demo-image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/demo ./packaging/demo
 	$(GO) run ./packaging/demoimage -bin bin/demo -out bin/demo-image.tar
+
+# man and completions write what the packages install (issue 15 item 5):
+# bin/man/outpost.1, outpost-get.1, ... (one page per command, from its
+# help; dated by the last commit so that packages build reproducibly) and
+# bin/completions/outpost.bash, _outpost (zsh) and outpost.fish.
+man: build
+	rm -rf bin/man
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) man bin/man
+
+completions: build
+	rm -rf bin/completions && mkdir -p bin/completions
+	$(BIN) completion bash >bin/completions/outpost.bash
+	$(BIN) completion zsh >bin/completions/_outpost
+	$(BIN) completion fish >bin/completions/outpost.fish
 
 vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

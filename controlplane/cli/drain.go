@@ -80,7 +80,24 @@ controller would not come back: --force. A pod with emptyDir data loses it:
 				fmt.Fprintf(stderr, "There are pending nodes to be drained:\n %s\n", name)
 				return errReported
 			}
-			if err := d.evictAll(ctx, evict); err != nil {
+			// The pods left, on a line of their own (issue 15 item 8):
+			// evictions wait on budgets for minutes.
+			p := newProgressOn(stderr)
+			d.out, d.errOut = p.Above(d.out), p.Above(d.errOut)
+			var mu sync.Mutex // the count and its line change together
+			left := len(evict)
+			d.evicted = func() {
+				mu.Lock()
+				defer mu.Unlock()
+				left--
+				p.Update("node/%s: %d of %d pods left to evict", name, left, len(evict))
+			}
+			if len(evict) > 0 {
+				p.Update("node/%s: %d of %d pods left to evict", name, left, len(evict))
+			}
+			err = d.evictAll(ctx, evict)
+			p.Done()
+			if err != nil {
 				if ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimedOut) {
 					fmt.Fprintf(stderr, "error: unable to drain node %q: global timeout reached: %s\n", name, timeout)
 				} else {
@@ -124,6 +141,8 @@ type drainer struct {
 	out, errOut io.Writer
 	grace       *int64
 	retry       time.Duration
+	// evicted is called as each pod is gone.
+	evicted func()
 }
 
 // cordon marks the node unschedulable.
@@ -229,7 +248,11 @@ func (d *drainer) evictAll(ctx context.Context, pods []*api.Pod) error {
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, p := range pods {
-		wg.Go(func() { errs[i] = d.evictOne(ctx, p) })
+		wg.Go(func() {
+			if errs[i] = d.evictOne(ctx, p); errs[i] == nil && d.evicted != nil {
+				d.evicted()
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,20 +20,6 @@ import (
 // importParallel is how many nodes receive an archive at once: enough to
 // overlap slow links, few enough not to swamp the uplink of one site.
 const importParallel = 4
-
-// progressEvery is how often the progress line is redrawn.
-const progressEvery = 200 * time.Millisecond
-
-// isTerminal reports whether w is a terminal, where a progress line that
-// redraws itself makes sense; tests replace it.
-var isTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
 
 func newImageCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
@@ -49,10 +34,11 @@ func newImageCommand(o *options) *cobra.Command {
 
 // importJob is one node's upload.
 type importJob struct {
-	node   string
-	sent   atomic.Int64
-	images []wire.Image
-	err    error
+	node     string
+	sent     atomic.Int64
+	finished atomic.Bool
+	images   []wire.Image
+	err      error
 }
 
 func newImageImportCommand(o *options) *cobra.Command {
@@ -66,10 +52,10 @@ func newImageImportCommand(o *options) *cobra.Command {
 		Long: "import sends an OCI or docker image archive (a tar, as `docker save` or\n" +
 			"`podman save` write it) through the API server to the agent of each node, which loads\n" +
 			"it into the node's container runtime. The archive is streamed, never held in memory,\n" +
-			"and read once per node, up to 4 nodes at a time. On a terminal, stderr shows the bytes\n" +
-			"sent to each node; at the end every node's line on stdout lists the images it loaded,\n" +
-			"or the error on stderr (and outpost exits 1 if any node failed). Only cluster admins\n" +
-			"may import images.",
+			"and read once per node, up to 4 nodes at a time. stderr shows the bytes sent to each\n" +
+			"node (a line rewritten on a terminal, else a line every few seconds); at the end\n" +
+			"every node's line on stdout lists the images it loaded, or the error on stderr (and\n" +
+			"outpost exits 1 if any node failed). Only cluster admins may import images.",
 		Example: `  outpost image import app.tar --node edge-1
   outpost image import app.tar --node edge-1,edge-2 --node edge-3
   outpost image import app.tar --all`,
@@ -105,12 +91,17 @@ func newImageImportCommand(o *options) *cobra.Command {
 				jobs[i] = &importJob{node: n}
 			}
 			stderr := cmd.ErrOrStderr()
-			stopProgress := func() {}
-			if isTerminal(stderr) {
-				stopProgress = showProgress(stderr, jobs, st.Size())
+			p := newProgressOn(stderr)
+			var mu sync.Mutex // one line at a time, the newest last
+			report := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				p.Update("%s", importStatus(jobs, st.Size()))
 			}
-			runImports(ctx, cl, path, st.Size(), jobs)
-			stopProgress()
+			report()
+			runImports(ctx, cl, path, st.Size(), jobs, report)
+			report()
+			p.Done()
 			failed := false
 			for _, j := range jobs {
 				if j.err != nil {
@@ -156,12 +147,15 @@ func dedupe(names []string) []string {
 }
 
 // runImports uploads path to every job's node, a few at a time, each
-// from its own file handle so that nothing is buffered.
-func runImports(ctx context.Context, cl *client.Client, path string, size int64, jobs []*importJob) {
+// from its own file handle so that nothing is buffered. report is called
+// as bytes are sent and as each node ends.
+func runImports(ctx context.Context, cl *client.Client, path string, size int64, jobs []*importJob, report func()) {
 	sem := make(chan struct{}, importParallel)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		wg.Go(func() {
+			defer report()
+			defer j.finished.Store(true)
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			f, err := os.Open(path)
@@ -170,61 +164,47 @@ func runImports(ctx context.Context, cl *client.Client, path string, size int64,
 				return
 			}
 			defer f.Close()
-			j.images, j.err = cl.ImportImages(ctx, j.node, &countReader{r: f, n: &j.sent}, size)
+			j.images, j.err = cl.ImportImages(ctx, j.node, &countReader{r: f, n: &j.sent, report: report}, size)
 		})
 	}
 	wg.Wait()
 }
 
-// countReader counts the bytes read through it, for the progress line.
+// countReader counts the bytes read through it for the progress line.
 type countReader struct {
-	r io.Reader
-	n *atomic.Int64
+	r      io.Reader
+	n      *atomic.Int64
+	report func()
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
+	c.report()
 	return n, err
 }
 
-// showProgress redraws one line on w with every node's bytes sent until
-// the returned function is called, which draws it a last time and ends
-// the line.
-func showProgress(w io.Writer, jobs []*importJob, total int64) (stop func()) {
-	draw := func() {
-		var b strings.Builder
-		b.WriteString("\r")
-		for i, j := range jobs {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			fmt.Fprintf(&b, "%s %s/%s", j.node, byteSize(j.sent.Load()), byteSize(total))
-		}
-		b.WriteString("\x1b[K") // clear what a longer earlier line left
-		_, _ = io.WriteString(w, b.String())
+// importStatus is the progress line of an import: the bytes sent of the
+// total to the one node, or to each node sending now with how many have
+// finished.
+func importStatus(jobs []*importJob, total int64) string {
+	node := func(j *importJob) string {
+		return fmt.Sprintf("%s %s/%s", j.node, byteSize(j.sent.Load()), byteSize(total))
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(progressEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				draw()
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-		draw()
-		_, _ = io.WriteString(w, "\n")
+	if len(jobs) == 1 {
+		return node(jobs[0])
 	}
+	finished := 0
+	var sending []string
+	for _, j := range jobs {
+		switch {
+		case j.finished.Load():
+			finished++
+		case j.sent.Load() > 0:
+			sending = append(sending, node(j))
+		}
+	}
+	return strings.Join(append([]string{fmt.Sprintf("%d/%d nodes done", finished, len(jobs))}, sending...), "  ")
 }
 
 // byteSize renders n bytes for people: 512 B, 3.5 MiB.

@@ -133,7 +133,9 @@ func newRootCommand(o *options) *cobra.Command {
 		newExecCommand(o),
 		newImageCommand(o),
 		newVersionCommand(o),
+		newManCommand(),
 	)
+	registerCompletions(root, o)
 	return root
 }
 

@@ -181,8 +181,11 @@ func TestImageImportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	loaded := "loaded example.local/app:1, example.local/app:latest, sha256:bb\n"
+	// Not on a terminal, stderr has a line as the import starts and one
+	// as it ends (the lines between are held back for an hour).
+	slowPlainProgress(t)
 	expect(t, "nodes", s.run("image", "import", archive, "--node", "edge-1,edge-2", "--node", "edge-1"), 0,
-		"edge-1: "+loaded+"edge-2: "+loaded, "")
+		"edge-1: "+loaded+"edge-2: "+loaded, "0/2 nodes done\n2/2 nodes done\n")
 	for _, n := range []string{"edge-1", "edge-2"} {
 		if !bytes.Equal(s.uploads[n], data) {
 			t.Errorf("%s received %d bytes, want the archive's %d", n, len(s.uploads[n]), len(data))
@@ -194,7 +197,7 @@ func TestImageImportCommand(t *testing.T) {
 	s.f.put(nodeR, `{"metadata":{"name":"broken"}}`)
 	expect(t, "all, one failing", s.run("image", "import", archive, "--all"), 1,
 		"n1: "+loaded+"n2: "+loaded,
-		"broken: Error from server (ServiceUnavailable): cannot reach the agent of node broken at 10.0.0.9:10250: connection refused\n")
+		"0/3 nodes done\n3/3 nodes done\nbroken: Error from server (ServiceUnavailable): cannot reach the agent of node broken at 10.0.0.9:10250: connection refused\n")
 
 	expect(t, "neither", s.run("image", "import", archive), 1, "", "error: give the nodes to load the archive onto with --node NODE, or --all for every node\nSee 'outpost image import --help' for usage.\n")
 	expect(t, "both", s.run("image", "import", archive, "--all", "--node", "n1"), 1, "", "error: give the nodes to load the archive onto with --node NODE, or --all for every node\nSee 'outpost image import --help' for usage.\n")
@@ -204,10 +207,11 @@ func TestImageImportCommand(t *testing.T) {
 	}
 
 	// On a terminal, stderr shows each node's bytes sent of the total.
-	old := isTerminal
-	isTerminal = func(io.Writer) bool { return true }
-	t.Cleanup(func() { isTerminal = old })
+	onTerminal(t)
 	r = s.run("image", "import", archive, "--node", "edge-1")
+	if want := "\redge-1 0 B/58.6 KiB\x1b[K"; r.code != 0 || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("progress: %+v, want stderr starting %q", r, want)
+	}
 	if want := "\redge-1 58.6 KiB/58.6 KiB\x1b[K\n"; r.code != 0 || !strings.HasSuffix(r.stderr, want) {
 		t.Errorf("progress: %+v, want stderr ending %q", r, want)
 	}

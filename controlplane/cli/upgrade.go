@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,8 @@ func newClusterUpgradeCommand(o *options) *cobra.Command {
 	var (
 		notRecommended, allowNotRecommended, allowExplicit, force, clear bool
 		to, toImage                                                      string
+		wait                                                             bool
+		waitTimeout                                                      time.Duration
 	)
 	up := &cobra.Command{
 		Use:   "upgrade",
@@ -37,12 +40,16 @@ sets the release the cluster is to run; one not recommended for this cluster nee
 --allow-not-recommended, which records its risks as accepted. The control plane fetches the
 payload, verifies its signature with the cluster's trusted keys (spec.trustedKeys) and validates
 its manifests, and says in ReleaseAccepted what came of it. --clear takes the request back.
-Not built yet: applying an accepted release.`,
+
+--wait follows the update until the control plane runs the release and every machine config
+pool has updated its nodes, showing the progress on stderr (a line rewritten on a terminal,
+else a line every few seconds).`,
 		Example: `  outpost adm upgrade
   outpost adm upgrade --include-not-recommended
   outpost adm upgrade channel stable-1
   outpost adm upgrade --to 1.3.0
-  outpost adm upgrade --to 1.4.0 --allow-not-recommended`,
+  outpost adm upgrade --to 1.4.0 --allow-not-recommended
+  outpost adm upgrade --to 1.3.0 --wait --timeout 1h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n := 0
@@ -60,9 +67,17 @@ Not built yet: applying an accepted release.`,
 			if toImage != "" && !api.PinnedByDigest(toImage) {
 				return usagef("--to-image %q: name a payload pinned by its digest, URL@sha256:<64 hex digits>, as 'adm upgrade' lists them", toImage)
 			}
+			if clear && wait {
+				return usagef("--wait follows an update: it does not go with --clear")
+			}
 			cl, err := o.client(cmd)
 			if err != nil {
 				return err
+			}
+			follow := func() error {
+				ctx, cancel := withTimeout(cmd.Context(), waitTimeout)
+				defer cancel()
+				return followUpgrade(ctx, cl, newProgressOn(cmd.ErrOrStderr()), cmd.OutOrStdout())
 			}
 			obj, err := cl.Get(cmd.Context(), clusterVersionResource, "", api.ClusterVersionName, client.GetOptions{Consistent: true})
 			if err != nil {
@@ -70,6 +85,9 @@ Not built yet: applying an accepted release.`,
 			}
 			cv := obj.(*api.ClusterVersion)
 			if n == 0 {
+				if wait {
+					return follow()
+				}
 				printUpgrade(cmd.OutOrStdout(), cv, notRecommended)
 				return nil
 			}
@@ -117,6 +135,9 @@ Not built yet: applying an accepted release.`,
 			default:
 				fmt.Fprintf(cmd.OutOrStdout(), "Requested update to %s\n", to)
 			}
+			if wait {
+				return follow()
+			}
 			return nil
 		},
 	}
@@ -127,6 +148,8 @@ Not built yet: applying an accepted release.`,
 	up.Flags().BoolVar(&allowExplicit, "allow-explicit-upgrade", false, "take a --to-image payload that is not among the updates listed")
 	up.Flags().BoolVar(&force, "force", false, "skip the update's precondition checks: every cluster operator Available and not Degraded, no machine config pool updating, every server a reachable, caught-up voter ready to replace its binary (never the signature, nor the risks)")
 	up.Flags().BoolVar(&clear, "clear", false, "take back a requested update")
+	up.Flags().BoolVar(&wait, "wait", false, "follow the update until the control plane and every node run the release")
+	up.Flags().DurationVar(&waitTimeout, "timeout", 0, "with --wait: give up after this long (0: no limit)")
 	channel := &cobra.Command{
 		Use:   "channel NAME",
 		Short: "Set the update channel the cluster follows",

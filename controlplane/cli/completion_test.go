@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+)
+
+// complete runs cobra's hidden __complete command, as the shell scripts
+// do, and returns the candidates (descriptions dropped) and the
+// directive line.
+func complete(t *testing.T, args ...string) (cands []string, directive string, stderr string) {
+	t.Helper()
+	r := runCLI(t, t.Context(), "", append([]string{cobra.ShellCompRequestCmd}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("__complete %q: exit %d, stderr %q", args, r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	directive = lines[len(lines)-1]
+	for _, l := range lines[:len(lines)-1] {
+		c, _, _ := strings.Cut(l, "\t")
+		cands = append(cands, c)
+	}
+	return cands, directive, r.stderr
+}
+
+func seedCompletion(f *fakeAPI) {
+	seedPods(f)
+	f.put(podR, `{"metadata":{"name":"multi","namespace":"default"},"spec":{"initContainers":[{"name":"setup"}],"containers":[{"name":"app"},{"name":"sidecar"}]}}`)
+	f.put(nodeR, `{"metadata":{"name":"edge-2"}}`)
+	f.put(nodeR, `{"metadata":{"name":"edge-1"}}`)
+	f.put(nodeR, `{"metadata":{"name":"core-1"}}`)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"}}`)
+	f.put(deployR, `{"metadata":{"name":"api","namespace":"default"}}`)
+	f.put(deployR, `{"metadata":{"name":"shop-api","namespace":"team"}}`)
+	f.put(namespaceResource, `{"metadata":{"name":"default"}}`)
+	f.put(namespaceResource, `{"metadata":{"name":"team"}}`)
+}
+
+func TestCompletion(t *testing.T) {
+	f := newFakeAPI(t)
+	seedCompletion(f)
+	srv := []string{"--server", f.srv.URL, "--insecure"}
+	line := func(args ...string) []string { return append(slices.Clone(srv), args...) }
+	const noFile = ":4"   // ShellCompDirectiveNoFileComp
+	const noFileNS = ":6" // ... | ShellCompDirectiveNoSpace
+
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want      []string
+		directive string
+	}{
+		{"kinds of get", line("get", "d"), []string{"deployments", "deploy", "daemonsets", "ds"}, noFile},
+		{"short names", line("get", "p"), []string{"pods", "po", "poddisruptionbudgets", "pdb"}, noFile},
+		{"second kind of a list", line("get", "pods,no"), []string{"pods,nodes", "pods,no"}, noFile},
+		{"pod names of the default namespace", line("get", "pods", ""), []string{"db-0", "multi", "web-1"}, noFile},
+		{"by short name, with a prefix", line("get", "po", "w"), []string{"web-1"}, noFile},
+		{"names already given are not offered", line("delete", "pods", "web-1", ""), []string{"db-0", "multi"}, noFile},
+		{"-n before the verb", line("-n", "team", "get", "pods", ""), []string{"other"}, noFile},
+		{"--namespace after the kind", line("describe", "deploy", "--namespace", "team", ""), []string{"shop-api"}, noFile},
+		{"TYPE/NAME", line("scale", "deployment/"), []string{"deployment/api", "deployment/web"}, noFile},
+		{"TYPE/NAME with a prefix", line("get", "deploy/w"), []string{"deploy/web"}, noFile},
+		{"scale offers only what it scales", line("scale", ""), []string{"replicasets", "rs", "deployments", "deploy"}, noFile},
+		{"scale refuses pods", line("scale", "pods/"), nil, noFile},
+		{"more TYPE/NAME: kinds with a slash", line("get", "deploy/web", "no"), []string{"nodes/", "no/"}, noFileNS},
+		{"rollout status", line("rollout", "status", "deployment/a"), []string{"deployment/api"}, noFile},
+		{"logs", line("logs", ""), []string{"db-0", "multi", "web-1"}, noFile},
+		{"logs takes one pod", line("logs", "web-1", ""), nil, noFile},
+		{"exec", line("exec", "m"), []string{"multi"}, noFile},
+		{"containers of the pod", line("logs", "multi", "-c", ""), []string{"app", "sidecar", "setup"}, noFile},
+		{"containers of pod/NAME", line("exec", "pod/multi", "--container", "s"), []string{"sidecar", "setup"}, noFile},
+		{"namespaces", line("get", "pods", "-n", ""), []string{"default", "team"}, noFile},
+		{"drain", line("drain", ""), []string{"core-1", "edge-1", "edge-2"}, noFile},
+		{"adm drain", line("adm", "drain", "e"), []string{"edge-1", "edge-2"}, noFile},
+		{"cordon several", line("cordon", "edge-1", ""), []string{"core-1", "edge-2"}, noFile},
+		{"adm uncordon", line("adm", "uncordon", "c"), []string{"core-1"}, noFile},
+		{"taint: the word nodes", line("taint", ""), []string{"nodes", "no"}, noFile},
+		{"taint nodes", line("adm", "taint", "nodes", "edge-"), []string{"edge-1", "edge-2"}, noFile},
+		{"taint nodes: not the taint itself", line("taint", "nodes", "edge-1", "key=v:"), nil, noFile},
+		{"image import --node", line("image", "import", "a.tar", "--node", "ed"), []string{"edge-1", "edge-2"}, noFile},
+		{"image import --node a list", line("image", "import", "a.tar", "--node", "edge-1,"), []string{"edge-1,core-1", "edge-1,edge-2"}, noFile},
+		{"subcommands are cobra's", line("adm", "up"), []string{"upgrade"}, noFile},
+	} {
+		got, directive, _ := complete(t, tc.args...)
+		if !slices.Equal(got, tc.want) || directive != tc.directive {
+			t.Errorf("%s: %q gave %q %s, want %q %s", tc.name, tc.args, got, directive, tc.want, tc.directive)
+		}
+	}
+}
+
+// TestCompletionKindsListEveryResource checks that `get <TAB>` offers
+// every kind by plural and short name, with the kind as description.
+func TestCompletionKindsListEveryResource(t *testing.T) {
+	r := runCLI(t, t.Context(), "", cobra.ShellCompRequestCmd, "get", "")
+	for _, res := range api.Resources {
+		if !strings.Contains(r.stdout, "\n"+res.Plural+"\t"+res.Kind+"\n") && !strings.HasPrefix(r.stdout, res.Plural+"\t"+res.Kind+"\n") {
+			t.Errorf("get <TAB> lacks %s:\n%s", res.Plural, r.stdout)
+		}
+		for _, s := range res.ShortNames {
+			if !strings.Contains(r.stdout, "\n"+s+"\tshort for "+res.Plural+"\n") {
+				t.Errorf("get <TAB> lacks short name %s", s)
+			}
+		}
+	}
+}
+
+// TestCompletionFailsQuietly: with no server, a refused token or a server
+// that never answers, completion offers nothing, prints no error and
+// gives up quickly.
+func TestCompletionFailsQuietly(t *testing.T) {
+	f := newFakeAPI(t)
+	seedCompletion(f)
+
+	got, directive, stderr := complete(t, "get", "pods", "")
+	if got != nil || directive != ":4" || strings.Contains(stderr, "rror") {
+		t.Errorf("no server: %q %s, stderr %q", got, directive, stderr)
+	}
+
+	got, directive, stderr = complete(t, "--server", "ftp://x", "get", "pods", "")
+	if got != nil || directive != ":4" || strings.Contains(stderr, "rror") {
+		t.Errorf("bad server: %q %s, stderr %q", got, directive, stderr)
+	}
+
+	// A server that accepts connections and never replies.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	old := completionTimeout
+	completionTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { completionTimeout = old })
+	start := time.Now()
+	got, directive, stderr = complete(t, "--server", "http://"+l.Addr().String(), "--insecure", "logs", "")
+	if took := time.Since(start); took > completionTimeout+time.Second {
+		t.Errorf("a silent server held completion for %s", took)
+	}
+	if got != nil || directive != ":4" || strings.Contains(stderr, "rror") {
+		t.Errorf("silent server: %q %s, stderr %q", got, directive, stderr)
+	}
+}
