@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/console"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/pki"
@@ -59,6 +60,8 @@ type Server struct {
 	secret       string
 	adminTokenID string
 	ca           *pki.CA
+	// console serves the web console's static files at /ui.
+	console *console.Handler
 
 	store *store.Store
 	node  *raftstore.Node
@@ -231,6 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		secret:       secret,
 		adminTokenID: adminID,
 		ca:           ca,
+		console:      console.New(),
 		store:        st,
 		schedulers:   schedulers,
 		node:         node,
