@@ -37,8 +37,9 @@ deps:
 # drive for real: containerd and runc (the agent starts its own
 # containerd), iproute2 (test hosts in network namespaces), procps,
 # debootstrap and systemd-container (test hosts that boot a real systemd
-# under systemd-nspawn; their Debian rootfs is built once and cached).
-HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables
+# under systemd-nspawn; their Debian rootfs is built once and cached),
+# chromium (the web console's end-to-end test, testing/console).
+HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables chromium
 host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		need=""; for p in $(HOST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \

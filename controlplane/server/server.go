@@ -166,6 +166,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
+	browserCert, err := pki.NewRenewing(func() (tls.Certificate, error) { return ca.IssueBrowserServerCert(cfg.ID, hosts, certTTL) })
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server certificate for browsers: %w", err)
+	}
 
 	st := store.New(store.Options{Logger: cfg.Logger.With("component", "store"), Registerer: cfg.Registry, WatchWindow: cfg.WatchWindow})
 	rcfg := raftstore.Config{
@@ -308,6 +313,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if !cfg.Insecure {
 		s.httpSrv.TLSConfig = pki.ServerTLSConfig(ca, *cert.Current())
 		cert.Use(s.httpSrv.TLSConfig)
+		cert.ServeWithFallback(s.httpSrv.TLSConfig, browserCert)
 	}
 	s.admin = client.Config{Server: apiURL, Token: adminID + "." + adminSecret, Insecure: cfg.Insecure}
 	if !cfg.Insecure {
@@ -327,6 +333,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.wg.Go(func() { s.selfUpdate.run(s.stopCtx) })
 	if !cfg.Insecure {
 		s.wg.Go(func() { cert.Run(s.stopCtx, log.With("component", "pki")) })
+		s.wg.Go(func() { browserCert.Run(s.stopCtx, log.With("component", "pki")) })
 	}
 	go func() {
 		defer s.wg.Done()

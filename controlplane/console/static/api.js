@@ -95,13 +95,18 @@ const sleep = (ms, signal) => new Promise((resolve) => {
   signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
 });
 
-// status reports the watches' connection state to the header.
+// The watches' connection state, for the header: live, reconnecting
+// (some watch lost its stream and retries), or nothing to say.
 const liveWatches = new Set();
+const retrying = new Set();
 let statusFn = () => {};
 export function onWatchStatus(fn) { statusFn = fn; }
-function setLive(id, live) {
-  if (live) liveWatches.add(id); else liveWatches.delete(id);
-  statusFn(liveWatches.size);
+function setLive(id, state) {
+  liveWatches.delete(id);
+  retrying.delete(id);
+  if (state === 'live') liveWatches.add(id);
+  if (state === 'retrying') retrying.add(id);
+  statusFn(retrying.size > 0 ? 'reconnecting' : liveWatches.size > 0 ? 'live' : '');
 }
 
 let watchIDs = 0;
@@ -128,7 +133,7 @@ export function watch(res, ns, { fieldSelector, labelSelector } = {}, { reset, e
           reset(list.items || []);
         }
         const resp = await fetchAPI(path + query({ ...sel, watch: 'true', resourceVersion: rv }), { signal });
-        setLive(id, true);
+        setLive(id, 'live');
         backoff = 250;
         const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = '';
@@ -153,18 +158,19 @@ export function watch(res, ns, { fieldSelector, labelSelector } = {}, { reset, e
         }
         // The server ended the stream (a timeout, a restart): go on from rv.
       } catch (e) {
-        setLive(id, false);
+        setLive(id, '');
         if (signal.aborted) break;
         if (e instanceof APIError && [401, 403, 404].includes(e.status)) {
           fail(e);
           break;
         }
+        setLive(id, 'retrying');
         if (e instanceof APIError && e.status === 410) rv = '';
         await sleep(backoff, signal);
         backoff = Math.min(backoff * 2, 8000);
       }
     }
-    setLive(id, false);
+    setLive(id, '');
   })();
   return () => ctl.abort();
 }

@@ -93,10 +93,10 @@ onUnauthorized(() => {
   showLogin('The server no longer accepts this token; log in again.');
 });
 
-onWatchStatus((n) => {
+onWatchStatus((state) => {
   const c = $('conn');
-  c.className = 'conn ' + (n > 0 ? 'live' : 'down');
-  c.textContent = n > 0 ? 'live' : 'not connected';
+  c.className = 'conn ' + (state === 'live' ? 'live' : state ? 'down' : '');
+  c.textContent = state;
 });
 
 // fillNamespaces offers the namespaces to choose from, when the token may
