@@ -13,7 +13,7 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
 	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
-	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest
+	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./controlplane/console
 
 .PHONY: all build run test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image
 
@@ -88,6 +88,7 @@ fuzz:
 
 bench: build
 	$(GO) run ./testing/bench -out BENCHMARKS.md -bin $(BIN)
+	set -o pipefail; OUTPOST_TEST_REAL=1 OUTPOST_CONSOLE_NODES=1000 OUTPOST_CONSOLE_PODS=10000 $(GO) test -count=1 -v -run TestConsolePerformance ./testing/console | grep -E 'perf_test|^(ok|FAIL|---)'
 
 soak: build
 	OUTPOST_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'Linearizab|Crash|Planted|Randomized' -v ./testing/...

@@ -87,7 +87,7 @@ export class VirtualTable {
     this.rowHeight = 28;
     this.rows = [];
     this.firstRendered = false;
-    this.root = el('div', { class: 'tablebox', 'data-table': opts.name || opts.what });
+    this.root = el('div', { class: 'tablebox' + (opts.short ? ' short' : ''), 'data-table': opts.name || opts.what });
     this.count = el('span', { class: 'count' });
     this.note = el('div');
     this.box = el('div', { class: 'vt' + (opts.short ? ' short' : '') });
@@ -144,7 +144,8 @@ export class VirtualTable {
     const n = this.keys.length;
     this.count.textContent = c.loaded ? `${n} ${what}` : `loading ${what}…`;
     const h = this.rowHeight;
-    const view = this.box.clientHeight || 600;
+    // Never more than a window's worth, even if a style lets the box grow.
+    const view = Math.min(this.box.clientHeight || 600, window.innerHeight);
     const first = Math.max(0, Math.floor(this.box.scrollTop / h) - OVERSCAN);
     const last = Math.min(n, Math.ceil((this.box.scrollTop + view) / h) + OVERSCAN);
     const want = last - first;
