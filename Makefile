@@ -13,7 +13,8 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
 	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
-	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck
+	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck \
+	./controlplane/console
 
 .PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image man completions
 
@@ -37,8 +38,9 @@ deps:
 # drive for real: containerd and runc (the agent starts its own
 # containerd), iproute2 (test hosts in network namespaces), procps,
 # debootstrap and systemd-container (test hosts that boot a real systemd
-# under systemd-nspawn; their Debian rootfs is built once and cached).
-HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables
+# under systemd-nspawn; their Debian rootfs is built once and cached),
+# chromium (the web console's end-to-end test, testing/console).
+HOST_PKGS := containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables chromium
 host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		need=""; for p in $(HOST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \
@@ -114,6 +116,7 @@ fuzz:
 
 bench: build
 	$(GO) run ./testing/bench -out BENCHMARKS.md -bin $(BIN)
+	set -o pipefail; OUTPOST_TEST_REAL=1 OUTPOST_CONSOLE_NODES=1000 OUTPOST_CONSOLE_PODS=10000 $(GO) test -count=1 -v -run TestConsolePerformance ./testing/console | grep -E 'perf_test|^(ok|FAIL|---)'
 
 soak: build
 	OUTPOST_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'Linearizab|Crash|Planted|Randomized' -v ./testing/...

@@ -49,7 +49,21 @@ func (ca *CA) IssueServerCert(id string, hosts []string, ttl time.Duration) (tls
 	if id == "" {
 		return tls.Certificate{}, fmt.Errorf("%w: id: must not be empty", ErrBadRequest)
 	}
-	return ca.issueServing(id, ServerOU, slices.Concat(defaultHosts, hosts), len(defaultHosts), ttl)
+	return ca.issueServing(id, ServerOU, slices.Concat(defaultHosts, hosts), len(defaultHosts), ttl, keyEd25519)
+}
+
+// IssueBrowserServerCert is IssueServerCert with a P-256 key, for serving
+// the API to web browsers (the console, issue 15 item 3): browsers offer no
+// ed25519 signature scheme in TLS, so they cannot complete a handshake
+// with an ed25519 leaf. It serves only; it cannot authenticate a client.
+// Its chain is still signed by the ed25519 CA, which browsers cannot
+// verify either: they show a certificate warning the user must accept.
+func (ca *CA) IssueBrowserServerCert(id string, hosts []string, ttl time.Duration) (tls.Certificate, error) {
+	if id == "" {
+		return tls.Certificate{}, fmt.Errorf("%w: id: must not be empty", ErrBadRequest)
+	}
+	c, err := ca.issueServing(id, ServerOU, slices.Concat(defaultHosts, hosts), len(defaultHosts), ttl, keyP256)
+	return c, err
 }
 
 // IssueNodeCert issues a node agent's certificate, valid for ttl: common
@@ -61,14 +75,14 @@ func (ca *CA) IssueNodeCert(name string, hosts []string, ttl time.Duration) (tls
 	if name == "" {
 		return tls.Certificate{}, fmt.Errorf("%w: name: must not be empty", ErrBadRequest)
 	}
-	return ca.issueServing(name, NodeOU, append(slices.Clone(hosts), name), 0, ttl)
+	return ca.issueServing(name, NodeOU, append(slices.Clone(hosts), name), 0, ttl, keyEd25519)
 }
 
 // issueServing issues a certificate for serving and client authentication
 // to cn of unit ou, for hosts (IP addresses or DNS names; a "host:port"
 // form is accepted and the port ignored). Errors name a host by its index
 // less skip, the count of hosts the caller added itself.
-func (ca *CA) issueServing(cn, ou string, hosts []string, skip int, ttl time.Duration) (tls.Certificate, error) {
+func (ca *CA) issueServing(cn, ou string, hosts []string, skip int, ttl time.Duration, kt keyType) (tls.Certificate, error) {
 	var ips []net.IP
 	var names []string
 	for i, h := range hosts {
@@ -100,7 +114,10 @@ func (ca *CA) issueServing(cn, ou string, hosts []string, skip int, ttl time.Dur
 		DNSNames:    names,
 		IPAddresses: ips,
 	}
-	return ca.issue(tmpl, ttl, keyEd25519)
+	if kt == keyP256 {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	}
+	return ca.issue(tmpl, ttl, kt)
 }
 
 // IssueClientCert issues a client certificate with common name cn and, when

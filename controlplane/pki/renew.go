@@ -67,6 +67,20 @@ func (r *Renewing) Use(cfgs ...*tls.Config) {
 	}
 }
 
+// ServeWithFallback makes cfg serve r's certificate to clients that can
+// use it and fallback's to the others: after Use, it lets web browsers,
+// which do not speak ed25519, reach a server whose certificate is ed25519
+// with a P-256 one (IssueBrowserServerCert).
+func (r *Renewing) ServeWithFallback(cfg *tls.Config, fallback *Renewing) {
+	cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		c := r.Current()
+		if hello.SupportsCertificate(c) == nil {
+			return c, nil
+		}
+		return fallback.Current(), nil
+	}
+}
+
 // Run renews the certificate when it is due until ctx ends, retrying a
 // failed renewal every minute.
 func (r *Renewing) Run(ctx context.Context, log *slog.Logger) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
+	"github.com/outpost-edge/outpost/controlplane/console"
 )
 
 // recorder remembers the reply code and the metric labels of a request.
@@ -98,6 +99,14 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 	case "/version":
 		w.label(verbGet, "version")
 		s.serveVersion(w, r)
+		return
+	}
+	// The console's files hold no cluster data (issue 15 item 3): the
+	// page logs in with a token and every call it makes for data is an
+	// authenticated API request like any other.
+	if console.Match(path) {
+		w.label(verbGet, "console")
+		s.console.ServeHTTP(w, r)
 		return
 	}
 	// Before authentication: tokens live in the store too.

@@ -17,6 +17,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/console"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/core"
 	"github.com/outpost-edge/outpost/controlplane/pki"
@@ -59,6 +60,8 @@ type Server struct {
 	secret       string
 	adminTokenID string
 	ca           *pki.CA
+	// console serves the web console's static files at /ui.
+	console *console.Handler
 
 	store *store.Store
 	node  *raftstore.Node
@@ -163,6 +166,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
+	browserCert, err := pki.NewRenewing(func() (tls.Certificate, error) { return ca.IssueBrowserServerCert(cfg.ID, hosts, certTTL) })
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server certificate for browsers: %w", err)
+	}
 
 	st := store.New(store.Options{Logger: cfg.Logger.With("component", "store"), Registerer: cfg.Registry, WatchWindow: cfg.WatchWindow})
 	rcfg := raftstore.Config{
@@ -231,6 +239,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		secret:       secret,
 		adminTokenID: adminID,
 		ca:           ca,
+		console:      console.New(),
 		store:        st,
 		schedulers:   schedulers,
 		node:         node,
@@ -304,6 +313,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if !cfg.Insecure {
 		s.httpSrv.TLSConfig = pki.ServerTLSConfig(ca, *cert.Current())
 		cert.Use(s.httpSrv.TLSConfig)
+		cert.ServeWithFallback(s.httpSrv.TLSConfig, browserCert)
 	}
 	s.admin = client.Config{Server: apiURL, Token: adminID + "." + adminSecret, Insecure: cfg.Insecure}
 	if !cfg.Insecure {
@@ -323,6 +333,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.wg.Go(func() { s.selfUpdate.run(s.stopCtx) })
 	if !cfg.Insecure {
 		s.wg.Go(func() { cert.Run(s.stopCtx, log.With("component", "pki")) })
+		s.wg.Go(func() { browserCert.Run(s.stopCtx, log.With("component", "pki")) })
 	}
 	go func() {
 		defer s.wg.Done()
