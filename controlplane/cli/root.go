@@ -133,6 +133,12 @@ func newRootCommand(o *options) *cobra.Command {
 		newExecCommand(o),
 		newImageCommand(o),
 		newVersionCommand(o),
+		newAPIResourcesCommand(o),
+		newExplainCommand(o),
+		newSetCommand(o),
+		newRunCommand(o),
+		newWaitCommand(o),
+		newDiffCommand(o),
 	)
 	return root
 }
