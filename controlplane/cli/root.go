@@ -139,6 +139,7 @@ func newRootCommand(o *options) *cobra.Command {
 		newRunCommand(o),
 		newWaitCommand(o),
 		newDiffCommand(o),
+		newCpCommand(o),
 	)
 	return root
 }
