@@ -18,15 +18,7 @@ import (
 // with the container's paths below root, as a container with tar would;
 // in container "notar" there is no tar.
 func withTarExec(t *testing.T, f *fakeAPI, root string) {
-	next := f.srv.Config.Handler
-	f.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/exec") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		f.mu.Lock()
-		f.requests = append(f.requests, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
-		f.mu.Unlock()
+	f.route(func(p string) bool { return strings.HasSuffix(p, "/exec") }, func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).EnableFullDuplex()
 		w.WriteHeader(200)
 		fw := wire.NewFrameWriter(w, w.(http.Flusher).Flush)

@@ -73,17 +73,12 @@ func withDiscovery(f *fakeAPI) {
 			lists[path] = append(lists[path], res{Name: r.Plural + "/status", Namespaced: r.Namespaced, Kind: r.Kind, Verbs: []string{"get", "update"}})
 		}
 	}
-	next := f.srv.Config.Handler
-	f.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	f.route(func(p string) bool { _, ok := lists[p]; return ok || p == "/apis" }, func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path == "/apis" {
 			writeJSON(w, 200, map[string]any{"kind": "APIGroupList", "groups": groups})
 			return
 		}
-		if l, ok := lists[req.URL.Path]; ok {
-			writeJSON(w, 200, map[string]any{"kind": "APIResourceList", "resources": l})
-			return
-		}
-		next.ServeHTTP(w, req)
+		writeJSON(w, 200, map[string]any{"kind": "APIResourceList", "resources": lists[req.URL.Path]})
 	})
 }
 
@@ -122,6 +117,22 @@ func TestAPIResources(t *testing.T) {
 			"services   svc   v1   true   Service   [create delete get list update watch]\n", "")
 	expect(t, "bad -o", f.run("api-resources", "-o", "yaml"), 1, "",
 		"error: --output \"yaml\" is not supported by api-resources: use wide or name\nSee 'outpost api-resources --help' for usage.\n")
+}
+
+// route makes f answer the requests whose path match accepts with h,
+// recording them as f records its own; others go to f as before.
+func (f *fakeAPI) route(match func(path string) bool, h http.HandlerFunc) {
+	next := f.srv.Config.Handler
+	f.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !match(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		f.mu.Lock()
+		f.requests = append(f.requests, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		f.mu.Unlock()
+		h(w, r)
+	})
 }
 
 // expectNoWrites is expect for a run that must write nothing.

@@ -140,6 +140,7 @@ func newRootCommand(o *options) *cobra.Command {
 		newWaitCommand(o),
 		newDiffCommand(o),
 		newCpCommand(o),
+		newPortForwardCommand(o),
 	)
 	return root
 }
