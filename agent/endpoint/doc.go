@@ -1,8 +1,9 @@
 // Package endpoint is the node agent's HTTPS endpoint, through which the
-// control plane reads a container's logs, runs a command in it and loads
-// image archives onto the node (Kubernetes' kubelet API in spirit, not in
-// wire format). Users never call it: the API server does, for `outpost
-// logs`, `outpost exec` and `outpost image import`, after it has
+// control plane reads a container's logs, runs a command in it, forwards
+// a connection to a pod's port and loads image archives onto the node
+// (Kubernetes' kubelet API in spirit, not in wire format). Users never
+// call it: the API server does, for `outpost logs`, `outpost exec`,
+// `outpost port-forward` and `outpost image import`, after it has
 // authorized the user and found the pod's node.
 //
 // Trust: the agent serves with its node certificate (cluster CA, common
@@ -24,6 +25,11 @@
 //	POST /images
 //	     the body is an OCI or docker archive (a tar), streamed into the
 //	     runtime; the reply is a wire.ImageList.
+//	POST /portForward/{ns}/{pod}?address=IP&port=P
+//	     full duplex: a TCP connection to port P of the pod at IP (its
+//	     address from its status, given by the API server), which must
+//	     have a running container on this node; the request body goes
+//	     to the connection, the connection's output is the reply body.
 //	GET  /healthz
 //
 // The agent wires it as

@@ -58,6 +58,7 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("/containerLogs/{ns}/{pod}/{container}", h.method(http.MethodGet, h.serveLogs))
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", h.method(http.MethodPost, h.serveExec))
 	mux.HandleFunc("/images", h.method(http.MethodPost, h.serveImages))
+	mux.HandleFunc("/portForward/{ns}/{pod}", h.method(http.MethodPost, h.servePortForward))
 	mux.HandleFunc("/healthz", h.method(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")

@@ -38,6 +38,10 @@ const (
 // disruption budgets allow it: a graceful delete.
 const SubresourceEviction = "eviction"
 
+// SubresourcePortForward (verb create, on pods) opens a connection to a
+// pod's port through its node agent; whoever may exec in a pod may.
+const SubresourcePortForward = "portforward"
+
 // ResourceNodeCredentials is what a join token may create: the agent trades
 // the join token for a node's own credential.
 const ResourceNodeCredentials = "nodecredentials"
@@ -231,7 +235,7 @@ func developerCan(id *Identity, req Request) bool {
 			switch {
 			case req.Verb == VerbGet && req.Subresource == SubresourceLog:
 				return true
-			case req.Verb == VerbCreate && (req.Subresource == SubresourceExec || req.Subresource == SubresourceEviction):
+			case req.Verb == VerbCreate && (req.Subresource == SubresourceExec || req.Subresource == SubresourcePortForward || req.Subresource == SubresourceEviction):
 				return true
 			}
 		}

@@ -87,6 +87,12 @@ func TestAuthorize(t *testing.T) {
 		{"node pod log", node, res("get", "pods", "log", "team-a", "mine"), false},
 		{"node pod exec", node, res("create", "pods", "exec", "team-a", "mine"), false},
 		{"node own node images", node, res("create", "nodes", "images", "", "edge-1"), false},
+		// port-forward (issue 15 item 6): as exec.
+		{"admin pod portforward", admin, res("create", "pods", "portforward", "default", "p"), true},
+		{"dev pod portforward", dev, res("create", "pods", "portforward", "team-a", "p"), true},
+		{"dev pod portforward elsewhere", dev, res("create", "pods", "portforward", "default", "p"), false},
+		{"dev pod portforward as get", dev, res("get", "pods", "portforward", "team-a", "p"), false},
+		{"node pod portforward", node, res("create", "pods", "portforward", "team-a", "mine"), false},
 		{"dev read nodes", dev, res("list", "nodes", "", "", ""), true},
 		{"dev get node", dev, res("get", "nodes", "", "", "edge-1"), true},
 		{"dev update node", dev, res("update", "nodes", "", "", "edge-1"), false},

@@ -71,11 +71,19 @@ func newLogsCommand(o *options) *cobra.Command {
 	return cmd
 }
 
-// exitCodeError is a remote command's non-zero exit code, which becomes
-// the CLI's own; Execute prints nothing more.
-type exitCodeError struct{ code int }
+// exitCodeError is an exit code other than 1 that a command asks for: a
+// remote command's non-zero exit code, which becomes the CLI's own, or
+// diff's code for a failure. Execute prints its message (kubectl's note
+// on the remote command, unless msg says otherwise) and nothing more.
+type exitCodeError struct {
+	code int
+	msg  string
+}
 
 func (e *exitCodeError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
 	return fmt.Sprintf("command terminated with exit code %d", e.code)
 }
 

@@ -56,7 +56,7 @@ func parseTargets(args []string) ([]target, error) {
 		}
 	}
 	var out []target
-	for typ := range strings.SplitSeq(args[0], ",") {
+	for _, typ := range expandCategories(strings.Split(args[0], ",")) {
 		r, err := resourceFor(typ)
 		if err != nil {
 			return nil, err

@@ -41,7 +41,7 @@ func newRolloutCommand(o *options) *cobra.Command {
 		Long: "A deployment rolls a new pod template out through a new ReplicaSet and keeps the\n" +
 			"earlier ones, scaled to zero, as its revision history; rollout follows that process.",
 	}
-	rollout.AddCommand(newRolloutStatusCommand(o), newRolloutUndoCommand(o), newRolloutHistoryCommand(o))
+	rollout.AddCommand(newRolloutStatusCommand(o), newRolloutUndoCommand(o), newRolloutHistoryCommand(o), newRolloutRestartCommand(o))
 	return rollout
 }
 

@@ -134,6 +134,14 @@ func newRootCommand(o *options) *cobra.Command {
 		newImageCommand(o),
 		newVersionCommand(o),
 		newManCommand(),
+		newAPIResourcesCommand(o),
+		newExplainCommand(o),
+		newSetCommand(o),
+		newRunCommand(o),
+		newWaitCommand(o),
+		newDiffCommand(o),
+		newCpCommand(o),
+		newPortForwardCommand(o),
 	)
 	registerCompletions(root, o)
 	return root

@@ -16,8 +16,7 @@ func newScaleCommand(o *options) *cobra.Command {
 	var (
 		replicas int
 		current  int
-		selector string
-		all      bool
+		sel      selection
 	)
 	cmd := &cobra.Command{
 		Use:   "scale (TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR|--all) --replicas=COUNT",
@@ -34,63 +33,25 @@ func newScaleCommand(o *options) *cobra.Command {
 			if replicas < 0 {
 				return usagef("--replicas=COUNT is required, and COUNT must be 0 or more")
 			}
-			if selector != "" && all {
-				return usagef("--all and --selector cannot be given together")
-			}
-			targets, err := parseTargets(args)
-			if err != nil {
-				return err
-			}
-			bySelector := selector != "" || all
-			for _, t := range targets {
-				if !scalable(t.r) {
-					return usagef("%s cannot be scaled: only deployments and replicasets have replicas", t.r.Plural)
+			stdout := cmd.OutOrStdout()
+			return sel.run(cmd, o, args, "scale", func(r *api.Resource) string {
+				if !scalable(r) {
+					return r.Plural + " cannot be scaled: only deployments and replicasets have replicas"
 				}
-				switch {
-				case bySelector && len(t.names) > 0:
-					return usagef("names cannot be combined with -l or --all")
-				case !bySelector && len(t.names) == 0:
-					return usagef("resource(s) were provided, but no name was specified; use -l SELECTOR or --all to scale several")
+				return ""
+			}, func(cl *client.Client, r *api.Resource, ns, name string) error {
+				if err := scaleOne(cmd.Context(), cl, r, ns, name, int64(replicas), int64(current)); err != nil {
+					return err
 				}
-			}
-			cl, err := o.client(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			ns := cl.Namespace()
-			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			failed := false
-			for _, t := range targets {
-				names := t.names
-				if bySelector {
-					if names, err = listNames(ctx, cl, t.r, ns, selector); err != nil {
-						return err
-					}
-					if len(names) == 0 {
-						fmt.Fprintln(stderr, noResourcesMessage([]fetched{{r: t.r}}, false, ns))
-					}
-				}
-				for _, name := range names {
-					if err := scaleOne(ctx, cl, t.r, ns, name, int64(replicas), int64(current)); err != nil {
-						fmt.Fprintln(stderr, FormatError(err))
-						failed = true
-						continue
-					}
-					fmt.Fprintf(stdout, "%s scaled\n", refName(t.r, name))
-				}
-			}
-			if failed {
-				return errReported
-			}
-			return nil
+				fmt.Fprintf(stdout, "%s scaled\n", refName(r, name))
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&replicas, "replicas", -1, "the new number of replicas (required)")
 	f.IntVar(&current, "current-replicas", -1, "scale only if the current number of replicas is this (-1: no condition)")
-	f.StringVarP(&selector, "selector", "l", "", "scale the objects of the type matching this label selector, in the namespace")
-	f.BoolVar(&all, "all", false, "scale every object of the type in the namespace")
+	sel.addFlags(cmd, "scale")
 	return cmd
 }
 

@@ -20,8 +20,8 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/pki"
 )
 
-// Streams through the node agents: `outpost logs`, `outpost exec` and
-// `outpost image import`. The server authorizes the user, reads the pod
+// Streams through the node agents: `outpost logs`, `outpost exec`,
+// `outpost port-forward` and `outpost image import`. The server authorizes the user, reads the pod
 // and its node from its own store (any server can, so nothing is
 // forwarded to the leader), dials the node's agent endpoint with its own
 // server certificate, checks that the agent's certificate names the node,
@@ -30,6 +30,9 @@ import (
 //	GET  /api/v1/namespaces/NS/pods/NAME/log?container=&follow=&tailLines=&timestamps=&previous=
 //	POST /api/v1/namespaces/NS/pods/NAME/exec?container=&command=...&stdin=&tty=
 //	     (reply: the framed stream of package agent/endpoint/wire)
+//	POST /api/v1/namespaces/NS/pods/NAME/portforward?port=P
+//	     (full duplex: the body goes to the pod's port, the reply is what
+//	     it sends back)
 //	POST /apis/outpost.io/v1/nodes/NAME/images   (body: an image archive)
 
 // Subresources served through the agent.
@@ -61,6 +64,9 @@ func (s *Server) serveNodeStream(w *recorder, r *http.Request, id *auth.Identity
 	case group == "" && len(segs) == 5 && segs[0] == "namespaces" && segs[2] == "pods" && segs[4] == subExec:
 		w.label(verbCreate, "pods/"+subExec)
 		s.servePodExec(w, r, id, segs[1], segs[3])
+	case group == "" && len(segs) == 5 && segs[0] == "namespaces" && segs[2] == "pods" && segs[4] == auth.SubresourcePortForward:
+		w.label(verbCreate, "pods/"+auth.SubresourcePortForward)
+		s.servePodPortForward(w, r, id, segs[1], segs[3])
 	case group == raftGroup && len(segs) == 3 && segs[0] == "nodes" && segs[2] == subHeartbeat:
 		w.label(verbCreate, "nodes/"+subHeartbeat)
 		s.serveNodeHeartbeat(w, r, id, segs[1])
@@ -187,19 +193,9 @@ func pathJoin(parts ...string) string {
 // cluster is in trouble), and picks the container: the one named, or the
 // pod's only one.
 func (s *Server) podContainer(ctx context.Context, ns, name, container string) (*api.Pod, string, error) {
-	rctx, cancel := context.WithTimeout(ctx, streamReadWait)
-	err := s.consistentRead(rctx)
-	cancel()
-	if err != nil {
-		s.log.Debug("reading a pod for a stream from the local store", "pod", ns+"/"+name, "err", err)
-	}
-	obj, _, err := s.core.Get(podsResource, ns, name)
+	pod, err := s.streamPod(ctx, ns, name)
 	if err != nil {
 		return nil, "", err
-	}
-	pod, ok := obj.(*api.Pod)
-	if !ok {
-		return nil, "", fmt.Errorf("pod %s/%s is stored as %T", ns, name, obj)
 	}
 	var names []string
 	for _, c := range pod.Spec.InitContainers {
@@ -225,6 +221,26 @@ func (s *Server) podContainer(ctx context.Context, ns, name, container string) (
 		return nil, "", api.NewBadRequest(msg)
 	}
 	return pod, container, nil
+}
+
+// streamPod reads the pod a stream goes to, preferring the latest state
+// but settling for the local copy when there is no quorum.
+func (s *Server) streamPod(ctx context.Context, ns, name string) (*api.Pod, error) {
+	rctx, cancel := context.WithTimeout(ctx, streamReadWait)
+	err := s.consistentRead(rctx)
+	cancel()
+	if err != nil {
+		s.log.Debug("reading a pod for a stream from the local store", "pod", ns+"/"+name, "err", err)
+	}
+	obj, _, err := s.core.Get(podsResource, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*api.Pod)
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s is stored as %T", ns, name, obj)
+	}
+	return pod, nil
 }
 
 // waitingToStart says, as kubectl does, that a container the node never

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+)
+
+// errObjectDeleted is an object deleted while wait waited for one of its
+// conditions.
+var errObjectDeleted = errors.New("was deleted while waiting for its condition")
+
+// errNoMatches is a wait for a condition of no object at all, which
+// kubectl fails rather than call the condition met.
+var errNoMatches = errors.New("no matching resources found")
+
+// waitFor is a parsed --for: deletion, or a condition's type and the
+// status it must have.
+type waitFor struct {
+	delete          bool
+	condition, want string
+}
+
+func parseWaitFor(s string) (waitFor, error) {
+	if s == "delete" {
+		return waitFor{delete: true}, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "condition="); ok {
+		cond, want, hasValue := strings.Cut(rest, "=")
+		if !hasValue {
+			want = "True"
+		}
+		if cond == "" || want == "" {
+			return waitFor{}, usagef("--for=condition= needs a condition, e.g. --for=condition=Ready or --for=condition=Ready=false")
+		}
+		return waitFor{condition: cond, want: want}, nil
+	}
+	if strings.HasPrefix(s, "jsonpath=") {
+		return waitFor{}, usagef("--for=jsonpath is not supported by outpost wait: use --for=condition=NAME[=VALUE] or --for=delete")
+	}
+	return waitFor{}, usagef("--for must be delete or condition=NAME[=VALUE], not %q", s)
+}
+
+func newWaitCommand(o *options) *cobra.Command {
+	var (
+		forFlag string
+		timeout time.Duration
+		sel     selection
+	)
+	cmd := &cobra.Command{
+		Use:   "wait (TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR|--all) --for=condition=NAME[=VALUE]|delete [--timeout=30s]",
+		Short: "Wait until objects have a condition, or are deleted",
+		Long: "wait follows each object until a condition of its status has the value asked for\n" +
+			"(True unless given; names and values compare regardless of case), or until it is\n" +
+			"gone with --for=delete. It prints a line per object and fails if --timeout passes\n" +
+			"first (0: check once; negative: a week).",
+		Example: `  outpost wait --for=condition=Ready pod/web-1
+  outpost wait --for=condition=Available deployment/web --timeout=2m
+  outpost wait --for=condition=Ready pods -l app=web
+  outpost wait --for=delete pod/web-1 --timeout=60s`,
+		Args: minArgs(1, "the objects to wait for, e.g. `outpost wait --for=condition=Ready pod/web`"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if forFlag == "" {
+				return usagef("--for is required: condition=NAME[=VALUE] or delete")
+			}
+			wf, err := parseWaitFor(forFlag)
+			if err != nil {
+				return err
+			}
+			if timeout < 0 {
+				timeout = 7 * 24 * time.Hour
+			}
+			ctx := cmd.Context()
+			stdout := cmd.OutOrStdout()
+			// One deadline for every object, as kubectl's.
+			wctx, cancel := context.WithTimeoutCause(ctx, max(timeout, time.Millisecond), errTimedOut)
+			defer cancel()
+			waited := 0
+			err = sel.run(cmd, o, args, "wait for", func(*api.Resource) string { return "" }, func(cl *client.Client, r *api.Resource, ns, name string) error {
+				waited++
+				if err := waitOne(wctx, cl, r, ns, name, wf, timeout == 0); err != nil {
+					if errors.Is(err, errTimedOut) || (wctx.Err() != nil && ctx.Err() == nil) {
+						return fmt.Errorf("%w on %s/%s", errTimedOut, r.Plural, name)
+					}
+					return err
+				}
+				if wf.delete {
+					fmt.Fprintf(stdout, "%s deleted\n", refName(r, name))
+				} else {
+					fmt.Fprintf(stdout, "%s condition met\n", refName(r, name))
+				}
+				return nil
+			})
+			if err == nil && waited == 0 && !wf.delete {
+				return errNoMatches
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&forFlag, "for", "", "what to wait for: condition=NAME[=VALUE] or delete")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long, for all the objects together (0: check once; negative: a week)")
+	sel.addFlags(cmd, "wait for")
+	return cmd
+}
+
+// waitOne waits for one object. once: look once, without watching.
+func waitOne(ctx context.Context, cl *client.Client, r *api.Resource, ns, name string, wf waitFor, once bool) error {
+	obj, err := cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+	if wf.delete {
+		switch {
+		case api.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case once:
+			return errTimedOut
+		}
+		return waitGone(ctx, cl, pendingDelete{r: r, ns: ns, name: name, uid: obj.GetObjectMeta().UID})
+	}
+	for {
+		if err != nil {
+			return err
+		}
+		met, err := hasCondition(obj, wf)
+		if met || err != nil {
+			return err
+		}
+		if once {
+			return errTimedOut
+		}
+		obj, err = nextVersion(ctx, cl, r, ns, name, obj.GetObjectMeta().ResourceVersion, func(o api.Object) bool {
+			met, _ := hasCondition(o, wf)
+			return met
+		})
+	}
+}
+
+// nextVersion watches one object from rv and returns the first version
+// done accepts, or, when the watch ends or falls out of the server's
+// window, the object read again for the caller to judge. A deletion is
+// errObjectDeleted.
+func nextVersion(ctx context.Context, cl *client.Client, r *api.Resource, ns, name, rv string, done func(api.Object) bool) (api.Object, error) {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := cl.Watch(wctx, r, ns, client.ListOptions{FieldSelector: "metadata.name=" + name}, rv)
+	if err != nil && !api.IsGone(err) {
+		return nil, err
+	}
+	if err == nil {
+		for ev := range ch {
+			switch ev.Type {
+			case client.EventDeleted:
+				return nil, fmt.Errorf("%s %w", refName(r, name), errObjectDeleted)
+			case client.EventAdded, client.EventModified:
+				if done(ev.Object) {
+					return ev.Object, nil
+				}
+			case client.EventError:
+				if !api.IsGone(ev.Err) {
+					return nil, ev.Err
+				}
+				return cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+			}
+		}
+		// The stream ended: a pause, so that a server ending streams at
+		// once is not hammered.
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+}
+
+// hasCondition reports whether obj's status has the condition of wf with
+// its value, comparing both regardless of case as kubectl does.
+func hasCondition(obj api.Object, wf waitFor) (bool, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return false, fmt.Errorf("encode %T: %w", obj, err)
+	}
+	raw, err := decodeJSONMap(data)
+	if err != nil {
+		return false, err
+	}
+	conds, _ := nestedMap(raw, "status")["conditions"].([]any)
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		typ, _ := cm["type"].(string)
+		status, _ := cm["status"].(string)
+		if strings.EqualFold(typ, wf.condition) {
+			return strings.EqualFold(status, wf.want), nil
+		}
+	}
+	return false, nil
+}
