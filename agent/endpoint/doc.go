@@ -1,9 +1,10 @@
 // Package endpoint is the node agent's HTTPS endpoint, through which the
-// control plane reads a container's logs, runs a command in it and loads
-// image archives onto the node (Kubernetes' kubelet API in spirit, not in
-// wire format). Users never call it: the API server does, for `outpost
-// logs`, `outpost exec` and `outpost image import`, after it has
-// authorized the user and found the pod's node.
+// control plane reads a container's logs, runs a command in it, loads
+// image archives onto the node and reads the node's resource use
+// (Kubernetes' kubelet API in spirit, not in wire format). Users never
+// call it: the API server does, for `outpost logs`, `outpost exec`,
+// `outpost image import` and `outpost top`, after it has authorized the
+// user and found the pod's node.
 //
 // Trust: the agent serves with its node certificate (cluster CA, common
 // name the node's name, organizational unit pki.NodeOU) and requires a
@@ -24,6 +25,12 @@
 //	POST /images
 //	     the body is an OCI or docker archive (a tar), streamed into the
 //	     runtime; the reply is a wire.ImageList.
+//	GET  /stats/summary
+//	     the latest usage readings of the node and its running
+//	     containers (wire.Summary), for metrics.k8s.io (`outpost top`).
+//	GET  /metrics
+//	     the agent's Prometheus metrics: its pods' and containers' use
+//	     and restarts, and its own health.
 //	GET  /healthz
 //
 // The agent wires it as
