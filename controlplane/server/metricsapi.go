@@ -24,7 +24,8 @@ import (
 // endpoint that logs and exec use) and answers NodeMetrics or PodMetrics.
 // Usage never passes through raft: the agents keep the last two readings,
 // and this server keeps each node's summary for summaryTTL so that a
-// console polling every few seconds does not ask every agent each time.
+// console polling every few seconds does not ask every agent each time
+// (once every reading in it has a rate).
 //
 //	GET /apis/metrics.k8s.io/v1beta1/nodes[/NAME]
 //	GET /apis/metrics.k8s.io/v1beta1/pods                      (all namespaces)
@@ -253,7 +254,9 @@ func (s *Server) fetchSummaries(ctx context.Context, nodes []string) map[string]
 				s.log.Debug("no usage from a node's agent", "node", node, "err", err)
 				return
 			}
-			s.summaries.put(node, time.Now(), sum)
+			if settled(sum) {
+				s.summaries.put(node, time.Now(), sum)
+			}
 			mu.Lock()
 			out[node] = sum
 			mu.Unlock()
@@ -261,6 +264,24 @@ func (s *Server) fetchSummaries(ctx context.Context, nodes []string) map[string]
 	}
 	wg.Wait()
 	return out
+}
+
+// settled reports whether every reading of sum has a CPU rate. One that
+// has not (a container that just started) is not kept: its next reading
+// comes within seconds, and a user waiting for a new pod's figures
+// should not also wait out the cache.
+func settled(sum wire.Summary) bool {
+	if sum.Node.CPU == nil || sum.Node.CPU.UsageNanoCores == nil {
+		return false
+	}
+	for _, p := range sum.Pods {
+		for _, c := range p.Containers {
+			if c.CPU == nil || c.CPU.UsageNanoCores == nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // agentSummary reads node's agent's GET /stats/summary.

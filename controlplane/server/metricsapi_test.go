@@ -178,10 +178,6 @@ func TestMetricsAPI(t *testing.T) {
 	if r := c.must(http.StatusOK, "GET", base+"/nodes?labelSelector=zone%3Db", nil); !strings.Contains(string(r.body), `"items":[]`) {
 		t.Errorf("nodes of zone b: %s", r.body)
 	}
-	// The agent was asked once: the summary is reused for a few seconds.
-	if got := e.calls.Load(); got != 1 {
-		t.Errorf("agent asked %d times for its summary, want 1", got)
-	}
 
 	// Pods: those with a rate for every container, by namespace, name
 	// and label.
@@ -213,6 +209,26 @@ func TestMetricsAPI(t *testing.T) {
 	}
 	wantError(t, c.do("GET", base+"/namespaces/team-b/pods/fresh", nil), http.StatusNotFound, `podmetrics.metrics.k8s.io "team-b/fresh" not found`)
 	wantError(t, c.do("POST", base+"/nodes", nil), http.StatusMethodNotAllowed, "POST is not supported on nodes.metrics.k8s.io; the metrics API is read-only")
+
+	// A summary with a reading that has no rate yet is asked for again
+	// each time (the next reading comes soon); a settled one is reused
+	// for a few seconds.
+	before := e.calls.Load()
+	c.must(http.StatusOK, "GET", base+"/nodes", nil)
+	c.must(http.StatusOK, "GET", base+"/nodes", nil)
+	if got := e.calls.Load() - before; got != 2 {
+		t.Errorf("agent asked %d times for an unsettled summary in two requests, want 2", got)
+	}
+	e.mu.Lock()
+	e.sum.Pods = slices.DeleteFunc(e.sum.Pods, func(p wire.PodStats) bool { return p.PodRef.Name == "fresh" })
+	e.mu.Unlock()
+	before = e.calls.Load()
+	for range 3 {
+		c.must(http.StatusOK, "GET", base+"/nodes", nil)
+	}
+	if got := e.calls.Load() - before; got != 1 {
+		t.Errorf("agent asked %d times for a settled summary in three requests, want 1", got)
+	}
 
 	// A developer of team-b sees its namespace's pods only, and the
 	// nodes (which it may read), but not the agents' own metrics.
