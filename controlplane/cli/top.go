@@ -82,10 +82,9 @@ func (t *topOptions) query() url.Values {
 func fetchMetrics(ctx context.Context, cl *client.Client, path string, q url.Values, out any) error {
 	b, _, err := cl.Do(ctx, "GET", "/apis/"+api.MetricsAPIVersion+path, q, nil)
 	if err != nil {
-		if api.IsNotFound(err) && api.ReasonOf(err) == api.ReasonNotFound {
-			if se, ok := errors.AsType[*api.StatusError](err); ok && se.Status.Details == nil {
-				return errMetricsAPI
-			}
+		// A 404 naming no object is a path the server does not serve.
+		if se, ok := errors.AsType[*api.StatusError](err); ok && api.IsNotFound(err) && se.Status.Details == nil {
+			return errMetricsAPI
 		}
 		return err
 	}
