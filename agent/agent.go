@@ -15,6 +15,7 @@ import (
 
 	"github.com/outpost-edge/outpost/agent/clusterdns"
 	"github.com/outpost-edge/outpost/agent/host"
+	"github.com/outpost-edge/outpost/agent/stats"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
@@ -106,6 +107,11 @@ type Agent struct {
 	// refusedRole: a request to serve was refused (not eligible) and
 	// said so.
 	refusedRole atomic.Bool
+
+	// metrics is the agent's own health, stats its usage sampler; both
+	// are served on its endpoint's /metrics (metrics.go, package stats).
+	metrics *agentMetrics
+	stats   *stats.Sampler
 
 	// osNode is the Node as the config update loop's watch last
 	// delivered it: the update's writes start from it (osupdate.go).
@@ -219,6 +225,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer stopRuntime()
 	a.rt = rt
+	a.metrics = newAgentMetrics(a, log)
+	a.stats = stats.New(stats.Config{Runtime: rt, NodeName: cfg.NodeName, Interval: cfg.StatsInterval, Logger: log,
+		OnError: func(error) { a.metrics.syncError(loopStats) }})
+	if err := a.metrics.register(a.stats.Collector()); err != nil {
+		log.Warn("usage metrics not registered", "err", err)
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -273,6 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 		a.wg.Go(func() { a.serveDNS(runCtx) })
 	}
 	a.wg.Go(func() { a.reportLoop(runCtx) })
+	a.wg.Go(func() { a.stats.Run(runCtx) })
 	a.wg.Go(func() { a.sendEvents(runCtx) })
 	a.wg.Go(func() { a.refreshServers(runCtx) })
 	if upd != nil {

@@ -163,6 +163,11 @@ type Config struct {
 	// or systemd-resolved's own file when that names only its stub).
 	ResolvConf string
 
+	// StatsInterval is the time between two readings of the node's and
+	// containers' usage (default stats.DefaultInterval); CPU rates are
+	// averages over it.
+	StatsInterval time.Duration
+
 	// Runtime, when set, is used instead of containerd (tests).
 	Runtime Runtime
 	// DisableGossip runs without the membership pool (tests).

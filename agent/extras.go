@@ -29,7 +29,8 @@ func (a *Agent) startExtras(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("%w: --listen %s (the agent's endpoint): %w", ErrConfig, a.cfg.EndpointAddr, err)
 	}
 	a.endpointPort = ln.Addr().(*net.TCPAddr).Port
-	h := endpoint.New(endpoint.Config{Runtime: a.rt, Logger: a.log, NodeName: a.cfg.NodeName})
+	h := endpoint.New(endpoint.Config{Runtime: a.rt, Logger: a.log, NodeName: a.cfg.NodeName,
+		Summary: a.stats.Summary, Metrics: a.metrics.handler(a.log)})
 	a.wg.Go(func() {
 		if err := endpoint.Serve(ctx, ln, endpoint.TLSConfig(pool, cert), h, a.log); err != nil && ctx.Err() == nil {
 			a.log.Error("the agent's endpoint stopped", "err", err)

@@ -53,6 +53,7 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 			obs, err := host.Observe(ctx, host.ObserveConfig{DataDir: a.cfg.DataDir, ImageDir: a.cfg.DataDir})
 			if err != nil {
 				a.log.Warn("observe host", "err", err)
+				a.metrics.syncError(loopHost)
 			}
 			now := a.now()
 			conds := host.Conditions(prev, obs, a.thresholds, rtErr, now)
@@ -64,6 +65,7 @@ func (a *Agent) nodeLoop(ctx context.Context) {
 				switch {
 				case err != nil:
 					a.log.Warn("read the host", "err", err)
+					a.metrics.syncError(loopHost)
 				case changed || a.legacyHeartbeat.Load() || now.Sub(lastSent) >= a.cfg.StatusRefresh || !reflect.DeepEqual(statusKey(st), sentKey):
 					sent, gone := a.sendNodeStatus(ctx, node, st)
 					switch {
@@ -116,9 +118,11 @@ func (a *Agent) heartbeat(ctx context.Context) (string, error) {
 		default:
 			a.offline(err)
 		}
+		a.metrics.syncError(loopNode)
 		return "", err
 	}
 	a.contact()
+	a.metrics.statusReported(a.now())
 	a.acked(ctx, sentAt, time.Duration(hb.NodeMonitorGracePeriodMillis)*time.Millisecond)
 	a.learnServers(hb.Servers)
 	if hb.Release && !a.released.Load() {
@@ -320,6 +324,7 @@ func (a *Agent) register(ctx context.Context) *api.Node {
 		return n
 	default:
 		a.offline(err)
+		a.metrics.syncError(loopNode)
 		return nil
 	}
 }
@@ -363,6 +368,7 @@ func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, st api.NodeS
 		switch {
 		case err == nil:
 			a.contact()
+			a.metrics.statusReported(a.now())
 			// The leader counts a status write as a sign of life when
 			// its lastHeartbeatTime, in whole seconds, moved: a second
 			// before this one was sent is never later than the sign it
@@ -382,6 +388,7 @@ func (a *Agent) sendNodeStatus(ctx context.Context, node *api.Node, st api.NodeS
 			return nil, true
 		default:
 			a.offline(err)
+			a.metrics.syncError(loopNode)
 			return nil, false
 		}
 	}

@@ -313,11 +313,13 @@ func (a *Agent) sendStatus(ctx context.Context, p pendingStatus) {
 		case api.ReasonOf(err) != "":
 			// The control plane answered, and refused.
 			a.contact()
+			a.metrics.syncError(loopPodStatus)
 			a.log.Warn("pod status refused", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 			return
 		default:
 			if ctx.Err() == nil {
 				a.offline(err)
+				a.metrics.syncError(loopPodStatus)
 			}
 			return
 		}
@@ -356,7 +358,10 @@ func (a *Agent) watchPods(ctx context.Context) {
 			}
 			a.setPod(ctx, p, nil, false)
 		},
-		Error: func(_ string, err error) { a.offline(err) },
+		Error: func(_ string, err error) {
+			a.offline(err)
+			a.metrics.syncError(loopPods)
+		},
 	})
 }
 

@@ -115,11 +115,11 @@ func (a *Agent) podMemory(ctx context.Context) map[string]uint64 {
 		if c.State != runtime.StateRunning {
 			continue
 		}
-		n, err := a.rt.ContainerMemory(ctx, c.ID)
+		u, err := a.rt.ContainerUsage(ctx, c.ID)
 		if err != nil {
 			continue
 		}
-		out[c.Labels[runtime.LabelPodUID]] += n
+		out[c.Labels[runtime.LabelPodUID]] += u.MemoryWorkingSetBytes
 	}
 	return out
 }

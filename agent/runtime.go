@@ -22,7 +22,7 @@ type Runtime interface {
 	RemoveContainer(ctx context.Context, id string) error
 	ContainerStatus(ctx context.Context, id string) (runtime.ContainerStatus, error)
 	ListContainers(ctx context.Context) ([]runtime.ContainerStatus, error)
-	ContainerMemory(ctx context.Context, id string) (uint64, error)
+	ContainerUsage(ctx context.Context, id string) (runtime.Usage, error)
 	Logs(ctx context.Context, id string, opts runtime.LogOptions, w io.Writer) error
 	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
 }

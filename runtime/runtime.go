@@ -152,6 +152,19 @@ type ContainerStatus struct {
 	Message string
 }
 
+// Usage is one reading of a container's resource use.
+type Usage struct {
+	// Time is when it was read.
+	Time time.Time
+	// CPUNanos is the CPU time the container used since it started, in
+	// nanoseconds of one core; two readings give a rate.
+	CPUNanos uint64
+	// MemoryWorkingSetBytes is its cgroup's memory in use less the
+	// inactive file cache, as the kubelet counts it for memory pressure
+	// and `kubectl top`.
+	MemoryWorkingSetBytes uint64
+}
+
 // LogOptions select what Logs writes.
 type LogOptions struct {
 	// Follow keeps writing as the container writes, until ctx ends or the
@@ -198,11 +211,10 @@ type Runtime interface {
 	RemoveContainer(ctx context.Context, id string) error
 	// ContainerStatus reports one container (ErrNotFound if absent).
 	ContainerStatus(ctx context.Context, id string) (ContainerStatus, error)
-	// ContainerMemory is a running container's memory working set in
-	// bytes: its cgroup's memory in use less the inactive file cache, as
-	// the kubelet counts it for memory pressure. It is 0 for a container
-	// that is not running (ErrNotFound if absent).
-	ContainerMemory(ctx context.Context, id string) (uint64, error)
+	// ContainerUsage reads a running container's cgroup: its cumulative
+	// CPU time and its memory working set. It is the zero Usage for a
+	// container that is not running (ErrNotFound if absent).
+	ContainerUsage(ctx context.Context, id string) (Usage, error)
 	// ListContainers reports the containers outpost created (those with
 	// LabelPodUID); others are not listed and never touched.
 	ListContainers(ctx context.Context) ([]ContainerStatus, error)

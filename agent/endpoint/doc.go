@@ -1,10 +1,11 @@
 // Package endpoint is the node agent's HTTPS endpoint, through which the
 // control plane reads a container's logs, runs a command in it, forwards
-// a connection to a pod's port and loads image archives onto the node
-// (Kubernetes' kubelet API in spirit, not in wire format). Users never
-// call it: the API server does, for `outpost logs`, `outpost exec`,
-// `outpost port-forward` and `outpost image import`, after it has
-// authorized the user and found the pod's node.
+// a connection to a pod's port, loads image archives onto the node and
+// reads the node's resource use (Kubernetes' kubelet API in spirit, not
+// in wire format). Users never call it: the API server does, for
+// `outpost logs`, `outpost exec`, `outpost port-forward`, `outpost image
+// import` and `outpost top`, after it has authorized the user and found
+// the pod's node.
 //
 // Trust: the agent serves with its node certificate (cluster CA, common
 // name the node's name, organizational unit pki.NodeOU) and requires a
@@ -30,6 +31,12 @@
 //	     address from its status, given by the API server), which must
 //	     have a running container on this node; the request body goes
 //	     to the connection, the connection's output is the reply body.
+//	GET  /stats/summary
+//	     the latest usage readings of the node and its running
+//	     containers (wire.Summary), for metrics.k8s.io (`outpost top`).
+//	GET  /metrics
+//	     the agent's Prometheus metrics: its pods' and containers' use
+//	     and restarts, and its own health.
 //	GET  /healthz
 //
 // The agent wires it as

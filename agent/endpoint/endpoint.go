@@ -34,6 +34,11 @@ type Config struct {
 	Logger *slog.Logger
 	// NodeName is the node this agent runs, for messages and logs.
 	NodeName string
+	// Summary, when set, gives the latest resource usage readings (GET
+	// /stats/summary); Metrics, when set, serves the agent's Prometheus
+	// metrics (GET /metrics).
+	Summary func() wire.Summary
+	Metrics http.Handler
 }
 
 // DefaultPort is the port agents serve on unless told otherwise, the
@@ -41,9 +46,10 @@ type Config struct {
 const DefaultPort = 10250
 
 type handler struct {
-	rt   Runtime
-	log  *slog.Logger
-	node string
+	rt      Runtime
+	log     *slog.Logger
+	node    string
+	summary func() wire.Summary
 }
 
 // New returns the endpoint's handler. It authorizes nothing: serve it
@@ -53,8 +59,14 @@ func New(cfg Config) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{rt: cfg.Runtime, log: log.With("component", "endpoint"), node: cfg.NodeName}
+	h := &handler{rt: cfg.Runtime, log: log.With("component", "endpoint"), node: cfg.NodeName, summary: cfg.Summary}
 	mux := http.NewServeMux()
+	if cfg.Summary != nil {
+		mux.HandleFunc("/stats/summary", h.method(http.MethodGet, h.serveSummary))
+	}
+	if cfg.Metrics != nil {
+		mux.Handle("/metrics", h.method(http.MethodGet, cfg.Metrics.ServeHTTP))
+	}
 	mux.HandleFunc("/containerLogs/{ns}/{pod}/{container}", h.method(http.MethodGet, h.serveLogs))
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", h.method(http.MethodPost, h.serveExec))
 	mux.HandleFunc("/images", h.method(http.MethodPost, h.serveImages))
@@ -339,6 +351,16 @@ func (h *handler) serveImages(w http.ResponseWriter, r *http.Request) {
 	b, err := json.Marshal(out)
 	if err != nil {
 		h.fail(w, r, fmt.Errorf("encode reply: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+func (h *handler) serveSummary(w http.ResponseWriter, r *http.Request) {
+	b, err := json.Marshal(h.summary())
+	if err != nil {
+		h.fail(w, r, fmt.Errorf("encode summary: %w", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -32,6 +32,9 @@ const (
 	// SubresourceHeartbeat (verb create, on nodes) renews a node's
 	// liveness on the leader without a raft write; a node for itself.
 	SubresourceHeartbeat = "heartbeat"
+	// SubresourceProxy (verb get, on nodes) reads the node agent's own
+	// /metrics through the API server; for cluster admins.
+	SubresourceProxy = "proxy"
 )
 
 // SubresourceEviction (verb create, on pods) evicts a pod if its

@@ -132,6 +132,7 @@ func newRootCommand(o *options) *cobra.Command {
 		newLogsCommand(o),
 		newExecCommand(o),
 		newImageCommand(o),
+		newTopCommand(o),
 		newVersionCommand(o),
 		newManCommand(),
 		newAPIResourcesCommand(o),

@@ -190,6 +190,10 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 			return
 		}
 		group := segs[1]
+		if group == api.MetricsGroup {
+			s.serveMetricsGroup(w, r, id, segs[2:n])
+			return
+		}
 		v, known := groupVersions[group]
 		if !known || group == "" {
 			break

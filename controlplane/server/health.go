@@ -185,6 +185,9 @@ func apiGroupList() apiGroupListBody {
 		gv := groupVersion{GroupVersion: r.Group + "/" + r.Version, Version: r.Version}
 		l.Groups = append(l.Groups, apiGroup{Name: r.Group, Versions: []groupVersion{gv}, PreferredVersion: gv})
 	}
+	// Served from the agents' readings, not the Resource table
+	// (metricsapi.go).
+	l.Groups = append(l.Groups, apiGroup{Name: api.MetricsGroup, Versions: []groupVersion{metricsGroupVersion}, PreferredVersion: metricsGroupVersion})
 	return l
 }
 

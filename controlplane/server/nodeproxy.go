@@ -67,6 +67,9 @@ func (s *Server) serveNodeStream(w *recorder, r *http.Request, id *auth.Identity
 	case group == "" && len(segs) == 5 && segs[0] == "namespaces" && segs[2] == "pods" && segs[4] == auth.SubresourcePortForward:
 		w.label(verbCreate, "pods/"+auth.SubresourcePortForward)
 		s.servePodPortForward(w, r, id, segs[1], segs[3])
+	case group == "" && len(segs) == 4 && segs[0] == "nodes" && segs[2] == subProxy && segs[3] == "metrics":
+		w.label(verbGet, "nodes/"+subProxy)
+		s.serveNodeAgentMetrics(w, r, id, segs[1])
 	case group == raftGroup && len(segs) == 3 && segs[0] == "nodes" && segs[2] == subHeartbeat:
 		w.label(verbCreate, "nodes/"+subHeartbeat)
 		s.serveNodeHeartbeat(w, r, id, segs[1])
@@ -329,21 +332,20 @@ func verifyAgent(chain []*x509.Certificate, node string) error {
 	return nil
 }
 
-// toAgent sends one request to node's agent and copies the reply to w as
-// it arrives, flushing after every read so that a follow or an exec is
-// seen live. The caller going away cancels the agent's request.
-func (s *Server) toAgent(w *recorder, r *http.Request, node, method, path string, query url.Values, body io.Reader) {
+// agentRequest sends one request to node's agent and returns its reply
+// (the caller closes its body); prepare, when set, adjusts the request
+// before it goes. An agent that cannot be reached is a 503 to pass on;
+// ctx ending is ctx's error.
+func (s *Server) agentRequest(ctx context.Context, node, method, path string, query url.Values, body io.Reader, prepare func(*http.Request)) (*http.Response, error) {
 	addr, err := s.agentAddr(node)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	tlsCfg, err := s.agentTLS(node)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	// One transport per stream: streams are few and long, each needs
+	// One transport per request: streams are few and long, each needs
 	// its own server name, and nothing is left idle when it ends.
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: agentDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
@@ -352,17 +354,36 @@ func (s *Server) toAgent(w *recorder, r *http.Request, node, method, path string
 		DisableKeepAlives:   true,
 		TLSHandshakeTimeout: agentDialTimeout,
 	}
-	defer tr.CloseIdleConnections()
 	u := url.URL{Scheme: "https", Host: addr, Path: path, RawQuery: query.Encode()}
 	if body == nil {
 		body = http.NoBody
 	}
-	out, err := http.NewRequestWithContext(r.Context(), method, u.String(), body)
+	out, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		writeError(w, fmt.Errorf("request to the agent of node %s: %w", node, err))
-		return
+		return nil, fmt.Errorf("request to the agent of node %s: %w", node, err)
 	}
-	if body == r.Body {
+	if prepare != nil {
+		prepare(out)
+	}
+	resp, err := tr.RoundTrip(out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		s.log.Warn("cannot reach a node's agent", "node", node, "addr", addr, "err", err)
+		return nil, unavailable(fmt.Sprintf("cannot reach the agent of node %s at %s: %v", node, addr, err), 5)
+	}
+	return resp, nil
+}
+
+// toAgent sends one request to node's agent and copies the reply to w as
+// it arrives, flushing after every read so that a follow or an exec is
+// seen live. The caller going away cancels the agent's request.
+func (s *Server) toAgent(w *recorder, r *http.Request, node, method, path string, query url.Values, body io.Reader) {
+	resp, err := s.agentRequest(r.Context(), node, method, path, query, body, func(out *http.Request) {
+		if body != r.Body {
+			return
+		}
 		out.ContentLength = r.ContentLength
 		if out.ContentLength == 0 {
 			out.ContentLength = -1
@@ -370,14 +391,11 @@ func (s *Server) toAgent(w *recorder, r *http.Request, node, method, path string
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			out.Header.Set("Content-Type", ct)
 		}
-	}
-	resp, err := tr.RoundTrip(out)
+	})
 	if err != nil {
-		if r.Context().Err() != nil {
-			return // the caller went away
+		if r.Context().Err() == nil {
+			writeError(w, err)
 		}
-		s.log.Warn("cannot reach a node's agent", "node", node, "addr", addr, "err", err)
-		writeError(w, unavailable(fmt.Sprintf("cannot reach the agent of node %s at %s: %v", node, addr, err), 5))
 		return
 	}
 	defer resp.Body.Close()

@@ -57,6 +57,14 @@ func startTestAgent(t *testing.T, ca *pki.CA, name string, rt *endpointtest.Runt
 // makes.
 func startTestAgentCert(t *testing.T, ca *pki.CA, rt *endpointtest.Runtime, issue func() (tls.Certificate, error)) string {
 	t.Helper()
+	return serveTestAgent(t, ca, endpoint.Config{Runtime: rt}, issue)
+}
+
+// serveTestAgent serves an agent endpoint configured as cfg (its Logger
+// and NodeName are filled in) with the certificate issue makes, and
+// returns its address.
+func serveTestAgent(t *testing.T, ca *pki.CA, cfg endpoint.Config, issue func() (tls.Certificate, error)) string {
+	t.Helper()
 	cert, err := issue()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +81,8 @@ func startTestAgentCert(t *testing.T, ca *pki.CA, rt *endpointtest.Runtime, issu
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- endpoint.Serve(ctx, ln, endpoint.TLSConfig(ca.Pool(), cert), endpoint.New(endpoint.Config{Runtime: rt, Logger: log, NodeName: name}), log)
+		cfg.Logger, cfg.NodeName = log, name
+		done <- endpoint.Serve(ctx, ln, endpoint.TLSConfig(ca.Pool(), cert), endpoint.New(cfg), log)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -463,12 +472,7 @@ func TestStreamsBadTargets(t *testing.T) {
 	wantError(t, e.c.do("GET", "/api/v1/namespaces/default/pods/lost/log", nil), 503, "node edge-9 is not registered: its agent cannot be reached")
 
 	// A node whose agent is down: its port is closed.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := closedAddr(t)
 	e.node("down", closed)
 	e.pod("default", "on-down", "down", "app")
 	r := e.c.do("POST", "/api/v1/namespaces/default/pods/on-down/exec?command=ls", nil)

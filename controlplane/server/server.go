@@ -87,7 +87,9 @@ type Server struct {
 	// the metrics; empty while this server does not lead.
 	zones *controllers.ZoneReport
 
-	metrics        *metrics
+	metrics *metrics
+	// summaries caches the agents' usage summaries (metricsapi.go).
+	summaries      summaries
 	metricsHandler http.Handler
 	proxy          *httputil.ReverseProxy
 	transport      *http.Transport

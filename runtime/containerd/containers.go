@@ -19,6 +19,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/cgroups"
 )
 
 // cfsPeriod is the CFS period every limited container gets (100 ms, as
@@ -337,22 +338,33 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// ContainerMemory reads the working set from the container's cgroup,
-// as oomKilled reads its OOM counter: a stopped container has no cgroup
-// left, so 0.
-func (r *Runtime) ContainerMemory(ctx context.Context, id string) (uint64, error) {
+// cgroupFS is where containers' cgroups are read; a var for tests.
+var cgroupFS cgroups.FS
+
+// ContainerUsage reads the container's cgroup (the spec's cgroupsPath,
+// runc's cgroupfs layout), as finish reads its OOM counter: a stopped
+// container has no cgroup left, so the zero Usage.
+func (r *Runtime) ContainerUsage(ctx context.Context, id string) (runtime.Usage, error) {
 	_, ctr, err := r.load(ctx, id)
 	if err != nil {
-		return 0, err
+		return runtime.Usage{}, err
 	}
 	spec, err := ctr.Spec(r.ns(ctx))
 	if err != nil {
-		return 0, wrap(err, "container %s spec", id)
+		return runtime.Usage{}, wrap(err, "container %s spec", id)
 	}
 	if spec.Linux == nil {
-		return 0, nil
+		return runtime.Usage{}, nil
 	}
-	return workingSet(spec.Linux.CgroupsPath), nil
+	now := time.Now()
+	rd, err := cgroupFS.Read(spec.Linux.CgroupsPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return runtime.Usage{}, nil
+	}
+	if err != nil {
+		return runtime.Usage{}, fmt.Errorf("container %s: %w", id, err)
+	}
+	return runtime.Usage{Time: now, CPUNanos: rd.CPUNanos, MemoryWorkingSetBytes: rd.WorkingSetBytes}, nil
 }
 
 // StopContainer sends SIGTERM, waits up to grace, sends SIGKILL to every
@@ -441,7 +453,7 @@ func (r *Runtime) finish(ctx context.Context, ctr containerd.Container, task con
 	if code != 0 {
 		reason = "Error"
 	}
-	if spec, err := ctr.Spec(ctx); err == nil && spec.Linux != nil && oomKilled(spec.Linux.CgroupsPath) {
+	if spec, err := ctr.Spec(ctx); err == nil && spec.Linux != nil && cgroupFS.OOMKilled(spec.Linux.CgroupsPath) {
 		reason = "OOMKilled"
 	}
 	finished := st.ExitTime

@@ -152,10 +152,10 @@ func (r *Runtime) OOMKill(id string) bool {
 	return r.force(id, 137, "OOMKilled")
 }
 
-// SetMemory makes container id's working set bytes, as ContainerMemory
-// reports it while the container runs. It reports whether the container
-// exists.
-func (r *Runtime) SetMemory(id string, bytes uint64) bool {
+// SetUsage makes container id's cumulative CPU time and working set, as
+// ContainerUsage reports them while the container runs. It reports
+// whether the container exists.
+func (r *Runtime) SetUsage(id string, cpu time.Duration, memory uint64) bool {
 	r.w.mu.Lock()
 	c := r.w.containers[id]
 	r.w.mu.Unlock()
@@ -163,7 +163,7 @@ func (r *Runtime) SetMemory(id string, bytes uint64) bool {
 		return false
 	}
 	c.mu.Lock()
-	c.memory = bytes
+	c.cpu, c.memory = cpu, memory
 	c.mu.Unlock()
 	return true
 }
@@ -490,18 +490,19 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (runtime.Conta
 	return c.snapshot(), nil
 }
 
-// ContainerMemory reports the working set a running container holds.
-func (r *Runtime) ContainerMemory(ctx context.Context, id string) (uint64, error) {
+// ContainerUsage reports the CPU time and working set a running
+// container holds, read now.
+func (r *Runtime) ContainerUsage(ctx context.Context, id string) (runtime.Usage, error) {
 	c, err := r.get(id)
 	if err != nil {
-		return 0, err
+		return runtime.Usage{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.status.State != runtime.StateRunning {
-		return 0, nil
+		return runtime.Usage{}, nil
 	}
-	return c.memory, nil
+	return runtime.Usage{Time: time.Now(), CPUNanos: uint64(c.cpu), MemoryWorkingSetBytes: c.memory}, nil
 }
 
 // ListContainers reports outpost's containers, sorted by ID.

@@ -51,9 +51,10 @@ type container struct {
 	exited chan struct{}
 	// forced carries a code (and reason) a knob imposes.
 	forced chan forcedExit
-	// memory is the working set the process holds (testbin hold, or the
-	// SetMemory knob).
+	// memory is the working set the process holds and cpu the CPU time
+	// it used (testbin hold, or the SetUsage knob).
 	memory uint64
+	cpu    time.Duration
 }
 
 type forcedExit struct {
@@ -451,6 +452,8 @@ func (p *proc) run(args []string) (int32, string) {
 	case "hold":
 		p.c.mu.Lock()
 		p.c.memory = uint64(atoi(0, 0)) << 20
+		// Touching every page costs CPU time, as it does for real.
+		p.c.cpu += 5 * time.Millisecond
 		p.c.mu.Unlock()
 		p.stdout.line("holding")
 		code, reason, _ := p.wait(-1, func() int32 { return 0 }, false)

@@ -65,7 +65,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) (runtime.Runtime, Env)) {
 	t.Run("Limits", s.limits)
 	t.Run("LimitTheHostCannotHonour", s.badLimits)
 	t.Run("OOMKilled", s.oom)
-	t.Run("MemoryWorkingSet", s.memory)
+	t.Run("Usage", s.usage)
 	t.Run("HostPort", s.hostPort)
 	t.Run("EnvArgsWorkingDir", s.envArgs)
 	t.Run("HostPathMount", s.mount)
@@ -509,29 +509,42 @@ func (s *suite) oom(t *testing.T) {
 	}
 }
 
-// memory: a container holding 64 MiB reports a working set of at least
-// that (and not much more: the test binary's own heap and stack), and a
-// stopped one 0; an unknown ID is ErrNotFound. The agent ranks pods by
-// it under memory pressure (issue 10 item 8).
-func (s *suite) memory(t *testing.T) {
+// usage: a container holding 64 MiB reports a working set of at least
+// that (and not much more: the test binary's own heap and stack) and the
+// CPU time it took to touch it, read at a time; a stopped one the zero
+// Usage; an unknown ID is ErrNotFound. The agent ranks pods by the
+// working set under memory pressure (issue 10 item 8) and serves both
+// to `outpost top` (issue 15 item 4).
+func (s *suite) usage(t *testing.T) {
 	spec := s.spec(t, "hold", "64")
 	s.start(t, spec)
 	s.waitLog(t, spec.ID, "holding")
 	ctx := s.ctx(t)
-	got, err := s.rt.ContainerMemory(ctx, spec.ID)
+	before := time.Now()
+	got, err := s.rt.ContainerUsage(ctx, spec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got < 64<<20 || got > 96<<20 {
-		t.Errorf("working set of a container holding 64 MiB: %d MiB, want 64 to 96", got>>20)
+	if m := got.MemoryWorkingSetBytes; m < 64<<20 || m > 96<<20 {
+		t.Errorf("working set of a container holding 64 MiB: %d MiB, want 64 to 96", m>>20)
+	}
+	if got.CPUNanos == 0 {
+		t.Errorf("CPU time of a container that touched 64 MiB: 0, want more")
+	}
+	if got.Time.Before(before) || got.Time.After(time.Now()) {
+		t.Errorf("reading's time %v is not when it was read (after %v)", got.Time, before)
+	}
+	again, err := s.rt.ContainerUsage(ctx, spec.ID)
+	if err != nil || again.CPUNanos < got.CPUNanos {
+		t.Errorf("second reading %+v, %v: CPU time went back from %d", again, err, got.CPUNanos)
 	}
 	if err := s.rt.StopContainer(ctx, spec.ID, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.rt.ContainerMemory(ctx, spec.ID); err != nil || got != 0 {
-		t.Errorf("working set of a stopped container: %d, %v; want 0", got, err)
+	if got, err := s.rt.ContainerUsage(ctx, spec.ID); err != nil || got != (runtime.Usage{}) {
+		t.Errorf("usage of a stopped container: %+v, %v; want the zero Usage", got, err)
 	}
-	if _, err := s.rt.ContainerMemory(ctx, "no-such-container"); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := s.rt.ContainerUsage(ctx, "no-such-container"); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("unknown container: %v, want ErrNotFound", err)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/outpost-edge/outpost/runtime/cgroups"
 )
 
 // cpuGroup is a CPU accounting cgroup the agent is started in: its
@@ -15,17 +15,16 @@ import (
 // so its usage counts short-lived processes too, which /proc cannot.
 // Containers themselves are moved to their own cgroups by runc.
 type cpuGroup struct {
-	dir string
-	v2  bool
+	dir, name string
 }
 
 // newCPUGroup makes the cgroup name in cgroup v2's unified hierarchy or
 // v1's cpuacct one, whichever the machine has.
 func newCPUGroup(name string) (*cpuGroup, error) {
-	g := &cpuGroup{}
+	g := &cpuGroup{name: name}
 	switch {
 	case exists("/sys/fs/cgroup/cgroup.controllers"):
-		g.dir, g.v2 = filepath.Join("/sys/fs/cgroup", name), true
+		g.dir = filepath.Join("/sys/fs/cgroup", name)
 	case exists("/sys/fs/cgroup/cpuacct/cpuacct.usage"):
 		g.dir = filepath.Join("/sys/fs/cgroup/cpuacct", name)
 	default:
@@ -47,31 +46,8 @@ func (g *cpuGroup) procs() string { return filepath.Join(g.dir, "cgroup.procs") 
 
 // usage is the CPU time the group's processes used, the dead included.
 func (g *cpuGroup) usage() (time.Duration, error) {
-	if !g.v2 {
-		b, err := os.ReadFile(filepath.Join(g.dir, "cpuacct.usage"))
-		if err != nil {
-			return 0, err
-		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse cpuacct.usage: %w", err)
-		}
-		return time.Duration(ns), nil
-	}
-	b, err := os.ReadFile(filepath.Join(g.dir, "cpu.stat"))
-	if err != nil {
-		return 0, err
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
-			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse cpu.stat: %w", err)
-			}
-			return time.Duration(us) * time.Microsecond, nil
-		}
-	}
-	return 0, errors.New("no usage_usec in cpu.stat")
+	ns, err := cgroups.FS{}.CPU("/" + g.name)
+	return time.Duration(ns), err
 }
 
 // remove deletes the group; its processes must all have ended.

@@ -176,9 +176,10 @@ func (r *Runtime) ContainerStatus(_ context.Context, id string) (runtime.Contain
 	return c.status, nil
 }
 
-// ContainerMemory is unsupported: the endpoint serves no memory figures.
-func (r *Runtime) ContainerMemory(context.Context, string) (uint64, error) {
-	return 0, errors.ErrUnsupported
+// ContainerUsage is unsupported: the endpoint reads usage from its
+// Config.Summary, not the runtime.
+func (r *Runtime) ContainerUsage(context.Context, string) (runtime.Usage, error) {
+	return runtime.Usage{}, errors.ErrUnsupported
 }
 
 // ListContainers implements runtime.Runtime.
