@@ -756,12 +756,24 @@ func checkOutput(o string) error {
 	case outputTable, outputWide, outputName, outputJSON, outputYAML:
 		return nil
 	}
-	return usagef("unable to match a printer suitable for the output format %q, allowed formats are: json,name,wide,yaml", o)
+	if isTemplateOutput(o) {
+		_, err := templatePrinter(o)
+		return err
+	}
+	return usagef("unable to match a printer suitable for the output format %q, allowed formats are: %s", o, allowedOutputs)
 }
 
 // printRaw writes one JSON document (an object or a List) as -o json
-// (indented) or -o yaml asks.
+// (indented), -o yaml or a template format (jsonpath=, custom-columns=)
+// asks.
 func printRaw(w io.Writer, format string, doc []byte) error {
+	if isTemplateOutput(format) {
+		p, err := templatePrinter(format)
+		if err != nil {
+			return err
+		}
+		return p.printDoc(w, doc)
+	}
 	switch format {
 	case outputYAML:
 		y, err := yaml.JSONToYAML(doc)
