@@ -125,6 +125,9 @@ type shared struct {
 // start working once every informer has listed.
 func Run(ctx context.Context, cfg Config) error { return run(ctx, cfg, hooks{}) }
 
+// eventFlushPeriod is how often repeats of events held back are written.
+const eventFlushPeriod = 5 * time.Second
+
 func run(ctx context.Context, cfg Config, h hooks) error {
 	if cfg.Client == nil {
 		return ErrNoClient
@@ -306,6 +309,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		}
 	}
 	wg.Go(func() { nlc.run(ctx, period) })
+	wg.Go(func() { s.rec.flushEvents(ctx, eventFlushPeriod) })
 	log.Info("workload controllers started", "workers", cfg.Workers)
 	for _, l := range loops {
 		n := cfg.Workers
