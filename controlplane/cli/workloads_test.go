@@ -125,6 +125,21 @@ func TestRolloutStatusWatches(t *testing.T) {
 		t.Errorf("the watch did not start from the object's resourceVersion: %v", f.requests)
 	}
 
+	// The controller gives up while status follows: exit 1 with kubectl's
+	// message (issue 15 item 7).
+	f = newFakeAPI(t)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default","generation":2},"spec":{"replicas":3},
+		"status":{"observedGeneration":2,"replicas":3,"updatedReplicas":1}}`)
+	f.beforeWatch = func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.objs[key(deployR, "default", "web")]["status"].(map[string]any)["conditions"] = []any{
+			map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}}
+	}
+	expect(t, "deadline while watching", f.run("rollout", "status", "deployment/web"), 1,
+		"Waiting for deployment \"web\" rollout to finish: 1 out of 3 new replicas have been updated...\n",
+		"error: deployment \"web\" exceeded its progress deadline\n")
+
 	f = newFakeAPI(t)
 	f.put(deployR, `{"metadata":{"name":"web","namespace":"default","generation":2},"spec":{"replicas":3},"status":{"observedGeneration":1}}`)
 	expect(t, "timeout", f.run("rollout", "status", "deployment/web", "--timeout=200ms"), 1,
