@@ -136,3 +136,20 @@ func TestGetWatchTemplates(t *testing.T) {
 		w.stop()
 	}
 }
+
+// Templates come from the command line: none may panic the parser or the
+// evaluator, whatever it says.
+func FuzzJSONPath(f *testing.F) {
+	for _, s := range []string{`{.items[*].metadata.name}`, `{range .items[*]}{.a}{"\n"}{end}`, `{.a[?(@.b=="c")].d}`,
+		`{..x}`, `{.a[1:-1]}`, `{$.kind}`, `{'\''}`, `{.a['b.c']}`, `{.a[?(@.n>=1)]}`, `{range .a}{range .b}{end}{end}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		tp, err := parseJSONPath(tmpl)
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		_ = (jsonPathPrinter{tp}).printDoc(&b, []byte(nodeList))
+	})
+}
