@@ -11,7 +11,7 @@ DATA ?= $(HOME)/.local/share/outpost
 # Packages whose tests exercise concurrency run under the race detector.
 RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./controlplane/server/... ./controlplane/client/... \
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
-	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/...
+	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/... ./controlplane/events/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
 	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck \
 	./controlplane/console

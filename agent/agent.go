@@ -91,11 +91,8 @@ type Agent struct {
 	// thresholds are Config.EvictionHard, parsed once.
 	thresholds []host.Threshold
 
-	// events queue pods' events for sendEvents; eventLast keeps a
-	// repeated one out (see podEvent).
-	events    chan *api.Event
-	eventsMu  sync.Mutex
-	eventLast map[string]time.Time
+	// events queue pods' and the node's events for sendEvents.
+	events chan *api.Event
 
 	// role is the host's server role; roleStarted whether the agent
 	// started it (roleMu guards both); released whether the control
@@ -189,7 +186,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now, restart: make(chan string, 1),
-		events: make(chan *api.Event, 256), eventLast: map[string]time.Time{}}
+		events: make(chan *api.Event, 256)}
 	// A bad threshold is refused before anything starts, with its reason.
 	a.thresholds = host.DefaultThresholds()
 	if cfg.EvictionHard != "" {

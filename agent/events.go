@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/events"
 )
 
 // Event types.
@@ -13,8 +15,9 @@ const (
 	eventWarning = "Warning"
 )
 
-// eventRepeat is how long the same event of one container is not
-// recorded again: a crash loop must not fill the store with copies.
+// eventRepeat is how often repeats of one event (a crash loop's
+// BackOff) are written: more often they are counted in memory and
+// written together, as one Event whose count grows (events.Correlator).
 const eventRepeat = 30 * time.Second
 
 // podEvent records an Event about a pod's container, as the kubelet does
@@ -22,33 +25,24 @@ const eventRepeat = 30 * time.Second
 // what happened on the node.
 func (a *Agent) podEvent(pod *api.Pod, container, typ, reason, msg string) {
 	ref := api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
-	a.record(ref, string(pod.UID)+"/"+container+"/"+reason, typ, reason, msg)
+	a.record(ref, typ, reason, msg)
 }
 
 // nodeEvent records an Event about this node.
 func (a *Agent) nodeEvent(typ, reason, msg string) {
 	ref := api.ObjectReference{Kind: "Node", Name: a.cfg.NodeName}
-	a.record(ref, "node/"+reason, typ, reason, msg)
+	a.record(ref, typ, reason, msg)
 }
 
-// record queues an Event about ref, unless one with the same key was
-// recorded less than eventRepeat ago. It never blocks the caller: events
-// go to one sender and are dropped when the queue is full or the control
-// plane is away.
-func (a *Agent) record(ref api.ObjectReference, key, typ, reason, msg string) {
-	now := a.now()
-	a.eventsMu.Lock()
-	if last, ok := a.eventLast[key]; ok && now.Sub(last) < eventRepeat {
-		a.eventsMu.Unlock()
-		return
-	}
-	a.eventLast[key] = now
-	a.eventsMu.Unlock()
+// record queues an Event about ref. It never blocks the caller: events
+// go to one sender, which aggregates repeats (see sendEvents), and are
+// dropped when the queue is full.
+func (a *Agent) record(ref api.ObjectReference, typ, reason, msg string) {
 	ns := ref.Namespace
 	if ns == "" {
 		ns = "default" // events about cluster objects, as the controllers do
 	}
-	t := api.NewTime(now)
+	t := api.NewTime(a.now())
 	ev := &api.Event{
 		ObjectMeta:     api.ObjectMeta{GenerateName: ref.Name + ".", Namespace: ns},
 		InvolvedObject: ref,
@@ -71,17 +65,21 @@ func (a *Agent) record(ref api.ObjectReference, key, typ, reason, msg string) {
 // is away; the oldest go first when more come.
 const heldEvents = 256
 
-// sendEvents writes queued events until ctx ends. While the control
-// plane is away they are held (the newest heldEvents), so that what the
-// agent did meanwhile, fencing pods above all, is told when it is back.
+// sendEvents writes queued events until ctx ends, through a Correlator:
+// a repeat of an event recorded lately raises the stored Event's count.
+// While the control plane is away events are held (the newest
+// heldEvents, repeats folded into one), so that what the agent did
+// meanwhile, fencing pods above all, is told when it is back.
 func (a *Agent) sendEvents(ctx context.Context) {
+	corr := events.New(eventSink{a.cl}, a.now)
+	corr.MinInterval = eventRepeat
 	var held []*api.Event
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	send := func(ev *api.Event) bool {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _, err := a.cl.Create(rctx, ev)
+		_, err := corr.Record(rctx, ev)
 		if err != nil {
 			a.log.Debug("event not recorded", "reason", ev.Reason, "err", err)
 		}
@@ -92,11 +90,15 @@ func (a *Agent) sendEvents(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev := <-a.events:
-			held = append(held, ev)
-			if len(held) > heldEvents {
-				held = held[len(held)-heldEvents:]
-			}
+			held = holdEvent(held, ev)
 		case <-tick.C:
+			if a.online.Load() {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				if err := corr.Flush(rctx); err != nil {
+					a.log.Debug("held event repeats not recorded", "err", err)
+				}
+				cancel()
+			}
 		}
 		for len(held) > 0 && a.online.Load() && ctx.Err() == nil {
 			if !send(held[0]) {
@@ -107,13 +109,34 @@ func (a *Agent) sendEvents(ctx context.Context) {
 	}
 }
 
-// forgetEvents drops the repeat guard of a pod that is gone.
-func (a *Agent) forgetEvents(uid string) {
-	a.eventsMu.Lock()
-	defer a.eventsMu.Unlock()
-	for k := range a.eventLast {
-		if len(k) > len(uid) && k[:len(uid)] == uid && k[len(uid)] == '/' {
-			delete(a.eventLast, k)
+// holdEvent adds ev to the events waiting to be sent: as a repeat of one
+// already waiting (its count and last time raised), else at the end,
+// dropping the oldest past heldEvents.
+func holdEvent(held []*api.Event, ev *api.Event) []*api.Event {
+	k := events.Key(ev)
+	for _, h := range held {
+		if events.Key(h) == k {
+			h.Count += max(ev.Count, 1)
+			h.LastTimestamp = ev.LastTimestamp
+			return held
 		}
 	}
+	held = append(held, ev)
+	if len(held) > heldEvents {
+		held = held[len(held)-heldEvents:]
+	}
+	return held
+}
+
+// eventSink is the API client as the Correlator's Sink.
+type eventSink struct{ cl *client.Client }
+
+func (s eventSink) Create(ctx context.Context, ev *api.Event) (*api.Event, error) {
+	obj, _, err := s.cl.Create(ctx, ev)
+	return events.AsEvent(obj, err)
+}
+
+func (s eventSink) Update(ctx context.Context, ev *api.Event) (*api.Event, error) {
+	obj, _, err := s.cl.Update(ctx, ev)
+	return events.AsEvent(obj, err)
 }

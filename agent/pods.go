@@ -158,7 +158,6 @@ func (a *Agent) dropPod(uid string, grace time.Duration) *podHandle {
 		}
 	}
 	a.pods.mu.Unlock()
-	a.forgetEvents(uid)
 	if h != nil {
 		h.stop <- grace
 	}

@@ -415,7 +415,7 @@ func (ps *parser) podNodeConstraints(v any, p *api.Path) *PodNodeConstraintsConf
 		if msgs := api.IsQualifiedName(k); len(msgs) > 0 {
 			detail := "a label key: " + strings.Join(msgs, "; ")
 			if strings.HasPrefix(k, "<") && strings.HasSuffix(k, ">") {
-				detail = "a placeholder of the seed's sample: put a node label key here"
+				detail = "a placeholder of the OpenShift manual's sample: put a node label key here"
 			}
 			ps.fail(api.Invalid(ep, k, detail))
 			continue

@@ -116,6 +116,8 @@ func applyManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS s
 	if err != nil {
 		return "", err
 	}
+	keptOfManifest := deepCopy(m.obj).(map[string]any)
+	api.DropUnstored(m.r, keptOfManifest)
 	path := client.PathFor(m.r, ns, m.name, "")
 	for range applyAttempts {
 		data, _, err := cl.Do(ctx, http.MethodGet, path, url.Values{"consistent": {"true"}}, nil)
@@ -140,11 +142,13 @@ func applyManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS s
 		if err != nil {
 			return "", err
 		}
-		desired := mergeApply(stored, m.obj, last)
-		if reflect.DeepEqual(desired, stored) {
+		// Unchanged is judged on what the server stores of the manifest
+		// (the annotation records no more either); the write sends the
+		// manifest whole, so that the server warns of what it drops.
+		if reflect.DeepEqual(mergeApply(stored, keptOfManifest, last), stored) {
 			return resultUnchanged, nil
 		}
-		body, err := json.Marshal(desired)
+		body, err := json.Marshal(mergeApply(stored, m.obj, last))
 		if err != nil {
 			return "", fmt.Errorf("encode %s: %w", m.ref(), err)
 		}
@@ -161,15 +165,20 @@ func applyManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS s
 }
 
 // lastApplied is the annotation value apply records for a manifest: the
-// manifest without status and with only the metadata the user manages.
-// Map keys are sorted by encoding/json, so equal manifests give equal text.
+// manifest without status, with only the metadata the user manages, and
+// without the Kubernetes-only fields the server accepts but does not
+// store (README, "Kubernetes manifests"), so that what is recorded is
+// what is stored. Map keys are sorted by encoding/json, so equal
+// manifests give equal text.
 func lastApplied(obj map[string]any) (string, error) {
 	la := make(map[string]any, len(obj))
 	for k, v := range obj {
 		if k != "status" && k != "metadata" {
-			la[k] = v
+			la[k] = deepCopy(v) // DropUnstored changes it
 		}
 	}
+	kind, _ := obj["kind"].(string)
+	api.DropUnstored(api.ResourceForKind(kind), la)
 	md, _ := obj["metadata"].(map[string]any)
 	lmd := map[string]any{}
 	for _, k := range []string{"name", "namespace", "labels"} {

@@ -322,53 +322,76 @@ func TestGet(t *testing.T) {
 
 	expect(t, "bad type", f.run("get", "gadgets"), 1, "", "error: the server doesn't have a resource type \"gadgets\"\n")
 	expect(t, "bad output", f.run("get", "pods", "-o", "toml"), 1, "",
-		"error: unable to match a printer suitable for the output format \"toml\", allowed formats are: json,name,wide,yaml\nSee 'outpost get --help' for usage.\n")
+		"error: unable to match a printer suitable for the output format \"toml\", allowed formats are: custom-columns,custom-columns-file,json,jsonpath,jsonpath-file,name,wide,yaml\nSee 'outpost get --help' for usage.\n")
 	expect(t, "no type", f.run("get"), 1, "", "error: expected a resource type, e.g. `outpost get pods`\nSee 'outpost get --help' for usage.\n")
 	expect(t, "unknown flag", f.run("get", "pods", "--colour"), 1, "", "error: unknown flag: --colour\nSee 'outpost get --help' for usage.\n")
+}
+
+// watchRun is a CLI run that goes on until its context ends (get -w).
+type watchRun struct {
+	out, errb syncbuf.Buffer
+	done      chan int
+	cancel    context.CancelFunc
+	ended     bool
+	code      int
+}
+
+// startWatch runs the CLI against f with args in the background.
+func startWatch(t *testing.T, f *fakeAPI, args ...string) *watchRun {
+	t.Helper()
+	t.Setenv(client.EnvConfig, filepath.Join(t.TempDir(), "none"))
+	root := newRootCommand(&options{now: func() time.Time { return testNow }})
+	w := &watchRun{done: make(chan int, 1)}
+	root.SetOut(&w.out)
+	root.SetErr(&w.errb)
+	root.SetArgs(append([]string{"--server", f.srv.URL, "--insecure"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go func() { w.done <- Execute(ctx, root) }()
+	// The fake server cannot close while the watch is open.
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// waitFor waits up to 10 s for the run to have printed want; it reports
+// whether it has (false too when the run ended before).
+func (w *watchRun) waitFor(want string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for w.out.String() != want && time.Now().Before(deadline) && !w.ended {
+		select {
+		case w.code = <-w.done:
+			w.ended = true
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return w.out.String() == want
+}
+
+// stop ends the run as the user's ^C would and returns its exit code.
+func (w *watchRun) stop() int {
+	w.cancel()
+	if !w.ended {
+		w.code = <-w.done
+		w.ended = true
+	}
+	return w.code
 }
 
 func TestGetWatch(t *testing.T) {
 	f := newFakeAPI(t)
 	seedPods(f)
-	t.Setenv(client.EnvConfig, filepath.Join(t.TempDir(), "none"))
-	root := newRootCommand(&options{now: func() time.Time { return testNow }})
-	var out, errb syncbuf.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs([]string{"--server", f.srv.URL, "--insecure", "get", "pods", "-w", "-l", "app=web"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- Execute(ctx, root) }()
-	stopped := false
-	defer func() {
-		// The fake server cannot close while the watch is open.
-		if !stopped {
-			cancel()
-			<-done
-		}
-	}()
+	w := startWatch(t, f, "get", "pods", "-w", "-l", "app=web")
 
 	// The list prints the row, then the watch's event prints it again.
 	want := "NAME    READY   STATUS    RESTARTS   AGE\nweb-1   1/1     Running   0          120m\nweb-1   1/1     Running   0          120m\n"
-	deadline := time.Now().Add(10 * time.Second)
-	for out.String() != want && time.Now().Before(deadline) {
-		select {
-		case code := <-done:
-			stopped = true
-			t.Fatalf("get -w ended early with %d: %q %q", code, out.String(), errb.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	if out.String() != want {
-		t.Fatalf("get -w printed %q, want %q", out.String(), want)
+	if !w.waitFor(want) {
+		t.Fatalf("get -w printed %q (ended %v, exit %d), want %q; stderr %q", w.out.String(), w.ended, w.code, want, w.errb.String())
 	}
 	if !f.sawRequest("GET /api/v1/namespaces/default/pods?labelSelector=app%3Dweb&resourceVersion=3&watch=true") {
 		t.Error("the watch did not start at the list's resourceVersion with the selector")
 	}
-	cancel()
-	stopped = true
-	if code := <-done; code != 0 {
-		t.Errorf("get -w ended by the user exited %d; stderr %q", code, errb.String())
+	if code := w.stop(); code != 0 {
+		t.Errorf("get -w ended by the user exited %d; stderr %q", code, w.errb.String())
 	}
 }
 

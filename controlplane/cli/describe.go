@@ -1002,11 +1002,7 @@ func (d *describer) events(r *api.Resource, m *api.ObjectMeta) {
 	rows := [][]string{{"Type", "Reason", "Age", "From", "Message"}, {"----", "------", "----", "----", "-------"}}
 	for _, obj := range evs {
 		e := obj.(*api.Event)
-		a := age(d.now, eventTime(e))
-		if e.Count > 1 && e.FirstTimestamp != nil && !e.FirstTimestamp.IsZero() {
-			a = fmt.Sprintf("%s (x%d over %s)", a, e.Count, age(d.now, e.FirstTimestamp))
-		}
-		rows = append(rows, []string{e.Type, e.Reason, a, eventSource(e), strings.TrimSpace(e.Message)})
+		rows = append(rows, []string{e.Type, e.Reason, eventAge(d.now, e), eventSource(e), strings.TrimSpace(e.Message)})
 	}
 	d.table(1, rows)
 }

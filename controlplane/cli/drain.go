@@ -47,7 +47,7 @@ controller would not come back: --force. A pod with emptyDir data loses it:
 --delete-emptydir-data. Run 'outpost uncordon NODE' to let pods back.`,
 		Example: `  outpost drain edge-1 --ignore-daemonsets
   outpost adm drain edge-1 --ignore-daemonsets --force --timeout 5m`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1, "one NODE to drain, e.g. `outpost drain edge-1`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if typ, n, ok := strings.Cut(name, "/"); ok {

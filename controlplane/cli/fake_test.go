@@ -386,10 +386,14 @@ func (f *fakeAPI) serve(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// defaultObject imitates server defaulting and admission on pods: a
+// defaultObject imitates the server's decoding, and its defaulting and
+// admission on pods: a
 // restart policy, image pull policies, a status, and (on create only) the
 // default not-ready toleration.
 func defaultObject(r *api.Resource, obj map[string]any, create bool) {
+	// The Kubernetes-only fields are accepted with a warning and not
+	// stored, as by the real server.
+	api.DropUnstored(r, obj)
 	if r.Kind != "Pod" {
 		return
 	}

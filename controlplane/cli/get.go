@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +45,7 @@ func newGetCommand(o *options) *cobra.Command {
 	f.BoolVarP(&g.allNamespaces, "all-namespaces", "A", false, "list across all namespaces")
 	f.StringVarP(&g.selector, "selector", "l", "", "label selector, e.g. app=web,tier!=db")
 	f.StringVar(&g.fieldSelector, "field-selector", "", "field selector, e.g. spec.nodeName=n1")
-	f.StringVarP(&g.output, "output", "o", "", "output format: json, yaml, wide or name")
+	f.StringVarP(&g.output, "output", "o", "", "output format: json, yaml, wide, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=NAME:PATH,... or custom-columns-file=FILE")
 	f.BoolVarP(&g.watch, "watch", "w", false, "after listing, print changes as they happen")
 	f.BoolVar(&g.showLabels, "show-labels", false, "add a LABELS column")
 	return cmd
@@ -145,8 +146,8 @@ func printFetched(o *options, g *getOptions, results []fetched, named, single bo
 	for _, f := range results {
 		total += len(f.raws)
 	}
-	switch g.output {
-	case outputJSON, outputYAML:
+	switch {
+	case g.output == outputJSON || g.output == outputYAML || isTemplateOutput(g.output) && (total > 0 || !strings.HasPrefix(g.output, outputCustomColumns)):
 		if single && total == 1 {
 			return printRaw(stdout, g.output, results[0].raws[0])
 		}
@@ -162,7 +163,7 @@ func printFetched(o *options, g *getOptions, results []fetched, named, single bo
 			return fmt.Errorf("encode list: %w", err)
 		}
 		return printRaw(stdout, g.output, doc)
-	case outputName:
+	case g.output == outputName:
 		for _, f := range results {
 			for _, raw := range f.raws {
 				var m struct {
@@ -244,9 +245,27 @@ func watchGet(ctx context.Context, o *options, g *getOptions, cl *client.Client,
 	}
 	tbl := newTableFor(t.r, p)
 	printed := 0
+	var tp docPrinter
+	if isTemplateOutput(g.output) {
+		var err error
+		if tp, err = templatePrinter(g.output); err != nil {
+			return err
+		}
+	}
 	emit := func(objs []api.Object) error {
-		switch g.output {
-		case outputJSON, outputYAML:
+		switch {
+		case tp != nil:
+			for _, obj := range objs {
+				doc, err := json.Marshal(obj)
+				if err != nil {
+					return fmt.Errorf("encode %s: %w", t.r.Kind, err)
+				}
+				if err := tp.printDoc(w, withTypeMeta(t.r, doc)); err != nil {
+					return err
+				}
+			}
+			return nil
+		case g.output == outputJSON || g.output == outputYAML:
 			for _, obj := range objs {
 				doc, err := json.Marshal(obj)
 				if err != nil {
@@ -261,7 +280,7 @@ func watchGet(ctx context.Context, o *options, g *getOptions, cl *client.Client,
 				printed++
 			}
 			return nil
-		case outputName:
+		case g.output == outputName:
 			for _, obj := range objs {
 				fmt.Fprintln(w, refName(t.r, obj.GetObjectMeta().Name))
 			}

@@ -419,3 +419,24 @@ func TestClusterUpgradeToImage(t *testing.T) {
 		t.Errorf("an unknown channel: %+v", res)
 	}
 }
+
+// `outpost adm drain NODE` drains as `outpost drain NODE` does (oc's
+// place for it), rather than print adm's help and exit 0; without a node
+// it fails naming what is missing (issue 15 item 7).
+func TestAdmDrain(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(nodeR, `{"metadata":{"name":"n1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	r := f.run("adm", "drain", "n1")
+	if r.code != 0 || !strings.Contains(r.stdout, "node/n1 cordoned") || !strings.Contains(r.stdout, "node/n1 drained") || strings.Contains(r.stdout, "Available Commands") {
+		t.Fatalf("adm drain n1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if u, _ := f.get(nodeR, "", "n1")["spec"].(map[string]any)["unschedulable"].(bool); !u {
+		t.Error("adm drain did not cordon the node")
+	}
+	for _, args := range [][]string{{"adm", "drain"}, {"drain"}} {
+		r = f.run(args...)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "error: ") || !strings.Contains(r.stderr, "NODE") {
+			t.Errorf("%v without a node: exit %d, stdout %q, stderr %q; want exit 1 naming NODE", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}

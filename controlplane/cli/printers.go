@@ -183,7 +183,7 @@ func tableColumns(r *api.Resource) columns {
 			row:    serviceRow,
 		}
 	case "Event":
-		return columns{header: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, row: eventRow}
+		return columns{header: []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, wide: []string{"SOURCE", "FIRST SEEN", "COUNT", "NAME"}, row: eventRow}
 	case "Token":
 		return columns{header: []string{"NAME", "ROLE", "NODE", "NAMESPACES", "EXPIRES"}, row: tokenRow}
 	case "PodDisruptionBudget":
@@ -710,10 +710,29 @@ func eventTime(e *api.Event) *api.Time {
 	return e.CreationTimestamp
 }
 
-func eventRow(obj api.Object, now time.Time, _ bool) []string {
+// eventAge is when an event last happened and, for a repeated one, how
+// often over how long: "2m (x5 over 10m)", as kubectl's LAST SEEN and
+// describe's Age say it.
+func eventAge(now time.Time, e *api.Event) string {
+	a := age(now, eventTime(e))
+	if e.Count > 1 && e.FirstTimestamp != nil && !e.FirstTimestamp.IsZero() {
+		a = fmt.Sprintf("%s (x%d over %s)", a, e.Count, age(now, e.FirstTimestamp))
+	}
+	return a
+}
+
+func eventRow(obj api.Object, now time.Time, wide bool) []string {
 	e := obj.(*api.Event)
 	o := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
-	return []string{age(now, eventTime(e)), e.Type, e.Reason, o, strings.TrimSpace(e.Message)}
+	row := []string{eventAge(now, e), e.Type, e.Reason, o, strings.TrimSpace(e.Message)}
+	if wide {
+		first := e.FirstTimestamp
+		if first == nil || first.IsZero() {
+			first = eventTime(e)
+		}
+		row = append(row, orNone(eventSource(e)), age(now, first), strconv.Itoa(int(max(e.Count, 1))), e.Name)
+	}
+	return row
 }
 
 func tokenRow(obj api.Object, _ time.Time, _ bool) []string {
@@ -756,12 +775,24 @@ func checkOutput(o string) error {
 	case outputTable, outputWide, outputName, outputJSON, outputYAML:
 		return nil
 	}
-	return usagef("unable to match a printer suitable for the output format %q, allowed formats are: json,name,wide,yaml", o)
+	if isTemplateOutput(o) {
+		_, err := templatePrinter(o)
+		return err
+	}
+	return usagef("unable to match a printer suitable for the output format %q, allowed formats are: %s", o, allowedOutputs)
 }
 
 // printRaw writes one JSON document (an object or a List) as -o json
-// (indented) or -o yaml asks.
+// (indented), -o yaml or a template format (jsonpath=, custom-columns=)
+// asks.
 func printRaw(w io.Writer, format string, doc []byte) error {
+	if isTemplateOutput(format) {
+		p, err := templatePrinter(format)
+		if err != nil {
+			return err
+		}
+		return p.printDoc(w, doc)
+	}
 	switch format {
 	case outputYAML:
 		y, err := yaml.JSONToYAML(doc)

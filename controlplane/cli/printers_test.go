@@ -239,6 +239,24 @@ func TestEventAndTokenTables(t *testing.T) {
 LAST SEEN   TYPE      REASON             OBJECT      MESSAGE
 30s         Warning   FailedScheduling   pod/web-1   0/5 nodes are available: MatchNodeSelector (3), PodToleratesNodeTaints (2).
 `)
+	// A repeated event says how often over how long, as kubectl's LAST
+	// SEEN does; -o wide adds its source, first time, count and name.
+	backOff := &api.Event{
+		ObjectMeta:     api.ObjectMeta{Name: "web-1.2", Namespace: "default"},
+		InvolvedObject: api.ObjectReference{Kind: "Pod", Name: "web-1"},
+		Type:           "Warning", Reason: "BackOff", Message: "Back-off restarting failed container",
+		Source:         api.EventSource{Component: "outpost-agent", Host: "n1"},
+		FirstTimestamp: ago(10 * time.Minute), LastTimestamp: ago(2 * time.Minute), Count: 5,
+	}
+	checkGolden(t, "repeated event", render(t, "Event", printOptions{}, backOff), `
+LAST SEEN          TYPE      REASON    OBJECT      MESSAGE
+2m (x5 over 10m)   Warning   BackOff   pod/web-1   Back-off restarting failed container
+`)
+	checkGolden(t, "events wide", render(t, "Event", printOptions{wide: true}, ev, backOff), `
+LAST SEEN          TYPE      REASON             OBJECT      MESSAGE                                                                       SOURCE              FIRST SEEN   COUNT   NAME
+30s                Warning   FailedScheduling   pod/web-1   0/5 nodes are available: MatchNodeSelector (3), PodToleratesNodeTaints (2).   <none>              30s          1       web-1.1
+2m (x5 over 10m)   Warning   BackOff            pod/web-1   Back-off restarting failed container                                          outpost-agent, n1   10m          5       web-1.2
+`)
 	tokens := []api.Object{
 		&api.Token{ObjectMeta: api.ObjectMeta{Name: "abc123"}, Spec: api.TokenSpec{Role: "developer", Namespaces: []string{"a", "b"}, Expires: api.NewTime(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))}},
 		&api.Token{ObjectMeta: api.ObjectMeta{Name: "node01"}, Spec: api.TokenSpec{Role: "node", NodeName: "edge-1"}},

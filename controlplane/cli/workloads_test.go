@@ -125,6 +125,21 @@ func TestRolloutStatusWatches(t *testing.T) {
 		t.Errorf("the watch did not start from the object's resourceVersion: %v", f.requests)
 	}
 
+	// The controller gives up while status follows: exit 1 with kubectl's
+	// message (issue 15 item 7).
+	f = newFakeAPI(t)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default","generation":2},"spec":{"replicas":3},
+		"status":{"observedGeneration":2,"replicas":3,"updatedReplicas":1}}`)
+	f.beforeWatch = func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.objs[key(deployR, "default", "web")]["status"].(map[string]any)["conditions"] = []any{
+			map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}}
+	}
+	expect(t, "deadline while watching", f.run("rollout", "status", "deployment/web"), 1,
+		"Waiting for deployment \"web\" rollout to finish: 1 out of 3 new replicas have been updated...\n",
+		"error: deployment \"web\" exceeded its progress deadline\n")
+
 	f = newFakeAPI(t)
 	f.put(deployR, `{"metadata":{"name":"web","namespace":"default","generation":2},"spec":{"replicas":3},"status":{"observedGeneration":1}}`)
 	expect(t, "timeout", f.run("rollout", "status", "deployment/web", "--timeout=200ms"), 1,
@@ -220,4 +235,45 @@ func TestRolloutHistory(t *testing.T) {
 	}
 	f.put(deployR, `{"metadata":{"name":"new","namespace":"default","uid":"uid-new"},"spec":{"selector":{},"template":{}}}`)
 	expect(t, "empty history", f.run("rollout", "history", "deploy/new"), 0, "No rollout history found.\n", "")
+}
+
+// The fields the README says are accepted with a warning and not stored
+// are not recorded in the last-applied annotation either: what is
+// recorded is what is stored (issue 15 item 7); applying again changes
+// nothing.
+func TestLastAppliedOmitsUnstoredFields(t *testing.T) {
+	f := newFakeAPI(t)
+	file := writeFile(t, t.TempDir(), "web.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      serviceAccountName: web
+      securityContext: {runAsNonRoot: true}
+      containers:
+      - name: web
+        image: nginx:1.27
+        securityContext: {readOnlyRootFilesystem: true}
+        livenessProbe: {httpGet: {path: /, port: 80}}
+`)
+	expect(t, "apply", f.run("apply", "-f", file), 0, "deployment.apps/web created\n", "")
+	d := f.get(deployR, "default", "web")
+	la := d["metadata"].(map[string]any)["annotations"].(map[string]any)[LastAppliedAnnotation].(string)
+	for _, gone := range []string{"serviceAccountName", "securityContext", "livenessProbe"} {
+		if strings.Contains(la, gone) {
+			t.Errorf("last-applied keeps %s, which is not stored: %s", gone, la)
+		}
+	}
+	if !strings.Contains(la, `"image":"nginx:1.27"`) || !strings.Contains(la, `"replicas":2`) {
+		t.Errorf("last-applied lost what is stored: %s", la)
+	}
+	expect(t, "apply again", f.run("apply", "-f", file), 0, "deployment.apps/web unchanged\n", "")
 }

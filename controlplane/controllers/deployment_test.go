@@ -438,6 +438,39 @@ func TestDeploymentProgressDeadline(t *testing.T) {
 	progressing(reasonNewReplicaSetAvailable, api.ConditionTrue)
 }
 
+// Kubernetes' default deadline (600 s) passing on the test clock, with
+// no change to the deployment or its pods, fails the rollout: the
+// controller looks again by itself at the deadline and sets Progressing
+// False, ProgressDeadlineExceeded, which `rollout status` reports with
+// exit 1 (issue 15 item 7).
+func TestDeploymentProgressDeadlinePassesByItself(t *testing.T) {
+	e := newEnv(t)
+	e.fakeTimers = true
+	e.start(nil)
+	d := newDeployment("web", 2, "1", "0")
+	d.Spec.ProgressDeadlineSeconds = nil // defaulted to 600
+	e.create(d)
+	cond := func() *api.DeploymentCondition {
+		return findCondition(e.get(deploymentsRes, "default", "web").(*api.Deployment).Status.Conditions, condProgressing)
+	}
+	e.waitFor("two pods that never get ready, and a look again at the deadline", func() (bool, string) {
+		d := e.get(deploymentsRes, "default", "web").(*api.Deployment)
+		c := cond()
+		return *d.Spec.ProgressDeadlineSeconds == 600 && d.Status.UpdatedReplicas == 2 && c != nil && c.Reason == reasonReplicaSetUpdated &&
+			e.pendingTimers() > 0, fmt.Sprintf("%+v, %d timers", d.Status, e.pendingTimers())
+	})
+	e.advance(590 * time.Second)
+	if c := cond(); c.Reason != reasonReplicaSetUpdated || c.Status != api.ConditionTrue {
+		t.Fatalf("before the deadline: %+v", c)
+	}
+	e.advance(15 * time.Second)
+	e.waitFor("ProgressDeadlineExceeded", func() (bool, string) {
+		c := cond()
+		return c.Reason == reasonProgressDeadlineExceeded && c.Status == api.ConditionFalse &&
+			strings.HasSuffix(c.Message, "has timed out progressing."), fmt.Sprintf("%+v", c)
+	})
+}
+
 func TestTemplateHashIsStable(t *testing.T) {
 	a := template(map[string]string{"app": "web", "tier": "front"}, "nginx:1.25")
 	b := template(map[string]string{"tier": "front", "app": "web"}, "nginx:1.25")

@@ -52,6 +52,62 @@ type env struct {
 	delivered map[string]uint64
 
 	stop func()
+
+	// fakeTimers, set before start, makes the controllers' looks again
+	// of fakeTimerMin or more wait for advance rather than real time.
+	fakeTimers bool
+	timersMu   sync.Mutex
+	timers     []fakeTimer
+}
+
+// fakeTimer is a controller's look again, due by the test clock.
+type fakeTimer struct {
+	due  time.Time
+	fire func()
+}
+
+// fakeTimerMin: shorter looks again (cache lag, availability checks)
+// keep real time, so tests that do not advance the clock still end.
+const fakeTimerMin = 10 * time.Second
+
+// advance moves the test clock and fires the controllers' looks again
+// that are due by it (with fakeTimers).
+func (e *env) advance(d time.Duration) {
+	e.clock.Advance(d)
+	now := e.clock.Now()
+	e.timersMu.Lock()
+	var due []fakeTimer
+	kept := e.timers[:0]
+	for _, t := range e.timers {
+		if !t.due.After(now) {
+			due = append(due, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	e.timers = kept
+	e.timersMu.Unlock()
+	for _, t := range due {
+		t.fire()
+	}
+}
+
+// takeTimer is hooks.after under fakeTimers.
+func (e *env) takeTimer(d time.Duration, fire func()) bool {
+	if !e.fakeTimers || d < fakeTimerMin {
+		return false
+	}
+	e.timersMu.Lock()
+	defer e.timersMu.Unlock()
+	e.timers = append(e.timers, fakeTimer{due: e.clock.Now().Add(d), fire: fire})
+	return true
+}
+
+// pendingTimers is how many looks again wait for advance.
+func (e *env) pendingTimers() int {
+	e.timersMu.Lock()
+	defer e.timersMu.Unlock()
+	return len(e.timers)
 }
 
 type testWriter struct{ t *testing.T }
@@ -131,7 +187,7 @@ func (e *env) start(client controller.Client) {
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	go func() {
-		done <- run(ctx, Config{Client: client, Logger: log, Now: e.clock.Now}, hooks{delivered: e.noteDelivered, synced: func(ctrl, key string) {
+		done <- run(ctx, Config{Client: client, Logger: log, Now: e.clock.Now}, hooks{delivered: e.noteDelivered, after: e.takeTimer, synced: func(ctrl, key string) {
 			e.mu.Lock()
 			e.syncs[ctrl+"/"+key]++
 			e.mu.Unlock()

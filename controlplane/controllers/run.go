@@ -100,6 +100,11 @@ type hooks struct {
 	// node (its cache updated, its handlers run), so a test knows when
 	// the controllers see that version.
 	delivered func(kind, name, resourceVersion string)
+	// after, when set, may take over a reconcile's look again after d
+	// (reporting true): a test then calls fire by its own clock, so that
+	// a deadline minutes away passes when the test says (a progress
+	// deadline).
+	after func(d time.Duration, fire func()) bool
 }
 
 // shared is what every controller of one Run uses: the client, the
@@ -124,6 +129,9 @@ type shared struct {
 // of informers (pods, replicasets, deployments, daemonsets, nodes) and
 // start working once every informer has listed.
 func Run(ctx context.Context, cfg Config) error { return run(ctx, cfg, hooks{}) }
+
+// eventFlushPeriod is how often repeats of events held back are written.
+const eventFlushPeriod = 5 * time.Second
 
 func run(ctx context.Context, cfg Config, h hooks) error {
 	if cfg.Client == nil {
@@ -306,6 +314,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		}
 	}
 	wg.Go(func() { nlc.run(ctx, period) })
+	wg.Go(func() { s.rec.flushEvents(ctx, eventFlushPeriod) })
 	log.Info("workload controllers started", "workers", cfg.Workers)
 	for _, l := range loops {
 		n := cfg.Workers
@@ -343,10 +352,12 @@ type loop struct {
 	// backoff; after > 0 looks at it again after that long (a pod
 	// becoming available, a progress deadline).
 	sync func(ctx context.Context, key string) (after time.Duration, err error)
+	// after is hooks.after.
+	after func(d time.Duration, fire func()) bool
 }
 
 func newLoop(s *shared, name string, sync func(context.Context, string) (time.Duration, error)) *loop {
-	return &loop{name: name, q: controller.NewQueue(retryBase, retryMax), log: s.log.With("controller", name), synced: s.hooks.synced, sync: sync}
+	return &loop{name: name, q: controller.NewQueue(retryBase, retryMax), log: s.log.With("controller", name), synced: s.hooks.synced, sync: sync, after: s.hooks.after}
 }
 
 // work reconciles keys until ctx ends.
@@ -369,7 +380,7 @@ func (l *loop) work(ctx context.Context) {
 			l.q.AddRateLimited(key)
 		default:
 			l.q.Forget(key)
-			if after > 0 {
+			if after > 0 && (l.after == nil || !l.after(after, func() { l.q.Add(key) })) {
 				l.q.AddAfter(key, after)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/controller"
+	"github.com/outpost-edge/outpost/controlplane/events"
 )
 
 // burstReplicas bounds the pods one reconcile creates or deletes, as
@@ -259,22 +260,53 @@ func countNoun(n int, noun string) string {
 // Events.
 
 // recorder writes Events. Events are raft writes, so controllers record
-// one per batch, and a warning repeated for the same object within
-// warningRepeat is written once.
+// one per batch, and an event repeated for the same object aggregates on
+// the stored one (events.Correlator: count and lastTimestamp), written at
+// most once per eventRepeat; flushEvents writes the repeats held back.
 type recorder struct {
-	client controller.Client
-	log    *slog.Logger
-	now    func() time.Time
+	corr *events.Correlator
+	log  *slog.Logger
+	now  func() time.Time
 
-	mu     sync.Mutex
-	seq    uint64
-	recent map[string]time.Time
+	mu  sync.Mutex
+	seq uint64
 }
 
-const warningRepeat = 10 * time.Minute
+// eventRepeat is how often repeats of one event are written: a warning a
+// controller hits on every retry must not cost a raft write each time.
+const eventRepeat = 30 * time.Second
 
 func newRecorder(c controller.Client, log *slog.Logger, now func() time.Time) *recorder {
-	return &recorder{client: c, log: log, now: now, recent: map[string]time.Time{}}
+	corr := events.New(eventSink{c}, now)
+	corr.MinInterval = eventRepeat
+	return &recorder{corr: corr, log: log, now: now}
+}
+
+// flushEvents writes held repeats every period until ctx ends.
+func (r *recorder) flushEvents(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := r.corr.Flush(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("recording repeated events failed", "err", err)
+			}
+		}
+	}
+}
+
+// eventSink is a controller.Client as the Correlator's Sink.
+type eventSink struct{ c controller.Client }
+
+func (s eventSink) Create(ctx context.Context, ev *api.Event) (*api.Event, error) {
+	return events.AsEvent(s.c.Create(ctx, ev))
+}
+
+func (s eventSink) Update(ctx context.Context, ev *api.Event) (*api.Event, error) {
+	return events.AsEvent(s.c.Update(ctx, ev))
 }
 
 // event records an event about obj from component.
@@ -300,21 +332,6 @@ func (r *recorder) zoneEvent(ctx context.Context, zone, component, typ, reason, 
 func (r *recorder) record(ctx context.Context, ref api.ObjectReference, prefix, component, typ, reason, msg string) {
 	now := r.now()
 	r.mu.Lock()
-	if typ == api.EventTypeWarning {
-		k := ref.Kind + "\x00" + ref.Namespace + "\x00" + ref.Name + "\x00" + ref.UID + "\x00" + reason + "\x00" + msg
-		if last, ok := r.recent[k]; ok && now.Sub(last) < warningRepeat {
-			r.mu.Unlock()
-			return
-		}
-		if len(r.recent) > 1024 {
-			for k, t := range r.recent {
-				if now.Sub(t) >= warningRepeat {
-					delete(r.recent, k)
-				}
-			}
-		}
-		r.recent[k] = now
-	}
 	r.seq++
 	seq := r.seq
 	r.mu.Unlock()
@@ -337,7 +354,7 @@ func (r *recorder) record(ctx context.Context, ref api.ObjectReference, prefix, 
 		Count:          1,
 		Type:           typ,
 	}
-	if _, err := r.client.Create(ctx, ev); err != nil && ctx.Err() == nil {
+	if _, err := r.corr.Record(ctx, ev); err != nil && ctx.Err() == nil {
 		r.log.Warn("recording event failed", "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name, "reason", reason, "err", err)
 	}
 }

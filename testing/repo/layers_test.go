@@ -29,6 +29,9 @@ var layers = []struct {
 	{"controlplane/scheduler", []string{"controlplane/store", "controlplane/server", "controlplane/client", "controlplane/controller", "raftstore", "agent"}, true, nil},
 	{"controlplane/scheduler/policy", []string{"controlplane/store", "controlplane/server", "controlplane/client", "controlplane/controller", "raftstore", "agent"}, false, nil},
 	{"controlplane/scheduler/taints", []string{"controlplane/store", "controlplane/server", "controlplane/client", "controlplane/controller", "raftstore", "agent"}, false, nil},
+	// The event correlator is shared by the agent and the controllers:
+	// it sees only the API's types and the Sink each hands it.
+	{"controlplane/events", []string{"controlplane/server", "controlplane/store", "controlplane/core", "controlplane/client", "controlplane/controller", "raftstore", "agent"}, false, nil},
 	// Replication knows nothing of what it replicates.
 	{"raftstore", []string{"controlplane/", "agent", "gossip", "runtime"}, false, nil},
 	// The store is the state machine: no transport, no loops, no auth.

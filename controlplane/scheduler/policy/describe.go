@@ -32,7 +32,7 @@ func Warnings(p *Policy) []string {
 		w = append(w, "no priorities: every node that fits ties, and one is picked at random")
 	}
 	if hasPriority[BalancedResourceAllocation] && !hasPriority[LeastRequestedPriority] {
-		w = append(w, "BalancedResourceAllocation without LeastRequestedPriority: the seed says to use them together")
+		w = append(w, "BalancedResourceAllocation without LeastRequestedPriority: the OpenShift manual says to use them together")
 	}
 	if hasPriority[LeastRequestedPriority] && hasPriority[MostRequestedPriority] {
 		w = append(w, "LeastRequestedPriority and MostRequestedPriority pull in opposite directions")

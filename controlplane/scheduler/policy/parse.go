@@ -39,7 +39,7 @@ func Parse(data []byte) (*Policy, []string, error) {
 			return nil, warns, fmt.Errorf("%w: neither JSON nor YAML: %w", ErrInvalid, err)
 		}
 		j = j2
-		warns = append(warns, "read as one flow mapping: the file mixes YAML keys with JSON lists, as the seed's modified-policy sample does")
+		warns = append(warns, "read as one flow mapping: the file mixes YAML keys with JSON lists, as the OpenShift manual's modified-policy sample does")
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
@@ -112,7 +112,7 @@ func elideDots(data []byte) ([]byte, []string) {
 				data = nil
 				changed = true
 			}
-			warns = append(warns, fmt.Sprintf("line %d: \"...\" ignored (the seed's samples use it for entries they leave out)", i+1))
+			warns = append(warns, fmt.Sprintf("line %d: \"...\" ignored (the OpenShift manual's samples use it for entries they leave out)", i+1))
 			lines[i] = []byte("\n")
 		}
 	}
