@@ -13,9 +13,9 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 	./controlplane/controller/... ./controlplane/controllers/... ./controlplane/scheduler/loop/... ./agent/... ./testing/... \
 	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
-	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest
+	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/install
 
-.PHONY: all build run test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image
+.PHONY: all build run test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image package
 
 all: build
 
@@ -90,6 +90,11 @@ bench: build
 
 soak: build
 	OUTPOST_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'Linearizab|Crash|Planted|Randomized' -v ./testing/...
+
+# package builds bin/outpost_VERSION_ARCH.deb and bin/outpost-VERSION-1.ARCH.rpm
+# (nfpm from the Go module proxy; packaging/package.sh says what they hold).
+package: build
+	packaging/package.sh $(BIN) bin $(VERSION)
 
 clean:
 	rm -rf bin
