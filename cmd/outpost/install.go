@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/outpost-edge/outpost/agent"
 	"github.com/outpost-edge/outpost/internal/install"
 )
 
@@ -146,6 +147,16 @@ func installOptions(role install.Role, runner *cobra.Command, cmd *cobra.Command
 		// server of a cluster of one (more join it later).
 		o.Args = append(o.Args, "--bootstrap-expect=1")
 	}
+	if role == install.Agent && !cmd.Flags().Changed("gossip-port") && installedHere(install.Server) {
+		// The server of this host has the gossip port both default to
+		// (a cluster of one host runs both).
+		port := strconv.Itoa(agent.DefaultGossipPort + 1)
+		fmt.Fprintf(cmd.OutOrStdout(), "this host runs outpost-server.service, whose gossip pool has port %d: the agent's gets --gossip-port=%s\n", agent.DefaultGossipPort, port)
+		o.Args = append(o.Args, "--gossip-port="+port)
+		if err := runner.Flags().Set("gossip-port", port); err != nil {
+			return o, err
+		}
+	}
 	o.Secret, err = readSecret(role, f.secretFile)
 	if err != nil {
 		return o, err
@@ -157,6 +168,13 @@ func installOptions(role install.Role, runner *cobra.Command, cmd *cobra.Command
 	}
 	o.Ports, err = rolePorts(role, get)
 	return o, err
+}
+
+// installedHere reports whether outpost install put the role on this
+// host.
+func installedHere(r install.Role) bool {
+	_, err := os.Stat(r.EnvFile())
+	return err == nil
 }
 
 // flagArgs is fl as --name=value words, one per value of a list flag

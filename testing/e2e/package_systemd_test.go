@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/testing/netns"
 	"github.com/outpost-edge/outpost/testing/nspawn"
 )
@@ -26,8 +27,9 @@ import (
 //
 // The agent's containers run in a containerd of this machine bound into
 // the host (as the other nspawn tests do: runc inside nspawn needs more
-// than a stock host), so the agent's data dir has the same path on both
-// sides: the containerd shims write the pods' logs there.
+// than a stock host). It and the agent's data dir have the same paths on
+// both sides: the containerd shims write the pods' logs in the data dir,
+// and the agent mounts containerd's snapshots to read an image's users.
 func TestPackageInstallUnderSystemd(t *testing.T) {
 	nspawn.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -54,7 +56,7 @@ func TestPackageInstallUnderSystemd(t *testing.T) {
 	n := netns.New(t, 97)
 	h := nspawn.Boot(t, nspawn.Options{
 		NetNS: n.Name, Hostname: "pk1",
-		Binds: []nspawn.Bind{{Source: pkgDir, Target: "/srv/pkg", ReadOnly: true}, {Source: ctd, Target: "/var/lib/outpost-test"}, {Source: agentDir, Target: agentDir}},
+		Binds: []nspawn.Bind{{Source: pkgDir, Target: "/srv/pkg", ReadOnly: true}, {Source: ctd, Target: ctd}, {Source: agentDir, Target: agentDir}},
 	})
 	if err := h.WaitRunning(ctx); err != nil {
 		t.Fatal(err)
@@ -94,13 +96,20 @@ func TestPackageInstallUnderSystemd(t *testing.T) {
 		t.Errorf("a second install server:\n%s\nwant nothing written and it said so", out)
 	}
 	c := &testCluster{t: t, dir: root, admin: h.Path("/var/lib/outpost/server/admin.conf")}
+	cfg, err := client.LoadConfig(c.admin)
+	if err == nil {
+		c.cl, err = client.New(cfg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	join := c.joinString(ctx)
 	if err := os.WriteFile(h.Path("/root/join"), []byte(join+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t2 := time.Now()
 	out = run("outpost", "install", "agent", "--server", "https://"+n.Addr+":6443", "--token-file", "/root/join",
-		"--containerd-socket", "/var/lib/outpost-test/containerd.sock", "--data-dir", agentDir, "--timeout", "2m")
+		"--containerd-socket", filepath.Join(ctd, "containerd.sock"), "--data-dir", agentDir, "--timeout", "2m")
 	t.Logf("MEASURED outpost install agent to node Ready: %v\n%s", time.Since(t2).Round(100*time.Millisecond), out)
 	secret := join[strings.LastIndex(join, ".")+1:]
 	if ps := run("ps", "-eo", "args"); strings.Contains(ps, secret) {
