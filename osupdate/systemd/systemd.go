@@ -276,12 +276,12 @@ func (s *Systemd) StopUnit(ctx context.Context, unit string) error {
 
 // KillUnit sends signal to every process left in the unit's cgroup, as
 // `systemctl kill --kill-whom=all` does: what KillMode=process left
-// running when the unit stopped. A unit with no process left is not an
-// error.
+// running when the unit stopped. A unit with no process left, or not
+// loaded at all, is not an error.
 func (s *Systemd) KillUnit(ctx context.Context, unit string, signal syscall.Signal) error {
 	var dbe dbus.Error
 	err := s.mgr.KillUnitWithTarget(ctx, unit, sddbus.All, int32(signal))
-	if err == nil || (errors.As(err, &dbe) && strings.HasSuffix(dbe.Name, ".NoSuchProcess")) {
+	if err == nil || (errors.As(err, &dbe) && (strings.HasSuffix(dbe.Name, ".NoSuchProcess") || strings.HasSuffix(dbe.Name, ".NoSuchUnit"))) {
 		return nil
 	}
 	return fmt.Errorf("kill %s: %w", unit, err)
