@@ -14,9 +14,9 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/... ./controlplane/events/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
 	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck \
-	./controlplane/console
+	./internal/install ./controlplane/console
 
-.PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image man completions
+.PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image man completions package
 
 all: build
 
@@ -120,6 +120,11 @@ bench: build
 
 soak: build
 	OUTPOST_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'Linearizab|Crash|Planted|Randomized' -v ./testing/...
+
+# package builds bin/outpost_VERSION_ARCH.deb and bin/outpost-VERSION-1.ARCH.rpm
+# (nfpm from the Go module proxy; packaging/package.sh says what they hold).
+package: build
+	packaging/package.sh $(BIN) bin $(VERSION)
 
 clean:
 	rm -rf bin

@@ -19,7 +19,7 @@ func main() {
 	containerd.RunLogWriterIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRootCommand()
-	root.AddCommand(newServerCommand(), newDevCommand(), newAgentCommand(), sim.Command())
+	root.AddCommand(newServerCommand(), newDevCommand(), newAgentCommand(), sim.Command(), newInstallCommand(), newUninstallCommand())
 	addAdmCommands(root)
 	code := cli.Execute(ctx, root)
 	stop()

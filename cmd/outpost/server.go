@@ -171,7 +171,12 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 				return err
 			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
-			return server.Run(cmd.Context(), cfg)
+			s, err := server.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			notifyServerStarted(cmd.Context(), s, log)
+			return s.Wait(cmd.Context())
 		},
 	}
 	f := cmd.Flags()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
@@ -239,16 +240,56 @@ func (s *Systemd) job(ctx context.Context, verb, unit string, start func(chan<- 
 // "inactive", "failed", "activating" or "deactivating". A unit systemd
 // does not know is "inactive", as systemd says, not an error.
 func (s *Systemd) ActiveState(ctx context.Context, unit string) (string, error) {
-	p, err := s.mgr.GetUnitPropertyContext(ctx, unit, "ActiveState")
+	return s.stringProperty(ctx, unit, "ActiveState", "active state")
+}
+
+// stringProperty is the unit's property name, a string.
+func (s *Systemd) stringProperty(ctx context.Context, unit, name, what string) (string, error) {
+	p, err := s.mgr.GetUnitPropertyContext(ctx, unit, name)
 	if err != nil {
-		return "", fmt.Errorf("active state of %s: %w", unit, err)
+		return "", fmt.Errorf("%s of %s: %w", what, unit, err)
 	}
-	state, ok := p.Value.Value().(string)
+	v, ok := p.Value.Value().(string)
 	if !ok {
-		return "", fmt.Errorf("active state of %s: %w: ActiveState is %s", unit, errBadReply, p.Value.Signature())
+		return "", fmt.Errorf("%s of %s: %w: %s is %s", what, unit, errBadReply, name, p.Value.Signature())
 	}
-	return state, nil
+	return v, nil
 }
 
 // errBadReply is a reply of a type the D-Bus API does not give.
 var errBadReply = errors.New("unexpected D-Bus reply")
+
+// StartUnit starts a unit, as `systemctl start` does, and waits for the
+// job: for a Type=notify service, until it said READY=1.
+func (s *Systemd) StartUnit(ctx context.Context, unit string) error {
+	return s.job(ctx, "start", unit, func(ch chan<- string) (int, error) {
+		return s.mgr.StartUnitContext(ctx, unit, "replace", ch)
+	})
+}
+
+// StopUnit stops a unit, as `systemctl stop` does, and waits for the job.
+func (s *Systemd) StopUnit(ctx context.Context, unit string) error {
+	return s.job(ctx, "stop", unit, func(ch chan<- string) (int, error) {
+		return s.mgr.StopUnitContext(ctx, unit, "replace", ch)
+	})
+}
+
+// KillUnit sends signal to every process left in the unit's cgroup, as
+// `systemctl kill --kill-whom=all` does: what KillMode=process left
+// running when the unit stopped. A unit with no process left, or not
+// loaded at all, is not an error.
+func (s *Systemd) KillUnit(ctx context.Context, unit string, signal syscall.Signal) error {
+	var dbe dbus.Error
+	err := s.mgr.KillUnitWithTarget(ctx, unit, sddbus.All, int32(signal))
+	if err == nil || (errors.As(err, &dbe) && (strings.HasSuffix(dbe.Name, ".NoSuchProcess") || strings.HasSuffix(dbe.Name, ".NoSuchUnit"))) {
+		return nil
+	}
+	return fmt.Errorf("kill %s: %w", unit, err)
+}
+
+// UnitFileState returns the unit file's state as `systemctl is-enabled`
+// says it: "enabled", "disabled", "static", "masked", or "" for a unit
+// systemd has no file of.
+func (s *Systemd) UnitFileState(ctx context.Context, unit string) (string, error) {
+	return s.stringProperty(ctx, unit, "UnitFileState", "unit file state")
+}
