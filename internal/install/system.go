@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 
+	"github.com/outpost-edge/outpost/internal/portcheck"
 	"github.com/outpost-edge/outpost/osupdate/systemd"
 )
 
@@ -26,22 +26,16 @@ func (Host) PID1() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// PortFree listens on addr and closes at once.
+// PortFree listens on addr and closes at once; a taken one names the
+// process holding it when /proc tells.
 func (Host) PortFree(network, addr string) error {
-	switch network {
-	case "udp":
-		c, err := net.ListenPacket(network, addr)
-		if err != nil {
-			return err
+	err := portcheck.Free(network, addr)
+	if err != nil {
+		if who := portcheck.Holder(network, addr); who != "" {
+			return fmt.Errorf("%w, by %s", err, who)
 		}
-		return c.Close()
-	default:
-		l, err := net.Listen(network, addr)
-		if err != nil {
-			return err
-		}
-		return l.Close()
 	}
+	return err
 }
 
 // ConnectSystemd is the real Installer.Connect: systemd's manager on the

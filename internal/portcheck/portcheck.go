@@ -35,7 +35,7 @@ func Check(uses []Use) error {
 		if u.Addr == "" {
 			continue
 		}
-		if err := try(u); err != nil {
+		if err := Free(u.Network, u.Addr); err != nil {
 			msg := fmt.Sprintf("%s %s (%s, %s) is in use", u.Network, u.Addr, u.Flag, u.What)
 			if who := Holder(u.Network, u.Addr); who != "" {
 				msg += " by " + who
@@ -46,16 +46,18 @@ func Check(uses []Use) error {
 	return errors.Join(errs...)
 }
 
-func try(u Use) error {
-	switch u.Network {
+// Free is nil when network ("tcp" or "udp") addr can be listened on now,
+// else the kernel's reason.
+func Free(network, addr string) error {
+	switch network {
 	case "udp":
-		c, err := net.ListenPacket("udp", u.Addr)
+		c, err := net.ListenPacket("udp", addr)
 		if err != nil {
 			return unwrapSyscall(err)
 		}
 		return c.Close()
 	default:
-		l, err := net.Listen("tcp", u.Addr)
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			return unwrapSyscall(err)
 		}
