@@ -360,7 +360,24 @@ func TestWait(t *testing.T) {
 	expect(t, "missing", f.run("wait", "--for=condition=Ready", "pod/nope"), 1, "", "Error from server (NotFound): pods \"nope\" not found\n")
 	expect(t, "no match", f.run("wait", "--for=condition=Ready", "pods", "-l", "app=none"), 1, "",
 		"No resources found in default namespace.\nerror: no matching resources found\n")
-	expect(t, "no --for", f.run("wait", "pod/db"), 1, "", "error: --for is required: condition=NAME[=VALUE] or delete\nSee 'outpost wait --help' for usage.\n")
-	expect(t, "jsonpath", f.run("wait", "--for=jsonpath={.status.phase}=Running", "pod/db"), 1, "",
-		"error: --for=jsonpath is not supported by outpost wait: use --for=condition=NAME[=VALUE] or --for=delete\nSee 'outpost wait --help' for usage.\n")
+	expect(t, "no --for", f.run("wait", "pod/db"), 1, "", "error: --for is required: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE] or delete\nSee 'outpost wait --help' for usage.\n")
+
+	// --for=jsonpath as kubectl's: a value to print as, or any value.
+	f.put(podR, `{"metadata":{"name":"job","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","containerStatuses":[{"name":"c","restartCount":2}]}}`)
+	expect(t, "jsonpath value", f.run("wait", "--for=jsonpath={.status.phase}=Running", "pod/job"), 0, "pod/job condition met\n", "")
+	expect(t, "jsonpath bare", f.run("wait", "--for=jsonpath=.status.containerStatuses[0].restartCount=2", "pod/job"), 0, "pod/job condition met\n", "")
+	expect(t, "jsonpath exists", f.run("wait", "--for=jsonpath={.status.phase}", "pod/job"), 0, "pod/job condition met\n", "")
+	expect(t, "jsonpath other value", f.run("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/job", "--timeout=0"), 1, "",
+		"error: timed out waiting for the condition on pods/job\n")
+	expect(t, "jsonpath absent", f.run("wait", "--for=jsonpath={.status.podIP}", "pod/job", "--timeout=0"), 1, "",
+		"error: timed out waiting for the condition on pods/job\n")
+	f.beforeWatch = func() {
+		f.beforeWatch = nil
+		f.put(podR, strings.Replace(notReady, `"status":{`, `"status":{"phase":"Succeeded",`, 1))
+	}
+	expect(t, "jsonpath while watching", f.run("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/db", "--timeout=10s"), 0, "pod/db condition met\n", "")
+	expect(t, "jsonpath bad", f.run("wait", "--for=jsonpath={.status.phase", "pod/job"), 1, "",
+		"error: --for=jsonpath={.status.phase: unclosed action (no closing })\nSee 'outpost wait --help' for usage.\n")
+	expect(t, "jsonpath junk after", f.run("wait", "--for=jsonpath={.status.phase}Running", "pod/job"), 1, "",
+		"error: --for=jsonpath={.status.phase}Running: want '{PATH}' or '{PATH}=VALUE'\nSee 'outpost wait --help' for usage.\n")
 }

@@ -27,6 +27,10 @@ var errNoMatches = errors.New("no matching resources found")
 type waitFor struct {
 	delete          bool
 	condition, want string
+	// path is --for=jsonpath's expression: met when it reaches a value
+	// printing as want, or, when hasValue is false, any value at all.
+	path     *jpPath
+	hasValue bool
 }
 
 func parseWaitFor(s string) (waitFor, error) {
@@ -43,10 +47,46 @@ func parseWaitFor(s string) (waitFor, error) {
 		}
 		return waitFor{condition: cond, want: want}, nil
 	}
-	if strings.HasPrefix(s, "jsonpath=") {
-		return waitFor{}, usagef("--for=jsonpath is not supported by outpost wait: use --for=condition=NAME[=VALUE] or --for=delete")
+	if rest, ok := strings.CutPrefix(s, "jsonpath="); ok {
+		return parseWaitJSONPath(rest)
 	}
-	return waitFor{}, usagef("--for must be delete or condition=NAME[=VALUE], not %q", s)
+	return waitFor{}, usagef("--for must be delete, condition=NAME[=VALUE] or jsonpath='{PATH}'[=VALUE], not %q", s)
+}
+
+// parseWaitJSONPath reads kubectl's --for=jsonpath='{.status.phase}'=Running:
+// a path in braces (or bare, up to the first '='), then, optionally, '='
+// and the value it must print as.
+func parseWaitJSONPath(s string) (waitFor, error) {
+	expr, value, hasValue := "", "", false
+	if strings.HasPrefix(s, "{") {
+		end, err := actionEnd(s, 1)
+		if err != nil {
+			return waitFor{}, usagef("--for=jsonpath=%s: %v", s, err)
+		}
+		expr = s[1:end]
+		rest := s[end+1:]
+		if rest != "" {
+			v, ok := strings.CutPrefix(rest, "=")
+			if !ok {
+				return waitFor{}, usagef("--for=jsonpath=%s: want '{PATH}' or '{PATH}=VALUE'", s)
+			}
+			value, hasValue = v, true
+		}
+	} else {
+		expr, value, hasValue = strings.Cut(s, "=")
+	}
+	expr = strings.TrimSpace(expr)
+	if expr == "" {
+		return waitFor{}, usagef("--for=jsonpath= needs a path, e.g. --for=jsonpath='{.status.phase}'=Running")
+	}
+	if !strings.HasPrefix(expr, ".") && !strings.HasPrefix(expr, "$") && !strings.HasPrefix(expr, "@") {
+		expr = "." + expr
+	}
+	p, err := parseJSONPathExpr(expr)
+	if err != nil {
+		return waitFor{}, usagef("--for=jsonpath=%s: %v", s, err)
+	}
+	return waitFor{path: p, want: value, hasValue: hasValue}, nil
 }
 
 func newWaitCommand(o *options) *cobra.Command {
@@ -56,20 +96,22 @@ func newWaitCommand(o *options) *cobra.Command {
 		sel     selection
 	)
 	cmd := &cobra.Command{
-		Use:   "wait (TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR|--all) --for=condition=NAME[=VALUE]|delete [--timeout=30s]",
+		Use:   "wait (TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR|--all) --for=condition=NAME[=VALUE]|jsonpath='{PATH}'[=VALUE]|delete [--timeout=30s]",
 		Short: "Wait until objects have a condition, or are deleted",
 		Long: "wait follows each object until a condition of its status has the value asked for\n" +
-			"(True unless given; names and values compare regardless of case), or until it is\n" +
+			"(True unless given; names and values compare regardless of case), until a JSONPath\n" +
+			"of it prints as the value given (or reaches any value, without one), or until it is\n" +
 			"gone with --for=delete. It prints a line per object and fails if --timeout passes\n" +
 			"first (0: check once; negative: a week).",
 		Example: `  outpost wait --for=condition=Ready pod/web-1
   outpost wait --for=condition=Available deployment/web --timeout=2m
   outpost wait --for=condition=Ready pods -l app=web
+  outpost wait --for=jsonpath='{.status.phase}'=Running pod/web-1
   outpost wait --for=delete pod/web-1 --timeout=60s`,
 		Args: minArgs(1, "the objects to wait for, e.g. `outpost wait --for=condition=Ready pod/web`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if forFlag == "" {
-				return usagef("--for is required: condition=NAME[=VALUE] or delete")
+				return usagef("--for is required: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE] or delete")
 			}
 			wf, err := parseWaitFor(forFlag)
 			if err != nil {
@@ -106,7 +148,7 @@ func newWaitCommand(o *options) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&forFlag, "for", "", "what to wait for: condition=NAME[=VALUE] or delete")
+	f.StringVar(&forFlag, "for", "", "what to wait for: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE] or delete")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long, for all the objects together (0: check once; negative: a week)")
 	sel.addFlags(cmd, "wait for")
 	return cmd
@@ -183,11 +225,25 @@ func nextVersion(ctx context.Context, cl *client.Client, r *api.Resource, ns, na
 }
 
 // hasCondition reports whether obj's status has the condition of wf with
-// its value, comparing both regardless of case as kubectl does.
+// its value, comparing both regardless of case as kubectl does; or, for
+// --for=jsonpath, whether the path reaches the value asked for (exactly,
+// as kubectl compares it).
 func hasCondition(obj api.Object, wf waitFor) (bool, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return false, fmt.Errorf("encode %T: %w", obj, err)
+	}
+	if wf.path != nil {
+		doc, err := decodeDocument(data)
+		if err != nil {
+			return false, err
+		}
+		for _, v := range wf.path.eval(doc, doc) {
+			if !wf.hasValue || formatValue(v) == wf.want {
+				return true, nil
+			}
+		}
+		return false, nil
 	}
 	raw, err := decodeJSONMap(data)
 	if err != nil {
