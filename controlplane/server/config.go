@@ -100,6 +100,14 @@ type Config struct {
 	// AdminConfigPath is where the admin client config is written;
 	// default DataDir/admin.conf.
 	AdminConfigPath string
+	// BrowserCertFile and BrowserKeyFile are a PEM certificate (with
+	// its chain) and key the API serves to clients that cannot use the
+	// cluster's ed25519 certificate: web browsers opening the console.
+	// A site's own CA or a public one makes the console open without a
+	// warning. Empty: the cluster CA issues a P-256 one, which browsers
+	// reach but cannot verify (they take no ed25519 CA). The files are
+	// read again when the certificate is two thirds through its life.
+	BrowserCertFile, BrowserKeyFile string
 	// EventTTL is how long events are kept (default 1h).
 	EventTTL time.Duration
 	// StateHashInterval is how often this server compares its state hash
@@ -183,6 +191,9 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	if c.DataDir == "" {
 		return c, fmt.Errorf("%w: DataDir is required", ErrConfig)
+	}
+	if (c.BrowserCertFile == "") != (c.BrowserKeyFile == "") {
+		return c, fmt.Errorf("%w: --tls-cert-file and --tls-private-key-file go together", ErrConfig)
 	}
 	c.Network = c.Network.WithDefaults()
 	if err := c.Network.Check(); err != nil {

@@ -168,9 +168,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
-	browserCert, err := pki.NewRenewing(func() (tls.Certificate, error) { return ca.IssueBrowserServerCert(cfg.ID, hosts, certTTL) })
+	issueBrowser := func() (tls.Certificate, error) { return ca.IssueBrowserServerCert(cfg.ID, hosts, certTTL) }
+	if cfg.BrowserCertFile != "" {
+		issueBrowser = func() (tls.Certificate, error) { return tls.LoadX509KeyPair(cfg.BrowserCertFile, cfg.BrowserKeyFile) }
+	}
+	browserCert, err := pki.NewRenewing(issueBrowser)
 	if err != nil {
 		ln.Close()
+		if cfg.BrowserCertFile != "" {
+			return nil, fmt.Errorf("%w: --tls-cert-file %s, --tls-private-key-file %s: %w", ErrConfig, cfg.BrowserCertFile, cfg.BrowserKeyFile, err)
+		}
 		return nil, fmt.Errorf("server certificate for browsers: %w", err)
 	}
 
