@@ -61,6 +61,9 @@ var argCompletions = map[string]argCompleter{
 	"adm uncordon":    completeEvery(nodeResource),
 	"taint":           completeTaint,
 	"adm taint":       completeTaint,
+	"top nodes":       completeEvery(nodeResource),
+	"top pods":        completeFirst(podResource),
+	"set image":       completeTargets(nil),
 }
 
 // flagCompletions maps command paths to their flags' completions; "" is

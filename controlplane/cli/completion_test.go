@@ -87,6 +87,9 @@ func TestCompletion(t *testing.T) {
 		{"image import --node", line("image", "import", "a.tar", "--node", "ed"), []string{"edge-1", "edge-2"}, noFile},
 		{"image import --node a list", line("image", "import", "a.tar", "--node", "edge-1,"), []string{"edge-1,core-1", "edge-1,edge-2"}, noFile},
 		{"subcommands are cobra's", line("adm", "up"), []string{"upgrade"}, noFile},
+		{"top nodes", line("top", "nodes", "edge"), []string{"edge-1", "edge-2"}, noFile},
+		{"top pods", line("top", "pods", "w"), []string{"web-1"}, noFile},
+		{"set image", line("set", "image", "deployment/"), []string{"deployment/api", "deployment/web"}, noFile},
 	} {
 		got, directive, _ := complete(t, tc.args...)
 		if !slices.Equal(got, tc.want) || directive != tc.directive {
