@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,6 +137,13 @@ func startCluster(ctx context.Context, t *testing.T, n int, args ...string) (*pr
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, s := range c.Servers {
+				dumpTail(t, "server "+s.ID, filepath.Join(s.Dir, "server.log"), 40)
+			}
+		}
+	})
 	cfg, err := c.Servers[0].AdminConfig()
 	if err != nil {
 		t.Fatal(err)
