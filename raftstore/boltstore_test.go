@@ -255,6 +255,10 @@ func TestBoltStoreSurvivesKill(t *testing.T) {
 // StoreLogs (one transaction, one fsync) per 64-entry batch of 1 KiB.
 func BenchmarkStoreLogs64x1KiB(b *testing.B) {
 	s, _ := openTestStore(b)
+	benchStoreLogs(b, s)
+}
+
+func benchStoreLogs(b *testing.B, s raft.LogStore) {
 	data := bytes.Repeat([]byte("x"), 1024)
 	logs := make([]*raft.Log, 64)
 	for i := range logs {
