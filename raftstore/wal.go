@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"github.com/outpost-edge/outpost/internal/fsync"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
@@ -228,19 +229,7 @@ func (s *walStore) syncDir() error {
 	if s.noSync {
 		return nil
 	}
-	return syncDir(s.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return fsync.Dir(s.dir)
 }
 
 func (s *walStore) closeFiles() {
@@ -555,13 +544,13 @@ func migrateBoltLog(dir string, legacy *boltStore) error {
 		logs = logs[n:]
 	}
 	w.closeFiles()
-	if err := syncDir(tmp); err != nil {
+	if err := fsync.Dir(tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("move the bbolt log: %w", err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := fsync.Dir(filepath.Dir(dir)); err != nil {
 		return err
 	}
 	return legacy.dropLogs()

@@ -1,15 +1,10 @@
 package raftstore
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -309,18 +304,7 @@ func TestWALCrashChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	out := bufio.NewWriter(os.Stdout)
-	next := uint64(1)
-	for batch := 0; batch < 20000; batch++ { // bounded: the parent kills it long before
-		if err := s.StoreLogs(entries(next, next+7)); err != nil {
-			fmt.Println("error", err)
-			os.Exit(2)
-		}
-		next += 8
-		fmt.Fprintf(out, "ack %d\n", next-1)
-		_ = out.Flush()
-	}
-	os.Exit(0)
+	crashChildWrites(s)
 }
 
 // kill -9 while the WAL is written: every acknowledged entry is there after.
@@ -329,37 +313,7 @@ func TestWALSurvivesKill(t *testing.T) {
 		t.Skip("spawns a child process")
 	}
 	dir := filepath.Join(t.TempDir(), "wal")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walCrashChildEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var acked uint64
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "error") {
-			t.Fatalf("child: %s", line)
-		}
-		if n, ok := strings.CutPrefix(line, "ack "); ok {
-			acked, _ = strconv.ParseUint(n, 10, 64)
-			if acked >= 2000 {
-				break
-			}
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = bufio.NewReader(stdout).ReadString(0)
-	_ = cmd.Wait()
-	if acked < 2000 {
-		t.Fatalf("child acknowledged only %d entries", acked)
-	}
+	acked := killAfterAcks(t, "TestWALCrashChild", walCrashChildEnv+"="+dir, 2000)
 	s := openTestWAL(t, dir)
 	last, _ := s.LastIndex()
 	if last < acked {
