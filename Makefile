@@ -114,8 +114,14 @@ fuzz:
 	@for p in $(FUZZ_PKGS); do for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 		echo "== $$p $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; done; done
 
-bench: build
-	$(GO) run ./testing/bench -out BENCHMARKS.md -bin $(BIN)
+# bin/etcd-bench runs etcd 3.6.8 beside outpost for the write table's etcd
+# column; a module of its own (testing/bench/etcd/go.mod), so etcd never
+# enters outpost's go.mod or binary.
+bin/etcd-bench: testing/bench/etcd/go.mod testing/bench/etcd/main.go
+	cd testing/bench/etcd && $(GO) build -trimpath -o $(CURDIR)/bin/etcd-bench .
+
+bench: build bin/etcd-bench
+	$(GO) run ./testing/bench -out BENCHMARKS.md -bin $(BIN) -etcd bin/etcd-bench
 	set -o pipefail; OUTPOST_TEST_REAL=1 OUTPOST_CONSOLE_NODES=1000 OUTPOST_CONSOLE_PODS=10000 $(GO) test -count=1 -v -run TestConsolePerformance ./testing/console | grep -E 'perf_test|^(ok|FAIL|---)'
 
 soak: build

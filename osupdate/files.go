@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/internal/fsync"
 )
 
 // unitDir is where a config's units and drop-ins are written, as the MCO
@@ -265,17 +266,10 @@ func writeAtomic(p string, data []byte, mode os.FileMode, uid, gid int) error {
 	return syncDir(dir)
 }
 
+// syncDir is fsync.Dir for a directory that may be gone: nothing to sync.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
+	if err := fsync.Dir(dir); !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -289,6 +289,27 @@ func (s *boltStore) deleteSome(lo, hi uint64, prefix bool) (bool, error) {
 	return done, nil
 }
 
+// dropLogs empties the logs bucket once its entries live in the WAL
+// (walStore): the file is the stable store only from then on.
+func (s *boltStore) dropLogs() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketLogs); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket(bucketLogs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("empty the bbolt log: %w", err)
+	}
+	s.mu.Lock()
+	s.first, s.last = 0, 0
+	s.mu.Unlock()
+	return nil
+}
+
 // Set implements raft.StableStore.
 func (s *boltStore) Set(key, val []byte) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {

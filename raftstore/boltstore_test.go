@@ -174,23 +174,7 @@ func TestBoltStoreCrashChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	out := bufio.NewWriter(os.Stdout)
-	next := uint64(1)
-	// Bounded: the parent kills it long before this ends.
-	for batch := 0; batch < 20000; batch++ {
-		logs := make([]*raft.Log, 8)
-		for i := range logs {
-			logs[i] = &raft.Log{Index: next, Term: 1, Data: []byte("entry " + strconv.FormatUint(next, 10))}
-			next++
-		}
-		if err := s.StoreLogs(logs); err != nil {
-			fmt.Println("error", err)
-			os.Exit(2)
-		}
-		fmt.Fprintf(out, "ack %d\n", next-1)
-		_ = out.Flush()
-	}
-	os.Exit(0)
+	crashChildWrites(s)
 }
 
 func TestBoltStoreSurvivesKill(t *testing.T) {
@@ -198,8 +182,44 @@ func TestBoltStoreSurvivesKill(t *testing.T) {
 		t.Skip("spawns a child process")
 	}
 	path := filepath.Join(t.TempDir(), "raft.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBoltStoreCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	acked := killAfterAcks(t, "TestBoltStoreCrashChild", crashChildEnv+"="+path, 400)
+
+	s, err := openBoltStore(path, false)
+	if err != nil {
+		t.Fatalf("reopen after kill: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	last, _ := s.LastIndex()
+	if last < acked {
+		t.Fatalf("last index %d after kill, but %d were acknowledged", last, acked)
+	}
+	checkLog(t, s, 1, last)
+}
+
+// crashChildWrites is the child of a kill test: it stores batches of 8
+// entries and prints "ack N" after each StoreLogs returns.
+func crashChildWrites(s raft.LogStore) {
+	out := bufio.NewWriter(os.Stdout)
+	next := uint64(1)
+	for batch := 0; batch < 20000; batch++ { // bounded: the parent kills it long before
+		if err := s.StoreLogs(entries(next, next+7)); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		next += 8
+		fmt.Fprintf(out, "ack %d\n", next-1)
+		_ = out.Flush()
+	}
+	os.Exit(0)
+}
+
+// killAfterAcks runs child (a test of this binary, told where to write by
+// env) until it printed "ack N" with N ≥ min, kills it with SIGKILL while
+// it writes on, and returns the last N it printed.
+func killAfterAcks(t *testing.T, child, env string, atLeast uint64) uint64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -212,11 +232,12 @@ func TestBoltStoreSurvivesKill(t *testing.T) {
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "error") {
+			_ = cmd.Process.Kill()
 			t.Fatalf("child: %s", line)
 		}
 		if n, ok := strings.CutPrefix(line, "ack "); ok {
 			acked, _ = strconv.ParseUint(n, 10, 64)
-			if acked >= 400 {
+			if acked >= atLeast {
 				break
 			}
 		}
@@ -227,34 +248,20 @@ func TestBoltStoreSurvivesKill(t *testing.T) {
 	}
 	_, _ = bufio.NewReader(stdout).ReadString(0)
 	_ = cmd.Wait()
-	if acked < 400 {
+	if acked < atLeast {
 		t.Fatalf("child acknowledged only %d entries", acked)
 	}
-
-	s, err := openBoltStore(path, false)
-	if err != nil {
-		t.Fatalf("reopen after kill: %v", err)
-	}
-	defer func() { _ = s.Close() }()
-	last, _ := s.LastIndex()
-	if last < acked {
-		t.Fatalf("last index %d after kill, but %d were acknowledged", last, acked)
-	}
-	var l raft.Log
-	for i := uint64(1); i <= acked; i++ {
-		if err := s.GetLog(i, &l); err != nil {
-			t.Fatalf("acknowledged entry %d lost: %v", i, err)
-		}
-		if want := "entry " + strconv.FormatUint(i, 10); string(l.Data) != want {
-			t.Fatalf("entry %d = %q, want %q", i, l.Data, want)
-		}
-	}
+	return acked
 }
 
 // BenchmarkStoreLogs64x1KiB measures the write path raft uses: one
 // StoreLogs (one transaction, one fsync) per 64-entry batch of 1 KiB.
 func BenchmarkStoreLogs64x1KiB(b *testing.B) {
 	s, _ := openTestStore(b)
+	benchStoreLogs(b, s)
+}
+
+func benchStoreLogs(b *testing.B, s raft.LogStore) {
 	data := bytes.Repeat([]byte("x"), 1024)
 	logs := make([]*raft.Log, 64)
 	for i := range logs {

@@ -252,7 +252,7 @@ func TestSnapshotInstallOnFarBehindServer(t *testing.T) {
 	if err := leader.node.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := leader.node.store.FirstIndex()
+	first, _ := leader.node.logs.FirstIndex()
 	if first < 200 {
 		t.Fatalf("leader log starts at %d after snapshot: not compacted", first)
 	}

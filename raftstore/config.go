@@ -18,7 +18,7 @@ type Config struct {
 	// ID is the stable server ID (default: the hostname); it is also the
 	// raft ServerID and must not change across restarts.
 	ID string
-	// DataDir holds raft/: raft.db (log and stable store) and snapshots/.
+	// DataDir holds raft/: wal/ (the log), raft.db (the stable store) and snapshots/.
 	DataDir string
 	// BindAddr is the raft TCP listen address; "127.0.0.1:0" is allowed.
 	BindAddr string

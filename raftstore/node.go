@@ -36,7 +36,8 @@ type Node struct {
 
 	raft     *raft.Raft
 	fsm      *fsmAdapter
-	store    *boltStore
+	store    *boltStore // the stable store (term, vote)
+	logs     *walStore  // the log
 	snaps    *snapshotStore
 	trans    *raft.NetworkTransport
 	mux      *mux
@@ -161,13 +162,16 @@ func (n *Node) start(fsm FSM) error {
 		}
 		return err
 	}
+	if n.logs, err = openWALStore(filepath.Join(raftDir, "wal"), cfg.UnsafeNoSync, n.store); err != nil {
+		return err
+	}
 	hl := newHCLog(n.log.With("component", "raft"))
 	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("snapshot store in %s: %w", raftDir, err)
 	}
 	n.snaps = newSnapshotStore(fileSnaps)
-	cache, err := raft.NewLogCache(logCacheSize, n.store)
+	cache, err := raft.NewLogCache(logCacheSize, n.logs)
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}
@@ -373,9 +377,14 @@ func (n *Node) shutdown() error {
 		_ = n.mux.Close()
 	}
 	n.wg.Wait()
+	if n.logs != nil {
+		if err := n.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close log store: %w", err))
+		}
+	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close log store: %w", err))
+			errs = append(errs, fmt.Errorf("close stable store: %w", err))
 		}
 	}
 	if n.metrics != nil {

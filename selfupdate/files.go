@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/outpost-edge/outpost/internal/fsync"
 )
 
 // Names in DIR.
@@ -201,14 +203,4 @@ func readLink(dir, name string) (string, error) {
 
 // syncDir fsyncs directory dir, so that the entries just renamed or
 // removed in it survive a power cut.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
+var syncDir = fsync.Dir

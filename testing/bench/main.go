@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -56,10 +57,16 @@ func main() {
 		pnO      = flag.Bool("podnet-only", false, "run only the pod network measurements")
 		pnN      = flag.Int("podnet-nodes", 100, "simulated nodes watching Services in the pod network measurement")
 		pnT      = flag.Int("podnet-trials", 50, "pods made ready and deleted in the pod network measurement")
+		etcdBin  = flag.String("etcd", "bin/etcd-bench", "etcd-bench binary (testing/bench/etcd; make bin/etcd-bench) that runs etcd beside outpost for the write table's etcd column; empty or missing: no etcd column")
+		writesO  = flag.Bool("writes-only", false, "run only the write levels and the watch fan-out (no bulk load, Go benchmarks or other sections)")
 	)
 	flag.Parse()
+	if *writesO {
+		*bulk, *gobench, *sched, *agentB, *hbB, *evB, *machB, *updB, *relB, *pnB = 0, false, false, false, false, false, false, false, false, false
+	}
 	ctx := context.Background()
 	profileDir = *profile
+	etcdBench = *etcdBin
 	r := &report{started: time.Now(), machine: machineInfo()}
 	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO
 	if !*only && !*agentO && others {
@@ -161,6 +168,9 @@ type report struct {
 	updates    string
 	releases   string
 	podnet     string
+	// etcd holds etcd's result per client count, measured in the same run.
+	etcd        map[int]etcdLevel
+	etcdVersion string
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -172,6 +182,15 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 		return nil, err
 	}
 	defer os.RemoveAll(root)
+	r := &report{started: time.Now(), machine: machineInfo()}
+	if r.etcd, r.etcdVersion, err = runEtcd(ctx, levelsArg, dur); err != nil {
+		log.Printf("etcd column left out: %v", err)
+		r.notes = append(r.notes, "etcd column left out: "+err.Error())
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.etcd)) {
+		e := r.etcd[n]
+		log.Printf("etcd level %d: %.0f ops/s p50 %.2f ms p99 %.2f ms", n, e.opsPerSec(), e.P50ms, e.P99ms)
+	}
 	// No scheduler: the pods have no nodes to go to, and its status and
 	// event writes would mingle with the measured ones.
 	c, err := proc.StartCluster(ctx, bin, root, 3, "--raft-snapshot-interval", "5s", "--no-default-scheduler")
@@ -183,7 +202,6 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 	if err != nil {
 		return nil, err
 	}
-	r := &report{started: time.Now(), machine: machineInfo()}
 	r.notes = append(r.notes, fmt.Sprintf("clients send to the leader (%s) over HTTPS with the admin token; fsync on", leader.ID),
 		"servers run with --no-default-scheduler (the pods have no nodes; the scheduler section below measures scheduling) and --raft-snapshot-interval 5s, so snapshots and log compaction (every 8,192 entries) happen during the levels, as they do in production",
 		"ops/s is conditional creates (create-if-absent: POST of a new name) of ~1.3 KiB pods; CPU columns are per level from /proc; 'other' is everything else on the machine")
@@ -504,9 +522,6 @@ func goTestBench(args ...string) ([]string, error) {
 	return keep, nil
 }
 
-// etcd's numbers on this kind of machine, from the issue that set the target.
-var etcd = map[int][3]float64{1: {1040, 0.89, 2.8}, 16: {3300, 4.6, 14.5}, 64: {5200, 12, 35}, 256: {6500, 38, 111}}
-
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# outpost benchmarks\n\nWritten by `make bench` (`go run ./testing/bench`) on %s.\n\nMachine: %s.\n\n",
@@ -516,16 +531,19 @@ func (r *report) markdown() string {
 		for _, n := range r.notes {
 			fmt.Fprintf(&b, "- %s\n", n)
 		}
-		b.WriteString("\n| clients | ops/s | p50 ms | p99 ms | errors | server CPU s | client CPU s | other CPU s | etcd 3.6.8 ops/s (p50/p99 ms) | vs etcd |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		if len(r.etcd) > 0 {
+			fmt.Fprintf(&b, "- etcd %s ran first in the same run (`etcd-bench run`, testing/bench/etcd, built by `make bin/etcd-bench` from the Go module proxy): 3 members on loopback, fsync on, TLS on client and peer ports (--auto-tls, --peer-auto-tls), the same levels and duration; its clients (one gRPC connection, as outpost's one HTTP/2 connection) send a transaction to the leader: put a 1 KiB value if the key's create revision is 0\n", r.etcdVersion)
+		}
+		b.WriteString("\n| clients | ops/s | p50 ms | p99 ms | errors | server CPU s | client CPU s | other CPU s | etcd ops/s | etcd p50 / p99 ms | etcd server CPU s | vs etcd ops/s |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.levels {
 			ops := float64(l.ops) / l.seconds
-			e := etcd[l.clients]
-			vs := "-"
-			if e[0] > 0 {
-				vs = fmt.Sprintf("%.2f×", ops/e[0])
+			eo, ep, ec, vs := "-", "-", "-", "-"
+			if e, ok := r.etcd[l.clients]; ok && e.Ops > 0 {
+				eo, ep, ec = fmt.Sprintf("%.0f", e.opsPerSec()), fmt.Sprintf("%.2f / %.2f", e.P50ms, e.P99ms), fmt.Sprintf("%.1f", e.ServerCPU)
+				vs = fmt.Sprintf("%.2f×", ops/e.opsPerSec())
 			}
-			fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %.0f (%.2g/%.3g) | %s |\n",
-				l.clients, ops, ms(l.p50), ms(l.p99), l.errs, l.serverCPU.Seconds(), l.clientCPU.Seconds(), l.otherCPU.Seconds(), e[0], e[1], e[2], vs)
+			fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
+				l.clients, ops, ms(l.p50), ms(l.p99), l.errs, l.serverCPU.Seconds(), l.clientCPU.Seconds(), l.otherCPU.Seconds(), eo, ep, ec, vs)
 		}
 	}
 	if r.watchers > 0 {
