@@ -1243,7 +1243,8 @@ func agentMarkdown(r agentResult, cmdline string) string {
 			fmt.Fprintf(&b, "Every process of the binary maps about as much (a log writer: %.1f MiB file, %.1f MiB anon); those pages are shared with the server on this machine and with the log writers, which is why the agent's PSS falls as pods are added. ",
 				mib(w.file)/float64(w.n), mib(w.anon)/float64(w.n))
 		}
-		fmt.Fprintf(&b, "The file part is reclaimable and depends on how the kernel (%s here) maps a binary's pages; the anon part is what the agent itself holds.\n", kernelRelease())
+		fmt.Fprintf(&b, "The file part is reclaimable and depends on how the kernel (%s here) maps a binary's pages; the anon part is what the agent itself holds. ", kernelRelease())
+		b.WriteString("On this kernel a fault maps the whole page-cache folio it hits (up to 2 MiB; a freshly built binary's page cache is in large folios): touching one byte of `bin/outpost` maps 2 MiB, where a copy written by `cp` maps 64 KiB (the fault-around window). So the file part is about the binary's text and read-only data (13.4 + 16.1 MiB) whatever the agent touches: dropping the mappings with MADV_DONTNEED had the idle agent map 28 MiB back within 30 s, and MADV_NOHUGEPAGE or MADV_RANDOM change nothing. Only a smaller binary lowers it: built without cgo (issue 16) it lost the 7 MB dynamic symbol table that a dependency's import of `plugin` made the external linker export, and libc.\n")
 	}
 	for _, s := range []struct {
 		what string
