@@ -35,6 +35,11 @@ var (
 type Agent struct {
 	cfg Config
 	log *slog.Logger
+	// starts bounds the containers being created and started at once
+	// (worker.start): on a small host a burst of pods all starting
+	// together share the CPU so that all finish late; a few at a time
+	// finish one after another at the same throughput (issue 16 item 4).
+	starts chan struct{}
 	// netMu guards netWritten: whether this run wrote (or found) the
 	// pod network's configuration (podnetwork.go).
 	netMu      sync.Mutex
@@ -186,6 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now, restart: make(chan string, 1),
+		starts: make(chan struct{}, parallelStarts()),
 		events: make(chan *api.Event, 256)}
 	// A bad threshold is refused before anything starts, with its reason.
 	a.thresholds = host.DefaultThresholds()

@@ -73,6 +73,10 @@ type Config struct {
 	// ContainerdSocket is the runtime's socket; empty means: start and
 	// supervise a private containerd if the binary is installed.
 	ContainerdSocket string
+	// OCIRuntime is the OCI runtime containerd's runc shim runs for each
+	// container: "" or "runc" (default), "crun", or an absolute path
+	// (containerd.Config.OCIRuntime).
+	OCIRuntime string
 	// Heartbeat is the period of the heartbeat call (liveness, no raft
 	// write) and of comparing the node's status with what was posted;
 	// StatusRefresh the period of posting the status when nothing

@@ -65,10 +65,11 @@ func (a *Agent) startRuntime(ctx context.Context) (Runtime, func(), error) {
 		writer = ""
 	}
 	rt, err := containerd.New(ctx, containerd.Config{
-		LogWriter: writer,
-		Socket:    socket,
-		LogDir:    filepath.Join(a.cfg.DataDir, "logs"),
-		Logger:    a.log,
+		LogWriter:  writer,
+		Socket:     socket,
+		LogDir:     filepath.Join(a.cfg.DataDir, "logs"),
+		Logger:     a.log,
+		OCIRuntime: a.cfg.OCIRuntime,
 	})
 	if err != nil {
 		stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	goruntime "runtime"
 	"strconv"
 	"time"
 
@@ -356,6 +357,12 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	// A container of this attempt may exist from an agent that died
 	// before it could record it.
 	_ = w.a.rt.RemoveContainer(ctx, spec.ID)
+	select {
+	case w.a.starts <- struct{}{}:
+	case <-ctx.Done():
+		return fail(reasonCreating, ctx.Err().Error())
+	}
+	defer func() { <-w.a.starts }()
 	if err := w.a.rt.CreateContainer(ctx, spec); err != nil {
 		return fail(reasonCreateFailed, err.Error())
 	}
@@ -374,6 +381,11 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	w.refresh(ctx, r)
 	return 0
 }
+
+// parallelStarts is how many containers are created and started at once:
+// twice the CPUs, so that the CPU stays busy while some wait on the disk
+// or on containerd, and at least 4.
+func parallelStarts() int { return max(4, 2*goruntime.NumCPU()) }
 
 // hostPortBusy reports a host port of c that another process holds. A
 // pod in the host's network binds every declared port there; one with a

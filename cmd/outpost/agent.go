@@ -27,6 +27,7 @@ type agentFile struct {
 	Listen           string                 `json:"listen,omitempty"`
 	GossipPort       int                    `json:"gossipPort,omitempty"`
 	ContainerdSocket string                 `json:"containerdSocket,omitempty"`
+	OCIRuntime       string                 `json:"ociRuntime,omitempty"`
 	Heartbeat        string                 `json:"heartbeat,omitempty"`
 	StatusRefresh    string                 `json:"statusRefresh,omitempty"`
 	Reserved         map[string]string      `json:"reserved,omitempty"`
@@ -140,6 +141,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.EndpointAddr, "listen", ":10250", "address of the agent's endpoint (logs, exec, image import; control plane only)")
 	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "port of the gossip membership pool")
 	f.StringVar(&cfg.ContainerdSocket, "containerd-socket", "", "containerd's socket (default: start a private containerd)")
+	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "the OCI runtime containerd runs containers with: runc, crun (faster to start; apt-get install crun) or the absolute path of a runtime with runc's command line")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", agent.DefaultHeartbeat, "how often the node proves it is alive (no raft write) and its status is compared with what was posted")
 	f.DurationVar(&cfg.StatusRefresh, "status-refresh", agent.DefaultStatusRefresh, "how often the node's status is posted when nothing changed")
 	f.StringVar(&reserved, "reserved", "", "resources kept for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi")
@@ -184,6 +186,7 @@ func loadAgentFile(path string, cfg *agent.Config, cmd *cobra.Command) error {
 	str("address", &cfg.Address, fc.Address)
 	str("listen", &cfg.EndpointAddr, fc.Listen)
 	str("containerd-socket", &cfg.ContainerdSocket, fc.ContainerdSocket)
+	str("oci-runtime", &cfg.OCIRuntime, fc.OCIRuntime)
 	str("eviction-hard", &cfg.EvictionHard, fc.EvictionHard)
 	str("cluster-secret-file", &cfg.ClusterSecretFile, fc.ClusterSecretFile)
 	str("server-data-dir", &cfg.ServerDataDir, fc.ServerDataDir)

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	containerd "github.com/containerd/containerd"
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
 	"github.com/containerd/containerd/namespaces"
@@ -76,6 +78,11 @@ type Config struct {
 	Snapshotter string
 	// DialTimeout bounds each connection attempt (default 3 s).
 	DialTimeout time.Duration
+	// OCIRuntime is the OCI runtime binary containerd's runc shim runs
+	// for every container: "" or "runc" (the shim's default, runc from
+	// containerd's PATH), "crun" (looked up in PATH), or the absolute path
+	// of a binary with runc's command line (crun, youki, runc elsewhere).
+	OCIRuntime string
 }
 
 // Runtime is runtime.Runtime on containerd. It connects lazily: New does
@@ -84,6 +91,9 @@ type Config struct {
 type Runtime struct {
 	cfg Config
 	log *slog.Logger
+
+	// ociBinary is OCIRuntime resolved to a path; "" is the shim's runc.
+	ociBinary string
 
 	mu          sync.Mutex
 	client      *containerd.Client
@@ -121,6 +131,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	default:
 		return nil, fmt.Errorf("%w: snapshotter %q: want overlayfs or native", ErrConfig, cfg.Snapshotter)
 	}
+	oci, err := resolveOCIRuntime(cfg.OCIRuntime)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.LogWriter == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -140,11 +154,48 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.LogDir, 0o750); err != nil {
 		return nil, fmt.Errorf("%w: logDir: %w", ErrConfig, err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
+	r := &Runtime{cfg: cfg, ociBinary: oci, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
 	if _, err := r.conn(ctx); err != nil {
 		r.log.Warn("containerd not reachable yet", "err", err)
 	}
 	return r, nil
+}
+
+// resolveOCIRuntime turns Config.OCIRuntime into the binary the shim is
+// told to run: "" for runc (the shim's own default, so containers created
+// before the option existed and after look the same), else an absolute
+// path to an executable file.
+func resolveOCIRuntime(name string) (string, error) {
+	switch name {
+	case "", "runc":
+		return "", nil
+	case "crun":
+		p, err := exec.LookPath("crun")
+		if err != nil {
+			return "", fmt.Errorf("%w: OCI runtime crun: not installed (apt-get install crun): %w", ErrConfig, err)
+		}
+		return filepath.Abs(p)
+	}
+	if !filepath.IsAbs(name) {
+		return "", fmt.Errorf("%w: OCI runtime %q: want runc, crun or an absolute path", ErrConfig, name)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: OCI runtime: %w", ErrConfig, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%w: OCI runtime %s: not an executable file", ErrConfig, name)
+	}
+	return name, nil
+}
+
+// runtimeOptions are the runc shim's options for a new container: the
+// OCI runtime binary when it is not runc.
+func (r *Runtime) runtimeOptions() any {
+	if r.ociBinary == "" {
+		return nil
+	}
+	return &runcoptions.Options{BinaryName: r.ociBinary}
 }
 
 // Close drops the connection. Containers keep running: nothing of theirs

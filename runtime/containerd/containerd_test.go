@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -143,6 +145,27 @@ func closedPort(t *testing.T) string {
 
 func TestContract(t *testing.T) {
 	requireReal(t)
+	contract(t, "")
+}
+
+// The whole contract holds with crun as the OCI runtime (the agent's
+// --oci-runtime crun): limits, OOM, exec, start errors and all.
+func TestContractCrun(t *testing.T) {
+	requireReal(t)
+	requireCrun(t)
+	contract(t, "crun")
+}
+
+func requireCrun(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("crun"); err != nil {
+		realtest.Require(t, "crun tests need crun (apt-get install crun)")
+	}
+}
+
+// contract runs the runtime contract on a private containerd whose shim
+// runs the OCI runtime oci.
+func contract(t *testing.T, ociRuntime string) {
 	root := privateRoot(t)
 	sup := startSupervised(t, root)
 	t.Cleanup(func() {
@@ -150,7 +173,7 @@ func TestContract(t *testing.T) {
 			t.Errorf("stop containerd: %v", err)
 		}
 	})
-	cfg := Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t)}
+	cfg := Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t), OCIRuntime: ociRuntime}
 	runtimetest.Run(t, func(t *testing.T) (runtime.Runtime, runtimetest.Env) {
 		rt, err := New(context.Background(), cfg)
 		if err != nil {
@@ -341,6 +364,10 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 }
 
 func TestConfigErrors(t *testing.T) {
+	notExecutable := filepath.Join(t.TempDir(), "crun")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, cfg := range map[string]Config{
 		"no socket":       {LogDir: t.TempDir()},
 		"no log dir":      {Socket: "/x.sock"},
@@ -349,6 +376,11 @@ func TestConfigErrors(t *testing.T) {
 		// /bin/true exits 0 but is no log writer: containers' output
 		// would have nowhere to go.
 		"not a log writer": {Socket: "/x.sock", LogDir: t.TempDir(), LogWriter: "/bin/true"},
+		// An OCI runtime is runc, crun or an executable's absolute path.
+		"relative OCI runtime":      {Socket: "/x.sock", LogDir: t.TempDir(), OCIRuntime: "bin/crun"},
+		"missing OCI runtime":       {Socket: "/x.sock", LogDir: t.TempDir(), OCIRuntime: "/nonexistent/crun"},
+		"OCI runtime not a program": {Socket: "/x.sock", LogDir: t.TempDir(), OCIRuntime: notExecutable},
+		"OCI runtime a directory":   {Socket: "/x.sock", LogDir: t.TempDir(), OCIRuntime: "/usr/bin"},
 	} {
 		if _, err := New(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
@@ -390,6 +422,73 @@ func TestNativeSnapshotter(t *testing.T) {
 	info, err := raw.ContainerService().Get(namespaces.WithNamespace(ctx, DefaultNamespace), spec.ID)
 	if err != nil || info.Snapshotter != "native" {
 		t.Errorf("container snapshotter %q, %v", info.Snapshotter, err)
+	}
+}
+
+// --oci-runtime PATH: the shim runs that binary for the container's
+// whole life (create, start, state, kill, delete), here a wrapper that
+// records each call and hands it to crun; "runc" and "" leave the shim
+// at its default, with no options on the container.
+func TestOCIRuntimePath(t *testing.T) {
+	requireReal(t)
+	requireCrun(t)
+	crun, err := exec.LookPath("crun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := privateRoot(t)
+	calls := filepath.Join(root, "calls")
+	wrapper := filepath.Join(root, "oci-wrapper")
+	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nexec " + crun + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sup := startSupervised(t, root)
+	defer sup.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	raw, err := containerd.New(sup.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	nctx := namespaces.WithNamespace(ctx, DefaultNamespace)
+	for _, oci := range []string{wrapper, "runc", ""} {
+		rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t), OCIRuntime: oci})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(calls)
+		spec := runtime.ContainerSpec{ID: "oci", Image: runtimetest.TestImageRef, Args: []string{"echo", "through", "the", "wrapper"},
+			Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+		if out := runToEnd(ctx, t, rt, spec); out != "through the wrapper\n" {
+			t.Errorf("%q: log %q", oci, out)
+		}
+		info, err := raw.ContainerService().Get(nctx, spec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RemoveContainer(ctx, spec.ID); err != nil {
+			t.Fatal(err)
+		}
+		rt.Close()
+		b, _ := os.ReadFile(calls)
+		if oci != wrapper {
+			// A nil *anypb.Any inside the interface: its getter is nil-safe.
+			if len(b) > 0 || (info.Runtime.Options != nil && len(info.Runtime.Options.GetValue()) > 0) {
+				t.Errorf("%q: the wrapper ran (%q) or the container has runtime options (%v); want the shim's runc", oci, b, info.Runtime.Options)
+			}
+			continue
+		}
+		verbs := strings.Fields(string(b))
+		for _, want := range []string{"create", "start", "delete"} {
+			if !slices.Contains(verbs, want) {
+				t.Errorf("the OCI runtime was not asked to %s; calls:\n%s", want, b)
+			}
+		}
 	}
 }
 

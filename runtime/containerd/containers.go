@@ -187,7 +187,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec runtime.ContainerSpe
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(sn),
 		containerd.WithNewSnapshot(spec.ID, img),
-		containerd.WithRuntime(runcRuntime, nil),
+		containerd.WithRuntime(runcRuntime, r.runtimeOptions()),
 		containerd.WithNewSpec(opts...),
 		containerd.WithContainerLabels(labels),
 	)
@@ -232,12 +232,18 @@ func (r *Runtime) newTask(ctx context.Context, ctr containerd.Container) (contai
 	return ctr.NewTask(ctx, io)
 }
 
-// isExecError reports whether runc failed because the process itself
-// could not be executed (missing file, not executable, wrong format).
+// isExecError reports whether the OCI runtime failed because the process
+// itself could not be executed (missing file, not executable, wrong
+// format), in runc's words or crun's ("executable file `X` not found in
+// $PATH", "exec container process `X`: Exec format error").
 func isExecError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, `exec: "`) || strings.Contains(s, "executable file not found") ||
-		strings.Contains(s, "exec format error")
+	s := strings.ToLower(err.Error())
+	for _, m := range []string{`exec: "`, "executable file not found", "exec format error", "executable file `", "exec container process"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // runcReason trims containerd's wrapping from runc's message so a pod's

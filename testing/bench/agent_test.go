@@ -70,6 +70,16 @@ func TestAgentMarkdownTargets(t *testing.T) {
 		"NOT stripped",
 		"61.0 MiB | ≤ 60 MiB | **no**",
 	)
+	// Issue 16's row per OCI runtime: p50 under 1 s, and why crun has no
+	// numbers when it has none.
+	sectionHas(t, md, "50 at once, runc (issue 16); median of 1 runs: run1 (p50s 200 ms) | 200 ms / 900 ms | p50 < 1 s | yes",
+		"50 at once, crun (issue 16) | failed: no run")
+	r.crunRuns = []startRun{{name: "crun1", n: 3, fromCreate: durs(900, 1200, 1300)}}
+	sectionHas(t, agentMarkdown(r, "cmd"), "50 at once, crun (issue 16); median of 1 runs: crun1 (p50s 1200 ms) | 1200 ms / 1300 ms | p50 < 1 s | **no**",
+		"| crun1 (median) | 3 of 3 |")
+	r.crunRuns, r.crunErr = nil, "crun is not installed (apt-get install crun)"
+	sectionHas(t, agentMarkdown(r, "cmd"), "crun (issue 16) | not run: crun is not installed")
+	r.crunErr = ""
 	r.detect = r.detect[:1]
 	r.idle.err = "the agent process is gone"
 	r.idle.agent = memGroup{}
