@@ -381,3 +381,44 @@ func TestWait(t *testing.T) {
 	expect(t, "jsonpath junk after", f.run("wait", "--for=jsonpath={.status.phase}Running", "pod/job"), 1, "",
 		"error: --for=jsonpath={.status.phase}Running: want '{PATH}' or '{PATH}=VALUE'\nSee 'outpost wait --help' for usage.\n")
 }
+
+// TestWaitWatchHeld waits on watches the server keeps open, as the real
+// server's are, until the deadline passes or the object is deleted.
+// Before the fix a timeout panicked (the watch's error was lost and a nil
+// object judged) and a deletion printed a JSON error (issue 15 review 1).
+func TestWaitWatchHeld(t *testing.T) {
+	f := newFakeAPI(t) // watchHold stays open: watches end only with the client
+	f.put(podR, `{"metadata":{"name":"once","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False"}]}}`)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"selector":{}},"status":{"conditions":[{"type":"Available","status":"False"}]}}`)
+	timedOut := func(what string) string { return "error: timed out waiting for the condition on " + what + "\n" }
+	expect(t, "jsonpath pod", f.run("wait", "--for=jsonpath={.status.phase}=Pending", "pod/once", "--timeout=300ms"), 1, "", timedOut("pods/once"))
+	expect(t, "jsonpath deployment", f.run("wait", "--for=jsonpath={.status.readyReplicas}", "deploy/web", "--timeout=300ms"), 1, "", timedOut("deployments/web"))
+	expect(t, "condition pod", f.run("wait", "--for=condition=Ready", "pod/once", "--timeout=300ms"), 1, "", timedOut("pods/once"))
+	expect(t, "condition deployment", f.run("wait", "--for=condition=Available", "deploy/web", "--timeout=300ms"), 1, "", timedOut("deployments/web"))
+
+	// Deleted while wait watches: the server's DELETED event.
+	f.put(podR, `{"metadata":{"name":"victim","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	victim := f.get(podR, "default", "victim")
+	f.beforeWatch = func() {
+		f.beforeWatch = nil
+		f.mu.Lock()
+		delete(f.objs, key(podR, "default", "victim"))
+		f.watchEvents = []map[string]any{{"type": "DELETED", "object": victim}}
+		f.mu.Unlock()
+	}
+	expect(t, "deleted event", f.run("wait", "--for=condition=Ready=False", "pod/victim", "--timeout=10s"), 1, "",
+		"error: pod/victim was deleted while waiting for its condition\n")
+
+	// Deleted while no watch was open: the watch ends, and the object read
+	// again is gone.
+	f.put(podR, `{"metadata":{"name":"victim","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	f.beforeWatch = func() {
+		f.beforeWatch = nil
+		f.mu.Lock()
+		delete(f.objs, key(podR, "default", "victim"))
+		close(f.watchHold)
+		f.mu.Unlock()
+	}
+	expect(t, "gone when read again", f.run("wait", "--for=condition=Ready=False", "pod/victim", "--timeout=10s"), 1, "",
+		"error: pod/victim was deleted while waiting for its condition\n")
+}
