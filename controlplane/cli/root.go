@@ -181,6 +181,7 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 // `Error from server (NotFound): pods "x" not found` for errors the server
 // sent and `error: ...` for others, with a help hint for usage mistakes.
 func Execute(ctx context.Context, root *cobra.Command) int {
+	refuseUnknownShells(root)
 	refuseUnknownSubcommands(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
