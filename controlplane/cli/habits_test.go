@@ -115,6 +115,18 @@ func TestAPIResources(t *testing.T) {
 		"events     ev    v1   true   Event     [create delete get list update watch]\n"+
 			"pods       po    v1   true   Pod       [create delete get list update watch]\n"+
 			"services   svc   v1   true   Service   [create delete get list update watch]\n", "")
+	// --namespaced is a bool as kubectl's (issue 15 review item 8).
+	res = f.run("api-resources", "--namespaced", "--no-headers", "-o", "name")
+	if res.code != 0 || !strings.Contains(res.stdout, "pods\n") || strings.Contains(res.stdout, "nodes\n") {
+		t.Errorf("--namespaced alone: code %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = f.run("api-resources", "--namespaced=false", "-o", "name")
+	if res.code != 0 || strings.Contains(res.stdout, "pods\n") || !strings.Contains(res.stdout, "nodes\n") {
+		t.Errorf("--namespaced=false: code %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if res = f.run("api-resources", "--help"); !strings.Contains(res.stdout, "      --namespaced ") || strings.Contains(res.stdout, `(default "true")`) {
+		t.Errorf("help shows --namespaced as a string flag:\n%s", res.stdout)
+	}
 	expect(t, "bad -o", f.run("api-resources", "-o", "yaml"), 1, "",
 		"error: --output \"yaml\" is not supported by api-resources: use wide or name\nSee 'outpost api-resources --help' for usage.\n")
 }
