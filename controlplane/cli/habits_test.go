@@ -178,7 +178,7 @@ func TestRolloutRestart(t *testing.T) {
 	expect(t, "pods", f.run("rollout", "restart", "pod/x"), 1, "",
 		"error: rollout restart is not available for pods\nSee 'outpost rollout restart --help' for usage.\n")
 	expect(t, "missing", f.run("rollout", "restart", "deploy", "nope"), 1, "",
-		"Error from server (NotFound): deployments \"nope\" not found\n")
+		"Error from server (NotFound): deployments.apps \"nope\" not found\n")
 }
 
 func TestSetImage(t *testing.T) {
@@ -212,6 +212,10 @@ func TestSetImage(t *testing.T) {
 	}
 	f.expectNoWrites(t, "unknown container", []string{"set", "image", "deployment/web", "web=x:1", "nope=x:1", "gone=x:1"}, 1, "",
 		"error: deployment.apps/web: unable to find container named \"nope\", \"gone\"\n")
+	// The server's error as it is, naming the object once (issue 15
+	// review item 9).
+	f.expectNoWrites(t, "missing", []string{"set", "image", "deploy/nosuch", "web=x"}, 1, "",
+		"Error from server (NotFound): deployments.apps \"nosuch\" not found\n")
 	expect(t, "no pairs", f.run("set", "image", "deployment/web"), 1, "",
 		"error: expected an object and at least one CONTAINER=IMAGE, e.g. `outpost set image deployment/web web=web:1.2`\nSee 'outpost set image --help' for usage.\n")
 	expect(t, "services", f.run("set", "image", "svc/web", "a=b"), 1, "",
@@ -261,7 +265,7 @@ spec:
 		t.Error("--dry-run=client wrote")
 	}
 	expect(t, "exists", f.run("create", "deployment", "web", "--image=x", "-n", "shop"), 1, "",
-		"Error from server (AlreadyExists): deployments \"web\" already exists\n")
+		"Error from server (AlreadyExists): deployments.apps \"web\" already exists\n")
 	expect(t, "no image", f.run("create", "deployment", "web"), 1, "",
 		"error: --image is required: the image of the deployment's container\nSee 'outpost create deployment --help' for usage.\n")
 	expect(t, "server dry run", f.run("create", "deployment", "x", "--image=x", "--dry-run=server"), 1, "",
