@@ -407,10 +407,10 @@ func TestWaitWatchHeld(t *testing.T) {
 	f.put(podR, `{"metadata":{"name":"once","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False"}]}}`)
 	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"selector":{}},"status":{"conditions":[{"type":"Available","status":"False"}]}}`)
 	timedOut := func(what string) string { return "error: timed out waiting for the condition on " + what + "\n" }
-	expect(t, "jsonpath pod", f.run("wait", "--for=jsonpath={.status.phase}=Pending", "pod/once", "--timeout=300ms"), 1, "", timedOut("pods/once"))
-	expect(t, "jsonpath deployment", f.run("wait", "--for=jsonpath={.status.readyReplicas}", "deploy/web", "--timeout=300ms"), 1, "", timedOut("deployments/web"))
-	expect(t, "condition pod", f.run("wait", "--for=condition=Ready", "pod/once", "--timeout=300ms"), 1, "", timedOut("pods/once"))
-	expect(t, "condition deployment", f.run("wait", "--for=condition=Available", "deploy/web", "--timeout=300ms"), 1, "", timedOut("deployments/web"))
+	expect(t, "jsonpath pod", f.run("wait", "--for=jsonpath={.status.phase}=Pending", "pod/once", "--timeout=150ms"), 1, "", timedOut("pods/once"))
+	expect(t, "jsonpath deployment", f.run("wait", "--for=jsonpath={.status.readyReplicas}", "deploy/web", "--timeout=150ms"), 1, "", timedOut("deployments/web"))
+	expect(t, "condition pod", f.run("wait", "--for=condition=Ready", "pod/once", "--timeout=150ms"), 1, "", timedOut("pods/once"))
+	expect(t, "condition deployment", f.run("wait", "--for=condition=Available", "deploy/web", "--timeout=150ms"), 1, "", timedOut("deployments/web"))
 
 	// Deleted while wait watches: the server's DELETED event.
 	f.put(podR, `{"metadata":{"name":"victim","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
