@@ -76,16 +76,25 @@ func newStatusError(code int, reason, msg string) *StatusError {
 	}}
 }
 
+// qualifiedName names r's objects in messages as Kubernetes does: the
+// plural, with the group when not core ("pods", "deployments.apps").
+func qualifiedName(r *Resource) string {
+	if r.Group == "" {
+		return r.Plural
+	}
+	return r.Plural + "." + r.Group
+}
+
 // NewNotFound says that kind/name does not exist.
 func NewNotFound(r *Resource, name string) *StatusError {
-	e := newStatusError(http.StatusNotFound, ReasonNotFound, fmt.Sprintf("%s %q not found", r.Plural, name))
+	e := newStatusError(http.StatusNotFound, ReasonNotFound, fmt.Sprintf("%s %q not found", qualifiedName(r), name))
 	e.Status.Details = &StatusDetails{Name: name, Group: r.Group, Kind: r.Plural}
 	return e
 }
 
 // NewAlreadyExists says that kind/name exists already.
 func NewAlreadyExists(r *Resource, name string) *StatusError {
-	e := newStatusError(http.StatusConflict, ReasonAlreadyExists, fmt.Sprintf("%s %q already exists", r.Plural, name))
+	e := newStatusError(http.StatusConflict, ReasonAlreadyExists, fmt.Sprintf("%s %q already exists", qualifiedName(r), name))
 	e.Status.Details = &StatusDetails{Name: name, Group: r.Group, Kind: r.Plural}
 	return e
 }
@@ -93,7 +102,7 @@ func NewAlreadyExists(r *Resource, name string) *StatusError {
 // NewConflict says that a write lost a race (a stale resourceVersion).
 func NewConflict(r *Resource, name, why string) *StatusError {
 	e := newStatusError(http.StatusConflict, ReasonConflict,
-		fmt.Sprintf("Operation cannot be fulfilled on %s %q: %s", r.Plural, name, why))
+		fmt.Sprintf("Operation cannot be fulfilled on %s %q: %s", qualifiedName(r), name, why))
 	e.Status.Details = &StatusDetails{Name: name, Group: r.Group, Kind: r.Plural}
 	return e
 }

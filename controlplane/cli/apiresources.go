@@ -30,13 +30,13 @@ type discoveredResource struct {
 func newAPIResourcesCommand(o *options) *cobra.Command {
 	var (
 		output     string
-		namespaced string
+		namespaced bool
 		group      string
 		noHeaders  bool
 		sortBy     string
 	)
 	cmd := &cobra.Command{
-		Use:   "api-resources [--namespaced=true|false] [--api-group=GROUP] [-o wide|name]",
+		Use:   "api-resources [--namespaced[=false]] [--api-group=GROUP] [-o wide|name]",
 		Short: "List the resource types the server serves",
 		Long: "api-resources lists what the server's discovery endpoints (/api/v1 and /apis) say it\n" +
 			"serves: each type's name, short names, API version, whether it is namespaced, and\n" +
@@ -59,11 +59,7 @@ func newAPIResourcesCommand(o *options) *cobra.Command {
 			}
 			var wantNS *bool
 			if cmd.Flags().Changed("namespaced") {
-				b, err := strconv.ParseBool(namespaced)
-				if err != nil {
-					return usagef("--namespaced must be true or false")
-				}
-				wantNS = &b
+				wantNS = &namespaced
 			}
 			cl, err := o.client(cmd)
 			if err != nil {
@@ -116,7 +112,9 @@ func newAPIResourcesCommand(o *options) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "", "wide (add the verbs) or name")
-	f.StringVar(&namespaced, "namespaced", "true", "list only namespaced (true) or only cluster-scoped (false) types; all when not given")
+	// A bool as kubectl's (--namespaced alone means true), but filtering
+	// only when given: without it every type is listed.
+	f.BoolVar(&namespaced, "namespaced", false, "list only namespaced types (--namespaced) or only cluster-scoped ones (--namespaced=false); all when not given")
 	f.StringVar(&group, "api-group", "", "list only the types of this API group (\"\" is the core group)")
 	f.BoolVar(&noHeaders, "no-headers", false, "print no header line")
 	f.StringVar(&sortBy, "sort-by", "", "sort by name or kind (default: the server's order, core group first)")

@@ -77,6 +77,41 @@ var flagCompletions = map[string]map[string]argCompleter{
 
 var namespaceResource = api.ResourceForKind("Namespace")
 
+// refuseUnknownShells adds cobra's `completion` command to root now (it
+// would add it as root runs, writing to the same output) and makes it fail
+// on a shell it has no script for: it printed its help and exited 0 for
+// `completion tcsh`, which an install script takes for a script written.
+// Without a shell it fails too, as kubectl's does.
+func refuseUnknownShells(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	var comp *cobra.Command
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			comp = c
+		}
+	}
+	if comp == nil || comp.Runnable() {
+		return
+	}
+	var shells []string
+	for _, c := range comp.Commands() {
+		if c.IsAvailableCommand() {
+			shells = append(shells, c.Name())
+		}
+	}
+	list := strings.Join(shells, ", ")
+	if n := len(shells); n > 1 {
+		list = strings.Join(shells[:n-1], ", ") + " or " + shells[n-1]
+	}
+	comp.Args = cobra.ArbitraryArgs
+	comp.RunE = func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("no shell given: use %s, e.g. `outpost completion bash`", list)
+		}
+		return usagef("unsupported shell %q: use %s", args[0], list)
+	}
+}
+
 // registerCompletions attaches the completions above to root's commands.
 // A command that already completes its arguments keeps its own.
 func registerCompletions(root *cobra.Command, o *options) {

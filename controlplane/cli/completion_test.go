@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"net"
 	"slices"
 	"strings"
@@ -162,5 +163,23 @@ func TestCompletionFailsQuietly(t *testing.T) {
 	}
 	if got != nil || directive != ":4" || strings.Contains(stderr, "rror") {
 		t.Errorf("silent server: %q %s, stderr %q", got, directive, stderr)
+	}
+}
+
+// TestCompletionUnknownShell: a shell without a script is an error, not
+// completion's help with exit 0 (issue 15 review item 4); the scripts
+// are still written.
+func TestCompletionUnknownShell(t *testing.T) {
+	ctx := context.Background()
+	hint := "See 'outpost completion --help' for usage.\n"
+	expect(t, "tcsh", runCLI(t, ctx, "", "completion", "tcsh"), 1, "",
+		"error: unsupported shell \"tcsh\": use bash, fish, powershell or zsh\n"+hint)
+	expect(t, "none", runCLI(t, ctx, "", "completion"), 1, "",
+		"error: no shell given: use bash, fish, powershell or zsh, e.g. `outpost completion bash`\n"+hint)
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		res := runCLI(t, ctx, "", "completion", shell)
+		if res.code != 0 || !strings.Contains(res.stdout, "outpost") || res.stderr != "" {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", shell, res.code, len(res.stdout), res.stderr)
+		}
 	}
 }

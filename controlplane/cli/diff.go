@@ -28,7 +28,9 @@ func newDiffCommand(o *options) *cobra.Command {
 		Long: "diff compares each object of the manifests as it is now (LIVE) with what `outpost apply`\n" +
 			"would store (MERGED), computed by apply's own merge, and prints the differences as a\n" +
 			"unified diff of their YAML; an object that does not exist yet shows in full. Nothing\n" +
-			"is written. Fields the server would default on write are not predicted.\n\n" +
+			"is written. A manifest is checked by the server's strict decoder as apply's is: an\n" +
+			"unknown field is an error, and fields outpost accepts but does not store are left\n" +
+			"out. Fields the server would default on write are not predicted.\n\n" +
 			"Exit status: 0 no differences; 1 differences; 2 an error (as kubectl diff).",
 		Example: `  outpost diff -f web.yaml
   outpost diff -f manifests/ -R
@@ -59,7 +61,7 @@ func newDiffCommand(o *options) *cobra.Command {
 					return &exitCodeError{code: diffFailed, msg: FormatError(err)}
 				}
 				for i := range ms {
-					d, err := diffManifest(cmd.Context(), cl, &ms[i], o.namespace, cmd.OutOrStdout())
+					d, err := diffManifest(cmd.Context(), cl, &ms[i], o.namespace, cmd.OutOrStdout(), cmd.ErrOrStderr())
 					if err != nil {
 						fail(fmt.Errorf("%s from %q: %w", ms[i].ref(), ms[i].source, err))
 						continue
@@ -81,8 +83,11 @@ func newDiffCommand(o *options) *cobra.Command {
 }
 
 // diffManifest prints the diff of one manifest's object and reports
-// whether there was one. MERGED is computed as applyManifest does.
-func diffManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS string, w io.Writer) (bool, error) {
+// whether there was one. MERGED is computed as applyManifest does, from
+// what the server would store of the manifest: a manifest the server's
+// strict decoder refuses (an unknown field) is refused with its error,
+// its warnings go to warnw, and the fields it drops are left out.
+func diffManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS string, w, warnw io.Writer) (bool, error) {
 	if m.name == "" {
 		return false, fmt.Errorf("apply needs metadata.name (metadata.generateName is only for create)")
 	}
@@ -90,22 +95,35 @@ func diffManifest(ctx context.Context, cl *client.Client, m *manifest, flagNS st
 	if err != nil {
 		return false, err
 	}
+	doc, err := json.Marshal(m.obj)
+	if err != nil {
+		return false, fmt.Errorf("encode %s: %w", m.ref(), err)
+	}
+	warnings, err := api.DecodeRequestInto(doc, m.r.New())
+	if err != nil {
+		return false, err
+	}
+	for _, text := range warnings {
+		printWarning(warnw, text)
+	}
 	last, err := lastApplied(m.obj)
 	if err != nil {
 		return false, err
 	}
+	kept := deepCopy(m.obj).(map[string]any)
+	api.DropUnstored(m.r, kept)
 	var live, merged map[string]any
 	data, _, err := cl.Do(ctx, http.MethodGet, client.PathFor(m.r, ns, m.name, ""), url.Values{"consistent": {"true"}}, nil)
 	switch {
 	case api.IsNotFound(err):
-		merged = forCreate(m.obj, ns, last)
+		merged = forCreate(kept, ns, last)
 	case err != nil:
 		return false, err
 	default:
 		if live, err = decodeJSONMap(data); err != nil {
 			return false, err
 		}
-		merged = mergeApply(live, m.obj, last)
+		merged = mergeApply(live, kept, last)
 	}
 	before, err := yamlOf(live)
 	if err != nil {

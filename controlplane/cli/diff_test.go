@@ -84,3 +84,36 @@ func TestUnifiedDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffAsApplyStores: diff judges a manifest as apply's write is
+// judged, by the server's strict decoder, and compares what the server
+// would store of it (issue 15 review item 2).
+func TestDiffAsApplyStores(t *testing.T) {
+	f := newFakeAPI(t)
+	dir := t.TempDir()
+	const deploy = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: web, image: "web:1", securityContext: {runAsNonRoot: true}}
+`
+	typo := writeFile(t, dir, "typo.yaml", strings.Replace(deploy, "replicas: 2", "replicaz: 2", 1))
+	expect(t, "unknown field", f.run("diff", "-f", typo), 2, "",
+		`Error from server (Invalid): deployment.apps/web from "`+typo+`": Deployment "web" is invalid: spec.replicaz: unknown field: did you mean "replicas"?`+"\n")
+
+	file := writeFile(t, dir, "web.yaml", deploy)
+	warning := "Warning: spec.template.spec.containers[0].securityContext: accepted but not acted on by outpost\n"
+	res := f.run("diff", "-f", file)
+	if res.code != 1 || res.stderr != warning || !strings.Contains(res.stdout, "\n+  replicas: 2\n") || strings.Contains(res.stdout, "securityContext") {
+		t.Errorf("diff of a new deployment: code %d\n%s%s\nwant it without securityContext, exit 1, the warning", res.code, res.stdout, res.stderr)
+	}
+	expect(t, "apply", f.run("apply", "-f", file), 0, "deployment.apps/web created\n", "")
+	expect(t, "no difference", f.run("diff", "-f", file), 0, "", warning)
+}

@@ -43,6 +43,9 @@ type fakeAPI struct {
 	// objects are sent: a test changes objects there to stand for a
 	// change that happens while the CLI watches.
 	beforeWatch func()
+	// watchEvents, when set, are sent by the next watch after the
+	// current objects (then cleared), e.g. a DELETED event.
+	watchEvents []map[string]any
 	// noFieldSelectors makes lists with a fieldSelector fail as a server
 	// that cannot select by those fields would.
 	noFieldSelectors bool
@@ -269,12 +272,19 @@ func (f *fakeAPI) serve(w http.ResponseWriter, req *http.Request) {
 			items = append(items, f.objs[k])
 		}
 		rv := strconv.Itoa(f.rv)
+		var extra []map[string]any
+		if q.Get("watch") == "true" {
+			extra, f.watchEvents = f.watchEvents, nil
+		}
 		f.mu.Unlock()
 		if q.Get("watch") == "true" {
 			fl := w.(http.Flusher)
 			w.WriteHeader(200)
 			for _, it := range items {
 				json.NewEncoder(w).Encode(map[string]any{"type": "MODIFIED", "object": it})
+			}
+			for _, ev := range extra {
+				json.NewEncoder(w).Encode(ev)
 			}
 			fl.Flush()
 			select {

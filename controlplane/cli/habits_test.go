@@ -115,6 +115,18 @@ func TestAPIResources(t *testing.T) {
 		"events     ev    v1   true   Event     [create delete get list update watch]\n"+
 			"pods       po    v1   true   Pod       [create delete get list update watch]\n"+
 			"services   svc   v1   true   Service   [create delete get list update watch]\n", "")
+	// --namespaced is a bool as kubectl's (issue 15 review item 8).
+	res = f.run("api-resources", "--namespaced", "--no-headers", "-o", "name")
+	if res.code != 0 || !strings.Contains(res.stdout, "pods\n") || strings.Contains(res.stdout, "nodes\n") {
+		t.Errorf("--namespaced alone: code %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = f.run("api-resources", "--namespaced=false", "-o", "name")
+	if res.code != 0 || strings.Contains(res.stdout, "pods\n") || !strings.Contains(res.stdout, "nodes\n") {
+		t.Errorf("--namespaced=false: code %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if res = f.run("api-resources", "--help"); !strings.Contains(res.stdout, "      --namespaced ") || strings.Contains(res.stdout, `(default "true")`) {
+		t.Errorf("help shows --namespaced as a string flag:\n%s", res.stdout)
+	}
 	expect(t, "bad -o", f.run("api-resources", "-o", "yaml"), 1, "",
 		"error: --output \"yaml\" is not supported by api-resources: use wide or name\nSee 'outpost api-resources --help' for usage.\n")
 }
@@ -166,7 +178,7 @@ func TestRolloutRestart(t *testing.T) {
 	expect(t, "pods", f.run("rollout", "restart", "pod/x"), 1, "",
 		"error: rollout restart is not available for pods\nSee 'outpost rollout restart --help' for usage.\n")
 	expect(t, "missing", f.run("rollout", "restart", "deploy", "nope"), 1, "",
-		"Error from server (NotFound): deployments \"nope\" not found\n")
+		"Error from server (NotFound): deployments.apps \"nope\" not found\n")
 }
 
 func TestSetImage(t *testing.T) {
@@ -200,6 +212,10 @@ func TestSetImage(t *testing.T) {
 	}
 	f.expectNoWrites(t, "unknown container", []string{"set", "image", "deployment/web", "web=x:1", "nope=x:1", "gone=x:1"}, 1, "",
 		"error: deployment.apps/web: unable to find container named \"nope\", \"gone\"\n")
+	// The server's error as it is, naming the object once (issue 15
+	// review item 9).
+	f.expectNoWrites(t, "missing", []string{"set", "image", "deploy/nosuch", "web=x"}, 1, "",
+		"Error from server (NotFound): deployments.apps \"nosuch\" not found\n")
 	expect(t, "no pairs", f.run("set", "image", "deployment/web"), 1, "",
 		"error: expected an object and at least one CONTAINER=IMAGE, e.g. `outpost set image deployment/web web=web:1.2`\nSee 'outpost set image --help' for usage.\n")
 	expect(t, "services", f.run("set", "image", "svc/web", "a=b"), 1, "",
@@ -249,7 +265,7 @@ spec:
 		t.Error("--dry-run=client wrote")
 	}
 	expect(t, "exists", f.run("create", "deployment", "web", "--image=x", "-n", "shop"), 1, "",
-		"Error from server (AlreadyExists): deployments \"web\" already exists\n")
+		"Error from server (AlreadyExists): deployments.apps \"web\" already exists\n")
 	expect(t, "no image", f.run("create", "deployment", "web"), 1, "",
 		"error: --image is required: the image of the deployment's container\nSee 'outpost create deployment --help' for usage.\n")
 	expect(t, "server dry run", f.run("create", "deployment", "x", "--image=x", "--dry-run=server"), 1, "",
@@ -380,4 +396,45 @@ func TestWait(t *testing.T) {
 		"error: --for=jsonpath={.status.phase: unclosed action (no closing })\nSee 'outpost wait --help' for usage.\n")
 	expect(t, "jsonpath junk after", f.run("wait", "--for=jsonpath={.status.phase}Running", "pod/job"), 1, "",
 		"error: --for=jsonpath={.status.phase}Running: want '{PATH}' or '{PATH}=VALUE'\nSee 'outpost wait --help' for usage.\n")
+}
+
+// TestWaitWatchHeld waits on watches the server keeps open, as the real
+// server's are, until the deadline passes or the object is deleted.
+// Before the fix a timeout panicked (the watch's error was lost and a nil
+// object judged) and a deletion printed a JSON error (issue 15 review 1).
+func TestWaitWatchHeld(t *testing.T) {
+	f := newFakeAPI(t) // watchHold stays open: watches end only with the client
+	f.put(podR, `{"metadata":{"name":"once","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False"}]}}`)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"selector":{}},"status":{"conditions":[{"type":"Available","status":"False"}]}}`)
+	timedOut := func(what string) string { return "error: timed out waiting for the condition on " + what + "\n" }
+	expect(t, "jsonpath pod", f.run("wait", "--for=jsonpath={.status.phase}=Pending", "pod/once", "--timeout=150ms"), 1, "", timedOut("pods/once"))
+	expect(t, "jsonpath deployment", f.run("wait", "--for=jsonpath={.status.readyReplicas}", "deploy/web", "--timeout=150ms"), 1, "", timedOut("deployments/web"))
+	expect(t, "condition pod", f.run("wait", "--for=condition=Ready", "pod/once", "--timeout=150ms"), 1, "", timedOut("pods/once"))
+	expect(t, "condition deployment", f.run("wait", "--for=condition=Available", "deploy/web", "--timeout=150ms"), 1, "", timedOut("deployments/web"))
+
+	// Deleted while wait watches: the server's DELETED event.
+	f.put(podR, `{"metadata":{"name":"victim","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	victim := f.get(podR, "default", "victim")
+	f.beforeWatch = func() {
+		f.beforeWatch = nil
+		f.mu.Lock()
+		delete(f.objs, key(podR, "default", "victim"))
+		f.watchEvents = []map[string]any{{"type": "DELETED", "object": victim}}
+		f.mu.Unlock()
+	}
+	expect(t, "deleted event", f.run("wait", "--for=condition=Ready=False", "pod/victim", "--timeout=10s"), 1, "",
+		"error: pod/victim was deleted while waiting for its condition\n")
+
+	// Deleted while no watch was open: the watch ends, and the object read
+	// again is gone.
+	f.put(podR, `{"metadata":{"name":"victim","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	f.beforeWatch = func() {
+		f.beforeWatch = nil
+		f.mu.Lock()
+		delete(f.objs, key(podR, "default", "victim"))
+		close(f.watchHold)
+		f.mu.Unlock()
+	}
+	expect(t, "gone when read again", f.run("wait", "--for=condition=Ready=False", "pod/victim", "--timeout=10s"), 1, "",
+		"error: pod/victim was deleted while waiting for its condition\n")
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // A small JSONPath template evaluator for -o jsonpath= and
@@ -91,6 +93,32 @@ func (e *jsonPathError) Error() string {
 	return fmt.Sprintf("error parsing jsonpath %s: %s at offset %d", e.template, e.problem, e.offset)
 }
 
+// jpSyntaxError is a problem at a place in a path or literal: rest is the
+// length of the text from there to the end of what was parsed, so that
+// parseJSONPath can say where in its template the problem is (a parser
+// sees only ever shorter tails of its text).
+type jpSyntaxError struct {
+	msg  string
+	rest int
+}
+
+func (e *jpSyntaxError) Error() string { return e.msg }
+
+// syntaxAt is a jpSyntaxError at the start of rest, a tail of the text
+// being parsed.
+func syntaxAt(rest, format string, args ...any) error {
+	return &jpSyntaxError{msg: fmt.Sprintf(format, args...), rest: len(rest)}
+}
+
+// shiftSyntax places an error of a parse of a part of a text in that
+// text: tail is the length of what follows the part.
+func shiftSyntax(err error, tail int) error {
+	if se, ok := errors.AsType[*jpSyntaxError](err); ok {
+		return &jpSyntaxError{msg: se.msg, rest: se.rest + tail}
+	}
+	return err
+}
+
 // parseJSONPath parses a -o jsonpath template.
 func parseJSONPath(tmpl string) (*jsonPathTemplate, error) {
 	t := &jsonPathTemplate{src: tmpl}
@@ -114,11 +142,25 @@ func parseJSONPath(tmpl string) (*jsonPathTemplate, error) {
 		start := i + j
 		end, err := actionEnd(tmpl, start+1)
 		if err != nil {
-			return nil, &jsonPathError{template: tmpl, offset: start, problem: err.Error()}
+			offset := start
+			if se, ok := errors.AsType[*jpSyntaxError](err); ok {
+				offset = len(tmpl) - se.rest
+			}
+			return nil, &jsonPathError{template: tmpl, offset: offset, problem: err.Error()}
 		}
 		action := strings.TrimSpace(tmpl[start+1 : end])
+		// The offset just past the action's text, from which a
+		// jpSyntaxError's rest counts back.
+		actionStop := start + 1 + len(strings.TrimRightFunc(tmpl[start+1:end], unicode.IsSpace))
 		fail := func(problem string) error {
 			return &jsonPathError{template: tmpl, offset: start, problem: problem}
+		}
+		failAt := func(prefix string, err error) error {
+			offset := start
+			if se, ok := errors.AsType[*jpSyntaxError](err); ok {
+				offset = actionStop - se.rest
+			}
+			return &jsonPathError{template: tmpl, offset: offset, problem: prefix + err.Error()}
 		}
 		switch {
 		case action == "":
@@ -134,23 +176,23 @@ func parseJSONPath(tmpl string) (*jsonPathTemplate, error) {
 		case action == "range" || strings.HasPrefix(action, "range "):
 			p, err := parseJSONPathExpr(strings.TrimSpace(strings.TrimPrefix(action, "range")))
 			if err != nil {
-				return nil, fail("range: " + err.Error())
+				return nil, failAt("range: ", err)
 			}
 			open = append(open, frame{r: &jpRange{path: p}, offset: start, outer: cur})
 			cur = []jpNode{}
 		case action[0] == '"' || action[0] == '\'':
 			s, n, err := unquote(action)
 			if err != nil {
-				return nil, fail(err.Error())
+				return nil, failAt("", err)
 			}
 			if n != len(action) {
-				return nil, fail(fmt.Sprintf("unexpected %q after the string literal", action[n:]))
+				return nil, failAt("", syntaxAt(action[n:], "unexpected %q after the string literal", action[n:]))
 			}
 			cur = append(cur, jpText(s))
 		default:
 			p, err := parseJSONPathExpr(action)
 			if err != nil {
-				return nil, fail(err.Error())
+				return nil, failAt("", err)
 			}
 			cur = append(cur, p)
 		}
@@ -173,7 +215,7 @@ func actionEnd(s string, from int) (int, error) {
 	})
 	switch {
 	case nested:
-		return 0, fmt.Errorf("unexpected { inside an action")
+		return 0, syntaxAt(s[end:], "unexpected { inside an action")
 	case end >= 0:
 		return end, nil
 	case inQuote:
@@ -227,13 +269,13 @@ func unquote(s string) (string, int, error) {
 			case '\\', '"', '\'':
 				b.WriteByte(s[i])
 			default:
-				return "", 0, fmt.Errorf("unknown escape \\%c in a string literal", s[i])
+				return "", 0, syntaxAt(s[i-1:], "unknown escape \\%c in a string literal", s[i])
 			}
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return "", 0, fmt.Errorf("unterminated string literal %s", s)
+	return "", 0, syntaxAt(s, "unterminated string literal %s", s)
 }
 
 // parseJSONPathExpr parses one path: $ or @ or a leading . then steps.
@@ -244,7 +286,7 @@ func parseJSONPathExpr(s string) (*jpPath, error) {
 		return nil, err
 	}
 	if rest != "" {
-		return nil, fmt.Errorf("unexpected %q in path %q", rest, s)
+		return nil, syntaxAt(rest, "unexpected %q in path %q", rest, s)
 	}
 	return p, nil
 }
@@ -254,14 +296,14 @@ func parseJSONPathExpr(s string) (*jpPath, error) {
 func (p *jpPath) parse(s string) (string, error) {
 	switch {
 	case s == "":
-		return "", fmt.Errorf("empty path")
+		return "", syntaxAt(s, "empty path")
 	case s[0] == '$':
 		p.fromRoot = true
 		s = s[1:]
 	case s[0] == '@':
 		s = s[1:]
 	case s[0] != '.' && s[0] != '[':
-		return "", fmt.Errorf("path %q must start with . (or $ for the root, @ for the current object): did you mean .%s?", s, s)
+		return "", syntaxAt(s, "path %q must start with . (or $ for the root, @ for the current object): did you mean .%s?", s, s)
 	}
 	for s != "" {
 		switch {
@@ -269,7 +311,7 @@ func (p *jpPath) parse(s string) (string, error) {
 			p.steps = append(p.steps, jpStep{kind: stepDescend})
 			s = s[2:]
 			if s == "" || s[0] == '.' {
-				return "", fmt.Errorf("'..' must be followed by a field name, * or [")
+				return "", syntaxAt(s, "'..' must be followed by a field name, * or [")
 			}
 			if s[0] == '[' {
 				continue
@@ -290,7 +332,7 @@ func (p *jpPath) parse(s string) (string, error) {
 					// "{.}" and "{.items[0].}" are the object itself, as in kubectl.
 					continue
 				}
-				return "", fmt.Errorf("expected a field name after '.' at %q", s)
+				return "", syntaxAt(s, "expected a field name after '.' at %q", s)
 			}
 			p.steps = append(p.steps, jpStep{kind: stepField, name: name, iterateArr: true})
 			s = s[n:]
@@ -335,11 +377,13 @@ func parseBracket(s string) (jpStep, int, error) {
 	if strings.HasPrefix(s, "[?(") {
 		end := closingParen(s, 2)
 		if end < 0 || end+1 >= len(s) || s[end+1] != ']' {
-			return jpStep{}, 0, fmt.Errorf("unclosed filter %q: expected [?(...)]", s)
+			return jpStep{}, 0, syntaxAt(s, "unclosed filter %q: expected [?(...)]", s)
 		}
-		f, err := parseFilter(strings.TrimSpace(s[3:end]))
+		inner := strings.TrimLeftFunc(s[3:end], unicode.IsSpace)
+		f, err := parseFilter(strings.TrimSpace(inner))
 		if err != nil {
-			return jpStep{}, 0, err
+			// The filter's text ends where its trimmed text does.
+			return jpStep{}, 0, shiftSyntax(err, len(s)-(end-len(inner)+len(strings.TrimSpace(inner))))
 		}
 		return jpStep{kind: stepFilter, filter: f}, end + 2, nil
 	}
@@ -349,15 +393,17 @@ func parseBracket(s string) (jpStep, int, error) {
 			return jpStep{}, 0, err
 		}
 		if 1+n >= len(s) || s[1+n] != ']' {
-			return jpStep{}, 0, fmt.Errorf("expected ] after [%s", s[1:1+n])
+			return jpStep{}, 0, syntaxAt(s[1+n:], "expected ] after [%s", s[1:1+n])
 		}
 		return jpStep{kind: stepField, name: name, iterateArr: true}, n + 2, nil
 	}
 	end := strings.IndexByte(s, ']')
 	if end < 0 {
-		return jpStep{}, 0, fmt.Errorf("unclosed [ in %q", s)
+		return jpStep{}, 0, syntaxAt(s, "unclosed [ in %q", s)
 	}
 	in := strings.TrimSpace(s[1:end])
+	// where is the tail of s from in's first byte.
+	where := strings.TrimLeftFunc(s[1:], unicode.IsSpace)
 	if in == "*" {
 		return jpStep{kind: stepWildcard}, end + 1, nil
 	}
@@ -370,7 +416,7 @@ func parseBracket(s string) (jpStep, int, error) {
 			if t := strings.TrimSpace(b.text); t != "" {
 				n, err := strconv.Atoi(t)
 				if err != nil {
-					return jpStep{}, 0, fmt.Errorf("bad slice bound %q in [%s]", t, in)
+					return jpStep{}, 0, syntaxAt(where, "bad slice bound %q in [%s]", t, in)
 				}
 				*b.to = &n
 			}
@@ -379,7 +425,7 @@ func parseBracket(s string) (jpStep, int, error) {
 	}
 	n, err := strconv.Atoi(in)
 	if err != nil {
-		return jpStep{}, 0, fmt.Errorf("expected an index, a slice, *, a quoted name or ?(filter) in [%s]", in)
+		return jpStep{}, 0, syntaxAt(where, "expected an index, a slice, *, a quoted name or ?(filter) in [%s]", in)
 	}
 	return jpStep{kind: stepIndex, index: n, iterateArr: true}, end + 1, nil
 }
@@ -405,7 +451,7 @@ var filterOps = []string{"==", "!=", "<=", ">=", "<", ">"}
 // parseFilter reads "left", or "left op right".
 func parseFilter(s string) (*jpFilter, error) {
 	if s == "" {
-		return nil, fmt.Errorf("empty filter ?()")
+		return nil, syntaxAt(s, "empty filter ?()")
 	}
 	f := &jpFilter{}
 	rest, err := parseOperand(s, &f.left)
@@ -415,7 +461,7 @@ func parseFilter(s string) (*jpFilter, error) {
 	rest = strings.TrimSpace(rest)
 	if rest == "" {
 		if f.left.path == nil {
-			return nil, fmt.Errorf("filter ?(%s) tests a literal, not a path", s)
+			return nil, syntaxAt(s, "filter ?(%s) tests a literal, not a path", s)
 		}
 		return f, nil
 	}
@@ -427,14 +473,14 @@ func parseFilter(s string) (*jpFilter, error) {
 		}
 	}
 	if f.op == "" {
-		return nil, fmt.Errorf("expected one of %s after %q in filter ?(%s)", strings.Join(filterOps, " "), strings.TrimSpace(strings.TrimSuffix(s, rest)), s)
+		return nil, syntaxAt(rest, "expected one of %s after %q in filter ?(%s)", strings.Join(filterOps, " "), strings.TrimSpace(strings.TrimSuffix(s, rest)), s)
 	}
 	rest, err = parseOperand(rest, &f.right)
 	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(rest) != "" {
-		return nil, fmt.Errorf("unexpected %q in filter ?(%s)", strings.TrimSpace(rest), s)
+		return nil, syntaxAt(strings.TrimLeftFunc(rest, unicode.IsSpace), "unexpected %q in filter ?(%s)", strings.TrimSpace(rest), s)
 	}
 	return f, nil
 }
@@ -443,7 +489,7 @@ func parseFilter(s string) (*jpFilter, error) {
 func parseOperand(s string, o *jpOperand) (string, error) {
 	switch {
 	case s == "":
-		return "", fmt.Errorf("missing operand in a filter")
+		return "", syntaxAt(s, "missing operand in a filter")
 	case s[0] == '@' || s[0] == '$':
 		p := &jpPath{}
 		rest, err := p.parse(s)
@@ -471,7 +517,7 @@ func parseOperand(s string, o *jpOperand) (string, error) {
 		o.literal = nil
 	default:
 		if _, err := strconv.ParseFloat(word, 64); err != nil || word == "" {
-			return "", fmt.Errorf("expected @path, $path, a quoted string, a number, true, false or null in a filter, not %q", s)
+			return "", syntaxAt(s, "expected @path, $path, a quoted string, a number, true, false or null in a filter, not %q", s)
 		}
 		o.literal = json.Number(word)
 	}

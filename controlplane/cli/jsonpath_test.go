@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,23 +61,39 @@ func TestJSONPathTemplates(t *testing.T) {
 	}
 }
 
+// TestJSONPathErrorsNameTheProblem: each error quotes the template, says
+// what is wrong and where: the offset of the problem in the template, not
+// of its action (issue 15 review item 7).
 func TestJSONPathErrorsNameTheProblem(t *testing.T) {
-	for _, tc := range []struct{ tmpl, want string }{
-		{`{.items[*].metadata.name`, "unclosed action"},
-		{`{range .items[*]}{.metadata.name}`, "{range} without an {end}"},
-		{`{.a}{end}`, "{end} without a {range}"},
-		{`{}`, "empty action"},
-		{`{metadata.name}`, "did you mean .metadata.name?"},
-		{`{.items[x]}`, "expected an index, a slice"},
-		{`{.items[?(@.a = "b")]}`, "expected one of =="},
-		{`{.items[?(@.a == b)]}`, "expected @path"},
-		{`{.items[?(@.a == "b"]}`, "unclosed filter"},
-		{`{"\q"}`, `unknown escape \q`},
-		{`{.items[0}`, "unclosed ["},
+	for _, tc := range []struct {
+		tmpl, want string
+		at         int
+	}{
+		{`{.items[*].metadata.name`, "unclosed action", 0},
+		{`{range .items[*]}{.metadata.name}`, "{range} without an {end}", 0},
+		{`{.a}{end}`, "{end} without a {range}", 4},
+		{`{}`, "empty action", 0},
+		{`{metadata.name}`, "did you mean .metadata.name?", 1},
+		{`{.items[x]}`, "expected an index, a slice", 8},
+		{`{.items[abc]}`, "expected an index, a slice", 8},
+		{`x: {.items[ abc ]}`, "expected an index, a slice", 12},
+		{`{.a}{ .items[1:x] }`, "bad slice bound", 13},
+		{`{.items[?(@.a = "b")]}`, "expected one of ==", 14},
+		{`{.items[?(@.a == b)]}`, "expected @path", 17},
+		{`{.items[?( @.a == "b" x )]}`, `unexpected "x"`, 22},
+		{`{.items[?(@.a == "b"]}`, "unclosed filter", 7},
+		{`{.items[?(@.a..)].b}`, "'..' must be followed", 15},
+		{`{"\q"}`, `unknown escape \q`, 2},
+		{`{"a" b}`, `unexpected " b" after the string literal`, 4},
+		{`{.items[0}`, "unclosed [", 7},
+		{`{.a.}{.b c}`, `unexpected " c" in path`, 8},
+		{`{range .a[y]}{end}`, "range: expected an index", 10},
+		{`{.a{.b}}`, "unexpected { inside an action", 3},
 	} {
 		_, err := parseJSONPath(tc.tmpl)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.tmpl) {
-			t.Errorf("%s: error %v, want it to quote the template and say %q", tc.tmpl, err, tc.want)
+		at := fmt.Sprintf(" at offset %d", tc.at)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.tmpl) || !strings.HasSuffix(err.Error(), at) {
+			t.Errorf("%s: error %v, want it to quote the template, say %q and end %q", tc.tmpl, err, tc.want, at)
 		}
 	}
 }

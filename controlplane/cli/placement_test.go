@@ -139,6 +139,16 @@ func TestTaintRefusesInvalidSpecs(t *testing.T) {
 			t.Errorf("%v: %+v, want %q", tt.args, res, tt.want)
 		}
 	}
+	// An argument that is no taint at all is a bad taint, not a node
+	// (issue 15 review item 5).
+	format := "want KEY=VALUE:EFFECT or KEY:EFFECT to add, KEY:EFFECT- or KEY- to remove\n"
+	expect(t, "not a taint", f.run("taint", "nodes", "sim-0001", "foo"), 1, "", "error: invalid taint spec \"foo\": "+format)
+	expect(t, "not a taint, node/NAME", f.run("taint", "node/sim-0001", "foo"), 1, "", "error: invalid taint spec \"foo\": "+format)
+	expect(t, "not a taint, by selector", f.run("taint", "nodes", "--all", "foo"), 1, "", "error: invalid taint spec \"foo\": "+format)
+	expect(t, "no taint", f.run("taint", "nodes", "sim-0001"), 1, "",
+		"error: at least one taint update is required: "+format+"See 'outpost taint --help' for usage.\n")
+	expect(t, "no taint, node/NAME", f.run("taint", "node/a", "node/b"), 1, "",
+		"error: at least one taint update is required: "+format+"See 'outpost taint --help' for usage.\n")
 	res := f.run("adm", "taint", "pods", "p", "k=v:NoSchedule")
 	if res.code != 1 || !strings.HasPrefix(res.stderr, "error: only nodes can be tainted, not pods") {
 		t.Errorf("taint pods: %+v", res)

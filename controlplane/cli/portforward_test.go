@@ -3,15 +3,20 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/pem"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/testing/syncbuf"
 )
@@ -38,36 +43,41 @@ func withPortForward(f *fakeAPI) {
 	})
 }
 
-func TestPortForwardCommand(t *testing.T) {
-	f := newFakeAPI(t)
-	withPortForward(f)
-	f.put(podR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","podIP":"10.42.0.5"}}`)
-	f.put(podR, `{"metadata":{"name":"new","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Pending"}}`)
-
-	t.Setenv(client.EnvConfig, filepath.Join(t.TempDir(), "none"))
+// startPortForward runs `port-forward pod/web :8080` against f until the
+// test ends (when it must exit 0, as ended by the user) and returns the
+// local address it listens on and its output.
+func startPortForward(t *testing.T, f *fakeAPI) (addr string, out, errb *syncbuf.Buffer) {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "config")
+	if f.srv.TLS != nil {
+		// The test server's certificate is its own CA.
+		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+		if err := client.WriteConfig(config, client.Config{Server: f.srv.URL, CAData: ca}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(client.EnvConfig, config)
 	root := newRootCommand(&options{now: func() time.Time { return testNow }})
-	var out, errb syncbuf.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
+	out, errb = &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	root.SetOut(out)
+	root.SetErr(errb)
 	root.SetArgs([]string{"--server", f.srv.URL, "--insecure", "port-forward", "pod/web", ":8080"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- Execute(ctx, root) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
 			t.Errorf("port-forward ended by the user exited %d: %s", code, errb.String())
 		}
-	}()
+	})
 
 	// The local port is any free one; the command says which.
 	listening := regexp.MustCompile(`^Forwarding from (127\.0\.0\.1:\d+) -> 8080\n`)
-	var addr string
 	deadline := time.Now().Add(10 * time.Second)
-	for addr == "" {
+	for {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-			break
+			return m[1], out, errb
 		}
 		select {
 		case code := <-done:
@@ -79,6 +89,16 @@ func TestPortForwardCommand(t *testing.T) {
 			t.Fatalf("port-forward did not listen: %q %q", out.String(), errb.String())
 		}
 	}
+}
+
+const runningWebPod = `{"metadata":{"name":"web","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","podIP":"10.42.0.5"}}`
+
+func TestPortForwardCommand(t *testing.T) {
+	f := newFakeAPI(t)
+	withPortForward(f)
+	f.put(podR, runningWebPod)
+	f.put(podR, `{"metadata":{"name":"new","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Pending"}}`)
+	addr, out, _ := startPortForward(t, f)
 	// Two connections, one after the other, each with its own stream.
 	for range 2 {
 		conn, err := net.Dial("tcp", addr)
@@ -123,5 +143,57 @@ func TestParseForwardedPort(t *testing.T) {
 		if _, err := parseForwardedPort(in); err == nil {
 			t.Errorf("parseForwardedPort(%q) took it", in)
 		}
+	}
+}
+
+// TestPortForwardRefused: when the server refuses a connection's forward
+// (here as for a node without an agent endpoint, answering before it reads
+// the connection's bytes), the local connection is closed and the error
+// printed at once, not when the local client gives up (issue 15 review
+// item 3). Over HTTP/2 with TLS, as the real server speaks, and HTTP/1.
+func TestPortForwardRefused(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		t.Run(map[bool]string{true: "HTTP/2", false: "HTTP/1.1"}[h2], func(t *testing.T) {
+			f := &fakeAPI{t: t, objs: map[string]map[string]any{}, watchHold: make(chan struct{})}
+			f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+			if h2 {
+				f.srv.EnableHTTP2 = true
+				f.srv.StartTLS()
+			} else {
+				f.srv.Start()
+			}
+			t.Cleanup(f.srv.Close)
+			refusal := "node sim-0001 reports no agent endpoint (status.daemonEndpoints.kubeletEndpoint.Port is unset)"
+			f.route(func(p string) bool { return strings.HasSuffix(p, "/portforward") }, func(w http.ResponseWriter, r *http.Request) {
+				// As the real server, which refuses after this.
+				_ = http.NewResponseController(w).EnableFullDuplex()
+				// The local client's first bytes have come (the refusal
+				// takes the real server a lookup), so the client's next
+				// Read of the connection waits for bytes that never come.
+				_, _ = r.Body.Read(make([]byte, 1))
+				writeStatus(w, &api.StatusError{Status: api.Status{Code: 503, Reason: api.ReasonServiceUnavailable, Message: refusal}})
+			})
+			f.put(podR, runningWebPod)
+			addr, _, errb := startPortForward(t, f)
+
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// A client that sends its request and waits for the answer.
+			io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("the local connection got %d bytes, %v; want it closed at once", n, err)
+			}
+			want := "error forwarding port 8080 to pod web: Error from server (ServiceUnavailable): " + refusal + "\n"
+			for deadline := time.Now().Add(5 * time.Second); errb.String() != want; {
+				if time.Now().After(deadline) {
+					t.Fatalf("stderr %q, want %q", errb.String(), want)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
 	}
 }

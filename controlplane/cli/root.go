@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -80,6 +82,9 @@ type options struct {
 	now func() time.Time
 
 	cl *client.Client
+	// tokenFrom names where cl's token came from ("" when it has none),
+	// for the hint after the server refuses it.
+	tokenFrom string
 }
 
 // NewRootCommand returns the `outpost` command with every CLI verb. The
@@ -181,6 +186,7 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 // `Error from server (NotFound): pods "x" not found` for errors the server
 // sent and `error: ...` for others, with a help hint for usage mistakes.
 func Execute(ctx context.Context, root *cobra.Command) int {
+	refuseUnknownShells(root)
 	refuseUnknownSubcommands(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -197,6 +203,12 @@ func Execute(ctx context.Context, root *cobra.Command) int {
 	}
 	w := root.ErrOrStderr()
 	fmt.Fprintln(w, FormatError(err))
+	if s, ok := statusOf(err); ok && s.Code() == http.StatusUnauthorized {
+		// The namespace flag's value holds the run's options.
+		if nf, ok := root.PersistentFlags().Lookup("namespace").Value.(*namespaceFlag); ok {
+			fmt.Fprintln(w, nf.o.unauthorizedHint())
+		}
+	}
 	if isUsageError(err) {
 		if cmd == nil {
 			cmd = root
@@ -258,7 +270,29 @@ func (o *options) client(cmd *cobra.Command) (*client.Client, error) {
 	stderr := cmd.ErrOrStderr()
 	cl.SetWarningHandler(func(text string) { printWarning(stderr, text) })
 	o.cl = cl
+	switch {
+	case cfg.Token == "":
+	case o.token != "":
+		o.tokenFrom = "--token"
+	case os.Getenv(client.EnvToken) != "":
+		o.tokenFrom = "$" + client.EnvToken
+	case o.configPath != "":
+		o.tokenFrom = o.configPath
+	default:
+		o.tokenFrom = client.DefaultConfigPath()
+	}
 	return cl, nil
+}
+
+// unauthorizedHint is the line after the server refused the run's token,
+// as kubectl's "You must be logged in to the server": which token was
+// refused, and how to get one.
+func (o *options) unauthorizedHint() string {
+	const get = "an administrator creates one with `outpost adm token create`"
+	if o.tokenFrom == "" {
+		return "You must be logged in to the server: no token was given (--token, $" + client.EnvToken + " or the config file's token); " + get + "."
+	}
+	return "You must be logged in to the server: the token from " + o.tokenFrom + " was refused; " + get + "."
 }
 
 // applyFlags lays the command-line flags over a loaded configuration.

@@ -64,7 +64,11 @@ func newSetImageCommand(o *options) *cobra.Command {
 				_, changed, err := updateRaw(cmd.Context(), cl, r, ns, name, func(obj map[string]any) (bool, error) {
 					return setImages(nestedMap(obj, podSpecPath(r)...), changes)
 				})
+				_, fromServer := statusOf(err)
 				switch {
+				case err != nil && fromServer:
+					// The server's message names the object already.
+					return err
 				case err != nil:
 					return fmt.Errorf("%s: %w", refName(r, name), err)
 				case changed:

@@ -153,7 +153,7 @@ func TestLogsAndExecOfWorkload(t *testing.T) {
 		t.Errorf("sent %q", got)
 	}
 	expect(t, "no pods", s.run("logs", "deployment/idle"), 1, "", "error: deployment idle has no pods\n")
-	expect(t, "no workload", s.run("logs", "deployment/nope"), 1, "", "Error from server (NotFound): deployments \"nope\" not found\n")
+	expect(t, "no workload", s.run("logs", "deployment/nope"), 1, "", "Error from server (NotFound): deployments.apps \"nope\" not found\n")
 }
 
 func TestExecCommand(t *testing.T) {

@@ -135,6 +135,9 @@ func isTaintOp(a string) bool {
 	return strings.ContainsAny(a, ":=") || strings.HasSuffix(a, "-")
 }
 
+// taintFormat says what a taint argument is.
+const taintFormat = "want KEY=VALUE:EFFECT or KEY:EFFECT to add, KEY:EFFECT- or KEY- to remove"
+
 // parseTaintArgs reads `nodes NAME... ops...`, `node/NAME... ops...` or,
 // with bySelector, `nodes ops...`. It checks every taint before
 // returning, so that nothing is changed when any is wrong; names is nil
@@ -154,7 +157,15 @@ func parseTaintArgs(args []string, bySelector bool) (names []string, ops []taint
 		}
 	}
 	if len(specs) == 0 {
-		return nil, nil, usagef("at least one taint update is required")
+		// Nothing looks like a taint. The last argument was meant as one
+		// unless it is the only node named (`nodes NAME`) or a node/NAME:
+		// `nodes n1 foo` is a malformed taint, not two nodes.
+		last := args[len(args)-1]
+		slashLast := strings.Contains(last, "/")
+		if bySelector || (len(args) > 2 && !slashLast) || (strings.Contains(args[0], "/") && !slashLast) {
+			return nil, nil, fmt.Errorf("%w %q: %s", errInvalidTaint, last, taintFormat)
+		}
+		return nil, nil, usagef("at least one taint update is required: %s", taintFormat)
 	}
 	targets, err := parseTargets(objArgs)
 	if err != nil {

@@ -168,12 +168,14 @@ func waitOne(ctx context.Context, cl *client.Client, r *api.Resource, ns, name s
 		}
 		return waitGone(ctx, cl, pendingDelete{r: r, ns: ns, name: name, uid: obj.GetObjectMeta().UID})
 	}
+	// err is assigned, never declared, in the loop: a shadowed err lost
+	// nextVersion's timeout or deletion and judged a nil object next.
 	for {
 		if err != nil {
 			return err
 		}
-		met, err := hasCondition(obj, wf)
-		if met || err != nil {
+		var met bool
+		if met, err = hasCondition(obj, wf); met || err != nil {
 			return err
 		}
 		if once {
@@ -210,7 +212,7 @@ func nextVersion(ctx context.Context, cl *client.Client, r *api.Resource, ns, na
 				if !api.IsGone(ev.Err) {
 					return nil, ev.Err
 				}
-				return cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+				return getAgain(ctx, cl, r, ns, name)
 			}
 		}
 		// The stream ended: a pause, so that a server ending streams at
@@ -221,7 +223,17 @@ func nextVersion(ctx context.Context, cl *client.Client, r *api.Resource, ns, na
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+	return getAgain(ctx, cl, r, ns, name)
+}
+
+// getAgain reads a watched object again; gone, it was deleted while
+// watched, which is errObjectDeleted as a deletion event is.
+func getAgain(ctx context.Context, cl *client.Client, r *api.Resource, ns, name string) (api.Object, error) {
+	obj, err := cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+	if api.IsNotFound(err) {
+		return nil, fmt.Errorf("%s %w", refName(r, name), errObjectDeleted)
+	}
+	return obj, err
 }
 
 // hasCondition reports whether obj's status has the condition of wf with

@@ -56,7 +56,7 @@ func TestScale(t *testing.T) {
 	if replicasOf(rsR, "shop", "web-1") != json.Number("1") || replicasOf(rsR, "shop", "web-2") != json.Number("1") {
 		t.Error("scale -l did not scale both replica sets")
 	}
-	expect(t, "missing", f.run("scale", "deployment/nope", "--replicas=1"), 1, "", "Error from server (NotFound): deployments \"nope\" not found\n")
+	expect(t, "missing", f.run("scale", "deployment/nope", "--replicas=1"), 1, "", "Error from server (NotFound): deployments.apps \"nope\" not found\n")
 	expect(t, "no --replicas", f.run("scale", "deployment/web"), 1, "",
 		"error: --replicas=COUNT is required, and COUNT must be 0 or more\nSee 'outpost scale --help' for usage.\n")
 	expect(t, "pods", f.run("scale", "pod/x", "--replicas=1"), 1, "",
