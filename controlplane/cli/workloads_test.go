@@ -219,8 +219,40 @@ func TestRolloutUndo(t *testing.T) {
 	if res.code != 1 || !strings.HasPrefix(res.stderr, "error: cannot roll back a paused deployment") {
 		t.Errorf("undo of a paused deployment: %+v", res)
 	}
-	expect(t, "undo a daemon set", f.run("rollout", "undo", "ds/agent"), 1, "",
-		"error: rollout undo is not available for daemonsets\nSee 'outpost rollout undo --help' for usage.\n")
+	// The daemon set controller keeps no ControllerRevisions: the
+	// refusal says so, for undo and history alike.
+	for _, verb := range []string{"undo", "history"} {
+		res := f.run("rollout", verb, "ds/agent")
+		if res.code != 1 || !strings.HasPrefix(res.stderr, "error: rollout "+verb+" is not available for daemonsets: outpost's daemon set controller keeps no ControllerRevisions") {
+			t.Errorf("%s of a daemon set: %+v", verb, res)
+		}
+	}
+}
+
+func TestRolloutPauseResume(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"replicas":2,"selector":{},"template":{}}}`)
+	f.put(deployR, `{"metadata":{"name":"api","namespace":"default"},"spec":{"replicas":1,"selector":{},"template":{}}}`)
+	f.put(dsR, `{"metadata":{"name":"agent","namespace":"default"},"spec":{"selector":{},"template":{}}}`)
+	paused := func(name string) any { return f.get(deployR, "default", name)["spec"].(map[string]any)["paused"] }
+
+	expect(t, "pause", f.run("rollout", "pause", "deployment/web", "deploy/api"), 0,
+		"deployment.apps/web paused\ndeployment.apps/api paused\n", "")
+	if paused("web") != true || paused("api") != true {
+		t.Fatalf("after pause spec.paused is %v, %v", paused("web"), paused("api"))
+	}
+	f.expectNoWrites(t, "pause twice", []string{"rollout", "pause", "deployment/web"}, 1, "",
+		"error: deployments.apps \"web\" is already paused\n")
+	expect(t, "resume", f.run("rollout", "resume", "deploy", "web"), 0, "deployment.apps/web resumed\n", "")
+	if p := paused("web"); p != nil {
+		t.Errorf("after resume spec.paused is %v, want it gone", p)
+	}
+	f.expectNoWrites(t, "resume twice", []string{"rollout", "resume", "deployment/web"}, 1, "",
+		"error: deployments.apps \"web\" is not paused\n")
+	expect(t, "resume by selector", f.run("rollout", "resume", "deploy", "--all"), 1, "deployment.apps/api resumed\n",
+		"error: deployments.apps \"web\" is not paused\n")
+	expect(t, "pause a daemon set", f.run("rollout", "pause", "ds/agent"), 1, "",
+		"error: rollout pause is not available for daemonsets: only deployments can be paused\nSee 'outpost rollout pause --help' for usage.\n")
 }
 
 func TestRolloutHistory(t *testing.T) {
