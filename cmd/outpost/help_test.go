@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/outpost-edge/outpost/controlplane/cli"
 )
 
 // visibleCommands walks the whole command tree but cobra's own help and
@@ -69,4 +76,51 @@ func TestHelpCitesNoSpecIDs(t *testing.T) {
 			t.Errorf("help of %q is clean now: remove it from the exemptions", c.CommandPath())
 		}
 	})
+}
+
+// TestManPagesOfWholeTreeAreASCII: the pages of every command, the
+// server's and agent's too, hold only ASCII (a help text's "…" is
+// written as a roff escape), and groff, when installed, reads the pages
+// whose help has such characters without a warning.
+func TestManPagesOfWholeTreeAreASCII(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
+	root := newRootCommand()
+	root.SetArgs([]string{"man", dir})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	if code := cli.Execute(context.Background(), root); code != 0 {
+		t.Fatalf("man: exit %d: %s", code, out.String())
+	}
+	pages, err := filepath.Glob(filepath.Join(dir, "*.1"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages: %v", err)
+	}
+	for _, p := range pages {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if j := strings.IndexFunc(line, func(r rune) bool { return r > 0x7e || r < 0x20 && r != '\t' }); j >= 0 {
+				t.Errorf("%s:%d: a character that is not ASCII: %q", filepath.Base(p), i+1, line)
+			}
+		}
+	}
+	agent, err := os.ReadFile(filepath.Join(dir, "outpost-agent.1"))
+	if err != nil || !strings.Contains(string(agent), `sha256:\[u2026]::`) {
+		t.Errorf("outpost-agent.1 does not name the ellipsis of its example (%v)", err)
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Log("groff is not installed: the pages are checked to be ASCII only")
+		return
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z", filepath.Join(dir, "outpost-agent.1"), filepath.Join(dir, "outpost-sim-agents.1"))
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Errorf("groff: %v\n%s", err, stderr.String())
+	}
 }
