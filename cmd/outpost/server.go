@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/console"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/server"
 	"github.com/outpost-edge/outpost/internal/portcheck"
@@ -294,11 +295,13 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 				return fmt.Errorf("%w\n(is another outpost dev running? stop it, or move this one with the flags named)", err)
 			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
-			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			s, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
+			// After Start: the API's address is known then, port 0 too.
+			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s, console: %s\n",
+				cfg.DataDir, cfg.AdminConfigPath, strings.TrimSuffix(s.URL(), "/")+console.Prefix+"/")
 			if noAgent {
 				return s.Wait(cmd.Context())
 			}
