@@ -43,7 +43,7 @@ func newGetCommand(o *options) *cobra.Command {
   outpost get pods --sort-by='.status.containerStatuses[0].restartCount' --no-headers
   outpost get pods -o jsonpath='{.items[*].metadata.name}'
   outpost get pods -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.podIP}{"\n"}{end}'
-  outpost get pods -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[*].image`,
+  outpost get pods -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[*].image'`,
 		Args: minArgs(1, "a resource type, e.g. `outpost get pods`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), o, g, cmd, args)

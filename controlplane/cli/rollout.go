@@ -37,7 +37,7 @@ var (
 func newRolloutCommand(o *options) *cobra.Command {
 	rollout := &cobra.Command{
 		Use:   "rollout",
-		Short: "Follow, list and undo the rollouts of deployments and daemon sets",
+		Short: "Follow, list, undo, restart, pause and resume the rollouts of deployments and daemon sets",
 		Long: "A deployment rolls a new pod template out through a new ReplicaSet and keeps the\n" +
 			"earlier ones, scaled to zero, as its revision history; rollout follows that process.",
 	}
