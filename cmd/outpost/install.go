@@ -48,6 +48,23 @@ systemd is not PID 1, or when a port the role listens on is taken.
 	return cmd
 }
 
+// installExamples are the Example blocks of install server and install
+// agent.
+var installExamples = map[install.Role]string{
+	install.Server: `  # The first server of a new cluster (a cluster secret is made):
+  sudo outpost install server --bootstrap-expect 1
+  # One of three, with the secret the others have:
+  sudo outpost install server --bootstrap-expect 3 --join 10.0.0.2:6444,10.0.0.3:6444 \
+      --cluster-secret-file ./cluster-secret
+  # What it would write, changing nothing:
+  outpost install server --dry-run`,
+	install.Agent: `  # The join string comes from "outpost adm token create --role node":
+  sudo outpost install agent --server https://10.0.0.1:6443 --token-file ./join
+  sudo outpost install agent --server https://10.0.0.1:6443 --token-file ./join \
+      --labels topology.kubernetes.io/zone=shop-3
+  outpost install agent --server https://10.0.0.1:6443 --token-file ./join --dry-run`,
+}
+
 // installFlags are install's own flags, beside the role's.
 type installFlags struct {
 	dryRun     bool
@@ -71,7 +88,8 @@ func newInstallRoleCommand(role install.Role, runner *cobra.Command) *cobra.Comm
 		Short: "Install and start outpost-" + string(role) + ".service with " + runner.CommandPath() + "'s flags",
 		Long: "Install and start outpost-" + string(role) + ".service; every flag but --dry-run, --timeout and\n" +
 			"the secret's file is the flag of \"outpost " + string(role) + "\" (see outpost " + string(role) + " --help).",
-		Args: cobra.NoArgs,
+		Example: installExamples[role],
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := installOptions(role, runner, cmd, &f)
 			if err != nil {
@@ -280,6 +298,9 @@ named), stop what the agent left running (its containerd and pods), and remove
 the units "outpost install" wrote and /etc/outpost's files. The data
 (/var/lib/outpost: the raft log, the node's credential, images) stays unless
 --purge. A unit a package installed stays until the package is removed.`,
+		Example: `  sudo outpost uninstall
+  sudo outpost uninstall agent
+  sudo outpost uninstall --purge`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{string(install.Server), string(install.Agent)},
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/outpost-edge/outpost/agent/sim"
 	"github.com/outpost-edge/outpost/controlplane/cli"
 	"github.com/outpost-edge/outpost/runtime/containerd"
@@ -18,10 +20,16 @@ func main() {
 	// containerd's shims start this binary to write containers' logs.
 	containerd.RunLogWriterIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Execute(ctx, newRootCommand())
+	stop()
+	os.Exit(code)
+}
+
+// newRootCommand is the whole command tree: the CLI's and the commands
+// that run a server, an agent or both.
+func newRootCommand() *cobra.Command {
 	root := cli.NewRootCommand()
 	root.AddCommand(newServerCommand(), newDevCommand(), newAgentCommand(), sim.Command(), newInstallCommand(), newUninstallCommand())
 	addAdmCommands(root)
-	code := cli.Execute(ctx, root)
-	stop()
-	os.Exit(code)
+	return root
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/admission"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/controlplane/console"
 	"github.com/outpost-edge/outpost/controlplane/controllers"
 	"github.com/outpost-edge/outpost/controlplane/server"
 	"github.com/outpost-edge/outpost/internal/portcheck"
@@ -243,6 +244,11 @@ every object is still there. The admin config is written to
 cluster on the same machine needs its own --data-dir, --admin-config and
 ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 --agent-gossip-port.`,
+		Example: `  outpost dev
+  outpost dev --stop-pods
+  # A second cluster beside the first, for simulated nodes only:
+  outpost dev --no-agent --data-dir /tmp/dev2 --admin-config /tmp/dev2/config \
+      --api-addr 127.0.0.1:7443 --raft-addr 127.0.0.1:7444 --gossip-addr 127.0.0.1:7946`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -289,11 +295,13 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 				return fmt.Errorf("%w\n(is another outpost dev running? stop it, or move this one with the flags named)", err)
 			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
-			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s\n", cfg.DataDir, cfg.AdminConfigPath)
 			s, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
+			// After Start: the API's address is known then, port 0 too.
+			fmt.Fprintf(cmd.ErrOrStderr(), "outpost dev: data in %s, admin config in %s, console: %s\n",
+				cfg.DataDir, cfg.AdminConfigPath, strings.TrimSuffix(s.URL(), "/")+console.Prefix+"/")
 			if noAgent {
 				return s.Wait(cmd.Context())
 			}
@@ -422,7 +430,7 @@ func (e *evictionFlags) add(cmd *cobra.Command) {
 		"how much longer than a cut-off node's own deadline (node-monitor-grace-period + toleration of unreachable + grace period) the control plane waits "+
 			"before it takes a pod being deleted on that node for stopped and lets it be replaced")
 	f.Float64Var(&e.rate, "node-eviction-rate", controllers.DefaultNodeEvictionRate,
-		"nodes per second that may be tainted for eviction (NoExecute not-ready/unreachable) in a zone that is healthy (SPEC TNT-8)")
+		"nodes per second that may be tainted for eviction (NoExecute not-ready/unreachable) in a zone that is healthy")
 	f.Float64Var(&e.secondaryRate, "secondary-node-eviction-rate", controllers.DefaultSecondaryNodeEvictionRate,
 		"nodes per second tainted for eviction in a zone in PartialDisruption that has more than --large-cluster-size-threshold nodes; smaller such zones taint none")
 	f.Float64Var(&e.unhealthy, "unhealthy-zone-threshold", controllers.DefaultUnhealthyZoneThreshold,
@@ -495,9 +503,9 @@ type tolerationFlags struct {
 func (t *tolerationFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.Int64Var(&t.notReady, "default-not-ready-toleration-seconds", admission.DefaultTolerationSeconds,
-		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration every new pod without one gets (SPEC ADM-3): how long it stays on a node that is not ready")
+		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration every new pod without one gets: how long it stays on a node that is not ready")
 	f.Int64Var(&t.unreachable, "default-unreachable-toleration-seconds", admission.DefaultTolerationSeconds,
-		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration every new pod without one gets (SPEC ADM-3): how long it stays on a node that cannot be reached")
+		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration every new pod without one gets: how long it stays on a node that cannot be reached")
 }
 
 func (t *tolerationFlags) apply(cfg *server.Config) error {

@@ -101,7 +101,9 @@ func newTokenCommand(o *options) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tokens (without their secrets, which the cluster does not have)",
-		Args:  exactArgs(0, "no arguments"),
+		Example: `  outpost adm token list
+  outpost get tokens -o wide`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := o.client(cmd)
 			if err != nil {
@@ -122,7 +124,10 @@ func newTokenCommand(o *options) *cobra.Command {
 	del := &cobra.Command{
 		Use:   "delete ID...",
 		Short: "Delete tokens; their holders can no longer authenticate",
-		Args:  minArgs(1, "the ID of the token to delete"),
+		Example: `  outpost adm token list
+  outpost adm token delete abcdef
+  outpost adm token delete abcdef x7k2q9`,
+		Args: minArgs(1, "the ID of the token to delete"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := o.client(cmd)
 			if err != nil {
@@ -279,9 +284,10 @@ func newRaftCommand(o *options) *cobra.Command {
 		Short: "Inspect and change the control plane's raft membership",
 	}
 	list := &cobra.Command{
-		Use:   "list-peers",
-		Short: "List the raft members, their roles and whether they are reachable",
-		Args:  exactArgs(0, "no arguments"),
+		Use:     "list-peers",
+		Short:   "List the raft members, their roles and whether they are reachable",
+		Example: `  outpost adm raft list-peers`,
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := o.client(cmd)
 			if err != nil {
@@ -307,7 +313,9 @@ func newRaftCommand(o *options) *cobra.Command {
 		return &cobra.Command{
 			Use:   verb + " ID",
 			Short: short,
-			Args:  exactArgs(1, "the ID of a raft peer (see `outpost adm raft list-peers`)"),
+			// The IDs of raft peers are the servers' names.
+			Example: "  outpost adm raft list-peers\n  outpost adm raft " + verb + " server-3",
+			Args:    exactArgs(1, "the ID of a raft peer (see `outpost adm raft list-peers`)"),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				cl, err := o.client(cmd)
 				if err != nil {
@@ -368,7 +376,9 @@ func newVersionCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the client's and the server's version",
-		Args:  exactArgs(0, "no arguments"),
+		Example: `  outpost version
+  outpost version --server https://10.0.0.1:6443`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Client Version: %s\n", version.Version)

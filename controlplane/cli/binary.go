@@ -133,7 +133,9 @@ func newBinaryStatusCommand(dir *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the current and good binaries, the trial in progress and the last failure",
-		Args:  exactArgs(0, "no arguments"),
+		Example: `  sudo outpost adm binary status
+  sudo outpost adm binary status -o json`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := selfupdate.Read(*dir)
 			if err != nil {

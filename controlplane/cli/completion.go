@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -38,9 +40,10 @@ type argCompleter func(o *options) cobra.CompletionFunc
 // completion of their arguments. A path that names no command is simply
 // unused, so verbs added later need only a line here.
 var argCompletions = map[string]argCompleter{
-	"get":             completeTargets(nil),
-	"describe":        completeTargets(nil),
-	"delete":          completeTargets(nil),
+	"get":             withCategories(completeTargets(nil)),
+	"describe":        withCategories(completeTargets(nil)),
+	"delete":          withCategories(completeTargets(nil)),
+	"explain":         completeExplain,
 	"edit":            completeTargets(nil),
 	"label":           completeTargets(nil),
 	"annotate":        completeTargets(nil),
@@ -49,6 +52,8 @@ var argCompletions = map[string]argCompleter{
 	"rollout undo":    completeTargets(isDeployment),
 	"rollout history": completeTargets(isDeployment),
 	"rollout restart": completeTargets(rollable),
+	"rollout pause":   completeTargets(isDeployment),
+	"rollout resume":  completeTargets(isDeployment),
 	"wait":            completeTargets(nil),
 	"logs":            completeFirst(podResource),
 	"exec":            completeFirst(podResource),
@@ -73,7 +78,20 @@ var flagCompletions = map[string]map[string]argCompleter{
 	"logs":         {"container": completeContainers},
 	"exec":         {"container": completeContainers},
 	"image import": {"node": completeNames(nodeResource)},
+	"get":          {"output": completeWords(getOutputs, nil)},
+	"wait":         {"for": completeWords(waitFors, waitConditions)},
 }
+
+// getOutputs are get's -o formats; those ending in "=" take a template
+// or file after them.
+var getOutputs = []string{"json", "yaml", "wide", "name", "jsonpath=", "custom-columns=", "jsonpath-file=", "custom-columns-file="}
+
+// waitFors are the forms of wait --for, and waitConditions the condition
+// types of the kinds outpost serves, offered after "condition=".
+var (
+	waitFors       = []string{"condition=", "delete", "jsonpath="}
+	waitConditions = []string{"Available", "ContainersReady", "Initialized", "PodScheduled", "Progressing", "Ready"}
+)
 
 var namespaceResource = api.ResourceForKind("Namespace")
 
@@ -188,6 +206,98 @@ func completeTargets(kinds func(*api.Resource) bool) argCompleter {
 				return nil, noFiles
 			}
 			return o.objectNames(cmd, r, toComplete, args[1:]), noFiles
+		}
+	}
+}
+
+// withCategories adds kubectl's categories ("all") to the kinds a
+// get-like verb offers for its first argument, in a comma list too.
+func withCategories(inner argCompleter) argCompleter {
+	return func(o *options) cobra.CompletionFunc {
+		fn := inner(o)
+		return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			out, directive := fn(cmd, args, toComplete)
+			if len(args) > 0 || strings.Contains(toComplete, "/") {
+				return out, directive
+			}
+			before, word := "", toComplete
+			if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+				before, word = toComplete[:i+1], toComplete[i+1:]
+			}
+			for _, c := range slices.Sorted(maps.Keys(categories)) {
+				if strings.HasPrefix(c, word) {
+					out = append(out, cobra.CompletionWithDesc(before+c, "category: "+strings.Join(categories[c], ", ")))
+				}
+			}
+			return out, directive
+		}
+	}
+}
+
+// completeExplain completes explain's TYPE[.FIELD...]: the kinds, then
+// after a dot the fields of what the path names so far, from the schema
+// explain prints. A field is offered without a trailing space, as a
+// further ".field" may follow.
+func completeExplain(*options) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, noFiles
+		}
+		typ, rest, dotted := strings.Cut(toComplete, ".")
+		if !dotted {
+			return kindCompletions(nil, "", toComplete), noFiles
+		}
+		r := api.ResourceForName(typ)
+		if r == nil {
+			return nil, noFiles
+		}
+		t := reflect.TypeOf(r.New()).Elem()
+		walked := strings.Split(rest, ".")
+		last := walked[len(walked)-1]
+		walked = walked[:len(walked)-1]
+		for _, name := range walked {
+			next, err := schemaField(t, name)
+			if err != nil || next == nil {
+				return nil, noFiles
+			}
+			t = next
+		}
+		prefix := strings.Join(append([]string{typ}, walked...), ".") + "."
+		var out []cobra.Completion
+		for _, f := range explainable(t) {
+			if strings.HasPrefix(f.Name, last) {
+				out = append(out, prefix+f.Name)
+			}
+		}
+		return out, noFiles | cobra.ShellCompDirectiveNoSpace
+	}
+}
+
+// completeWords completes a flag from a fixed list of words; after a
+// word that ends in "=" (condition=), from that word followed by each of
+// after. When every candidate ends in "=" no space is added, as a value
+// follows.
+func completeWords(words, after []string) argCompleter {
+	return func(*options) cobra.CompletionFunc {
+		return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var out []cobra.Completion
+			for _, w := range words {
+				if strings.HasPrefix(w, toComplete) {
+					out = append(out, w)
+				}
+				if v, ok := strings.CutPrefix(toComplete, w); ok && strings.HasSuffix(w, "=") {
+					for _, a := range after {
+						if strings.HasPrefix(a, v) {
+							out = append(out, w+a)
+						}
+					}
+				}
+			}
+			directive := noFiles
+			if len(out) > 0 && !slices.ContainsFunc(out, func(c string) bool { return !strings.HasSuffix(c, "=") }) {
+				directive |= cobra.ShellCompDirectiveNoSpace
+			}
+			return out, directive
 		}
 	}
 }

@@ -39,7 +39,10 @@ func newCreateCommand(o *options) *cobra.Command {
 		Use:     "namespace NAME",
 		Aliases: []string{"ns"},
 		Short:   "Create a namespace",
-		Args:    exactArgs(1, "the name of the namespace"),
+		Example: `  outpost create namespace shop
+  outpost create ns lab
+  outpost get namespaces`,
+		Args: exactArgs(1, "the name of the namespace"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := o.client(cmd)
 			if err != nil {

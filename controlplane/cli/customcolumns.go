@@ -205,7 +205,7 @@ func (p *customColumnsPrinter) printDoc(w io.Writer, doc []byte) error {
 		for i, path := range p.paths {
 			var cells []string
 			for _, val := range path.eval(obj, obj) {
-				cells = append(cells, formatValue(val))
+				cells = append(cells, formatCell(val))
 			}
 			row[i] = "<none>"
 			if len(cells) > 0 {
@@ -218,4 +218,15 @@ func (p *customColumnsPrinter) printDoc(w io.Writer, doc []byte) error {
 		return nil
 	}
 	return p.tbl.print(w, rows)
+}
+
+// formatCell prints a custom-columns cell as kubectl does: maps and lists
+// in Go's notation (map[app:web], [a b]) rather than the JSON that
+// -o jsonpath prints, and anything else as formatValue.
+func formatCell(v any) string {
+	switch v.(type) {
+	case map[string]any, []any:
+		return fmt.Sprint(v)
+	}
+	return formatValue(v)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -219,6 +220,7 @@ func (d *describer) describe(w io.Writer, r *api.Resource, obj api.Object) error
 			}
 			d.table(1, rows)
 		}
+		d.deploymentReplicaSets(o)
 	case *api.ReplicaSet:
 		d.meta(m)
 		d.line(0, "Selector", selectorString(o.Spec.Selector))
@@ -381,10 +383,10 @@ func (d *describer) pod(p *api.Pod) {
 	d.controlledBy(&p.ObjectMeta)
 	if len(p.Spec.InitContainers) > 0 {
 		d.section(0, "Init Containers")
-		d.containers(p.Spec.InitContainers, p.Status.InitContainerStatuses)
+		d.containers(p.Spec.InitContainers, p.Status.InitContainerStatuses, false)
 	}
 	d.section(0, "Containers")
-	d.containers(p.Spec.Containers, p.Status.ContainerStatuses)
+	d.containers(p.Spec.Containers, p.Status.ContainerStatuses, false)
 	d.podConditions(p.Status.Conditions)
 	if len(p.Spec.Volumes) > 0 {
 		d.section(0, "Volumes")
@@ -440,10 +442,16 @@ func (d *describer) podConditions(cs []api.PodCondition) {
 	d.table(1, rows)
 }
 
-// containers writes each container with its state from statuses.
-func (d *describer) containers(cs []api.Container, statuses []api.ContainerStatus) {
+// containers writes each container with its state from statuses. A
+// pod's container names are indented by two spaces, a template's by three
+// (inTemplate), as kubectl prints them; their fields by four either way.
+func (d *describer) containers(cs []api.Container, statuses []api.ContainerStatus, inTemplate bool) {
 	for _, c := range cs {
-		d.section(1, c.Name)
+		if inTemplate {
+			fmt.Fprintf(d.tw, "   %s:\n", c.Name)
+		} else {
+			d.section(1, c.Name)
+		}
 		var st *api.ContainerStatus
 		for i := range statuses {
 			if statuses[i].Name == c.Name {
@@ -592,9 +600,78 @@ func (d *describer) tolerations(ts []api.Toleration) {
 func (d *describer) template(t *api.PodTemplateSpec) {
 	d.section(0, "Pod Template")
 	d.mapLines(1, "Labels", t.Labels, "=")
+	if len(t.Annotations) > 0 {
+		d.mapLines(1, "Annotations", shownAnnotations(t.Annotations), ": ")
+	}
+	if len(t.Spec.InitContainers) > 0 {
+		d.section(1, "Init Containers")
+		d.containers(t.Spec.InitContainers, nil, true)
+	}
 	d.section(1, "Containers")
-	d.containers(t.Spec.Containers, nil)
+	d.containers(t.Spec.Containers, nil, true)
 	d.mapLines(1, "Node-Selectors", t.Spec.NodeSelector, "=")
+}
+
+// deploymentReplicaSets writes kubectl's OldReplicaSets and NewReplicaSet
+// lines: the new one runs the deployment's template, the old ones are the
+// others that still have replicas, each as "name (status/spec replicas
+// created)".
+func (d *describer) deploymentReplicaSets(dep *api.Deployment) {
+	h, err := history(d.ctx, d.cl, dep.Namespace, dep.UID)
+	if err != nil {
+		fmt.Fprintf(d.stderr, "Warning: cannot list the replica sets of deployment/%s: %v\n", dep.Name, err)
+		return
+	}
+	want, err := templateKey(&dep.Spec.Template)
+	if err != nil {
+		fmt.Fprintf(d.stderr, "Warning: deployment/%s: %v\n", dep.Name, err)
+		return
+	}
+	var newRS *api.ReplicaSet
+	// Newest first, so that of two replica sets with the same template
+	// (which the controller does not make) the newer is the new one.
+	for _, rv := range slices.Backward(h) {
+		t := rv.rs.Spec.Template
+		t.Labels = withoutKey(t.Labels, templateHashLabel)
+		if key, err := templateKey(&t); err == nil && key == want {
+			newRS = rv.rs
+			break
+		}
+	}
+	if newRS == nil {
+		// The controller has not made it yet; the deployment's revision
+		// names the one it last rolled out.
+		for _, rv := range h {
+			if rev := dep.Annotations[revisionAnnotation]; rev != "" && rv.rs.Annotations[revisionAnnotation] == rev {
+				newRS = rv.rs
+			}
+		}
+	}
+	var old []string
+	for _, rv := range h {
+		if rv.rs != newRS && replicas(rv.rs.Spec.Replicas) > 0 {
+			old = append(old, replicaSetSummary(rv.rs))
+		}
+	}
+	d.line(0, "OldReplicaSets", orNone(strings.Join(old, ", ")))
+	if newRS == nil {
+		d.line(0, "NewReplicaSet", none)
+		return
+	}
+	d.line(0, "NewReplicaSet", replicaSetSummary(newRS))
+}
+
+func replicaSetSummary(rs *api.ReplicaSet) string {
+	return fmt.Sprintf("%s (%d/%d replicas created)", rs.Name, rs.Status.Replicas, replicas(rs.Spec.Replicas))
+}
+
+// templateKey is a pod template's JSON, to tell whether two are the same.
+func templateKey(t *api.PodTemplateSpec) (string, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "", fmt.Errorf("encode pod template: %w", err)
+	}
+	return string(b), nil
 }
 
 func (d *describer) node(n *api.Node) {

@@ -40,6 +40,9 @@ func newEditCommand(o *options) *cobra.Command {
 		Long: "edit opens the object as YAML in $OUTPOST_EDITOR, $EDITOR or vi. When the editor exits,\n" +
 			"the changed object replaces the stored one (a change made meanwhile by someone else makes\n" +
 			"the save fail with a conflict). On failure the edited file is kept and its path printed.",
+		Example: `  outpost edit deployment/web
+  outpost edit svc web -n shop
+  OUTPOST_EDITOR=nano outpost edit node edge-1`,
 		Args: minArgs(1, "a resource and a name, e.g. `outpost edit deploy web`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			targets, err := parseTargets(args)

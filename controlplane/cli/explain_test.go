@@ -33,13 +33,13 @@ FIELDS:
     The port number the container listens on.
 
   hostIP	<string>
-    <no description>
+    The node address a hostPort binds to; every address when empty.
 
   hostPort	<integer>
     A port of the node forwarded to the container.
 
   name	<string>
-    <no description>
+    A name for the port, which a Service's targetPort may use.
 
   protocol	<string>
     TCP (the default), UDP or SCTP.
@@ -125,6 +125,47 @@ func TestExplainMatchesTheDecoder(t *testing.T) {
 		}
 		if _, err := api.DecodeInto([]byte(body), r.New()); err == nil || !strings.Contains(err.Error(), "notAField") {
 			t.Errorf("%s: the decoder took a field explain does not list: %v", r.Kind, err)
+		}
+	}
+}
+
+// TestExplainDescribesCommonKinds: every field of the kinds a newcomer
+// meets first (Pod, Deployment, DaemonSet, Service, Node: spec, status and
+// what is below them) has a description, not "<no description>".
+func TestExplainDescribesCommonKinds(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(typ reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		st := elemStruct(typ)
+		if st == nil || seen[st] {
+			return
+		}
+		seen[st] = true
+		for _, f := range explainable(typ) {
+			if d := fieldDescription(st, f.Name, f.Type); d == "<no description>" {
+				t.Errorf("explain %s.%s (%s.%s) has no description", path, f.Name, st.Name(), f.Name)
+			}
+			if f.Type != nil && f.Name != "metadata" {
+				walk(f.Type, path+"."+f.Name)
+			}
+		}
+	}
+	for _, k := range []string{"Pod", "Deployment", "DaemonSet", "Service", "Node"} {
+		r := api.ResourceForKind(k)
+		walk(reflect.TypeOf(r.New()).Elem(), r.Plural)
+	}
+	for path, want := range map[string]string{
+		"deployment.spec.strategy.type":               "Recreate",
+		"deploy.spec.strategy.rollingUpdate.maxSurge": "25%",
+		"pods.status.phase":                           "Pending",
+		"pods.status.containerStatuses.restartCount":  "restarted",
+		"nodes.status.allocatable":                    "capacity",
+		"nodes.status.conditions.type":                "MemoryPressure",
+		"deploy.status.conditions.lastTransitionTime": "last changed",
+	} {
+		res := runCLI(t, t.Context(), "", "explain", path)
+		if res.code != 0 || !strings.Contains(res.stdout, want) {
+			t.Errorf("explain %s: code %d, want %q in\n%s%s", path, res.code, want, res.stdout, res.stderr)
 		}
 	}
 }

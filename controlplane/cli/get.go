@@ -23,6 +23,9 @@ type getOptions struct {
 	output        string
 	watch         bool
 	showLabels    bool
+	noHeaders     bool
+	sortBy        string
+	sortPath      *jpPath // sortBy parsed; nil when not sorting
 }
 
 func newGetCommand(o *options) *cobra.Command {
@@ -35,7 +38,12 @@ func newGetCommand(o *options) *cobra.Command {
   outpost get nodes -l topology.kubernetes.io/zone=a --show-labels
   outpost get deploy/web -o yaml
   outpost get pods,services
-  outpost get pods -w`,
+  outpost get pods -w
+  outpost get pods --sort-by=.metadata.creationTimestamp
+  outpost get pods --sort-by='.status.containerStatuses[0].restartCount' --no-headers
+  outpost get pods -o jsonpath='{.items[*].metadata.name}'
+  outpost get pods -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.podIP}{"\n"}{end}'
+  outpost get pods -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.spec.containers[*].image'`,
 		Args: minArgs(1, "a resource type, e.g. `outpost get pods`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), o, g, cmd, args)
@@ -48,6 +56,8 @@ func newGetCommand(o *options) *cobra.Command {
 	f.StringVarP(&g.output, "output", "o", "", "output format: json, yaml, wide, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=NAME:PATH,... or custom-columns-file=FILE")
 	f.BoolVarP(&g.watch, "watch", "w", false, "after listing, print changes as they happen")
 	f.BoolVar(&g.showLabels, "show-labels", false, "add a LABELS column")
+	f.BoolVar(&g.noHeaders, "no-headers", false, "print no header line (tables, wide and custom-columns)")
+	f.StringVar(&g.sortBy, "sort-by", "", "sort lists by the value at this JSONPath, e.g. .metadata.creationTimestamp or '{.status.containerStatuses[0].restartCount}'")
 	return cmd
 }
 
@@ -65,6 +75,13 @@ func runGet(ctx context.Context, o *options, g *getOptions, cmd *cobra.Command, 
 	}
 	if err := checkOutput(g.output); err != nil {
 		return err
+	}
+	if g.sortBy != "" {
+		p, err := parseJSONPathExpr(relaxedPath(g.sortBy))
+		if err != nil {
+			return usagef("--sort-by: %v", err)
+		}
+		g.sortPath = p
 	}
 	named := false
 	for _, t := range targets {
@@ -146,10 +163,13 @@ func printFetched(o *options, g *getOptions, results []fetched, named, single bo
 	for _, f := range results {
 		total += len(f.raws)
 	}
+	if err := sortFetched(g, results); err != nil {
+		return err
+	}
 	switch {
 	case g.output == outputJSON || g.output == outputYAML || isTemplateOutput(g.output) && (total > 0 || !strings.HasPrefix(g.output, outputCustomColumns)):
 		if single && total == 1 {
-			return printRaw(stdout, g.output, results[0].raws[0])
+			return g.printDoc(stdout, results[0].raws[0])
 		}
 		if single {
 			return nil // the one object asked for failed, and said so: no empty List, as kubectl
@@ -158,11 +178,16 @@ func printFetched(o *options, g *getOptions, results []fetched, named, single bo
 		for _, f := range results {
 			items = append(items, f.raws...)
 		}
+		if g.sortPath != nil && len(results) > 1 {
+			if _, err := sortRaws(g.sortPath, items); err != nil {
+				return err
+			}
+		}
 		doc, err := listDocument(items)
 		if err != nil {
 			return fmt.Errorf("encode list: %w", err)
 		}
-		return printRaw(stdout, g.output, doc)
+		return g.printDoc(stdout, doc)
 	case g.output == outputName:
 		for _, f := range results {
 			for _, raw := range f.raws {
@@ -203,18 +228,47 @@ func printFetched(o *options, g *getOptions, results []fetched, named, single bo
 			}
 			objs = append(objs, obj)
 		}
-		if f.r.Kind == "Event" {
+		if f.r.Kind == "Event" && g.sortPath == nil {
 			sortEvents(objs)
 		}
 		if !first {
 			fmt.Fprintln(stdout)
 		}
 		first = false
-		if err := newTableFor(f.r, p).print(stdout, rowsFor(f.r, objs, p)); err != nil {
+		tbl := newTableFor(f.r, p)
+		if g.noHeaders {
+			tbl.omitHeader()
+		}
+		if err := tbl.print(stdout, rowsFor(f.r, objs, p)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// printDoc prints one document (an object or a List) in -o's format,
+// without custom-columns' header under --no-headers.
+func (g *getOptions) printDoc(w io.Writer, doc []byte) error {
+	if !isTemplateOutput(g.output) {
+		return printRaw(w, g.output, doc)
+	}
+	p, err := g.templatePrinter()
+	if err != nil {
+		return err
+	}
+	return p.printDoc(w, doc)
+}
+
+// templatePrinter is templatePrinter(g.output) with --no-headers applied.
+func (g *getOptions) templatePrinter() (docPrinter, error) {
+	p, err := templatePrinter(g.output)
+	if err != nil {
+		return nil, err
+	}
+	if cc, ok := p.(*customColumnsPrinter); ok && g.noHeaders {
+		cc.tbl.omitHeader()
+	}
+	return p, nil
 }
 
 // noResourcesMessage is kubectl's line for an empty listing.
@@ -244,11 +298,14 @@ func watchGet(ctx context.Context, o *options, g *getOptions, cl *client.Client,
 		withNamespace: g.allNamespaces,
 	}
 	tbl := newTableFor(t.r, p)
+	if g.noHeaders {
+		tbl.omitHeader()
+	}
 	printed := 0
 	var tp docPrinter
 	if isTemplateOutput(g.output) {
 		var err error
-		if tp, err = templatePrinter(g.output); err != nil {
+		if tp, err = g.templatePrinter(); err != nil {
 			return err
 		}
 	}
@@ -293,6 +350,13 @@ func watchGet(ctx context.Context, o *options, g *getOptions, cl *client.Client,
 		objs, rv, err := cl.List(ctx, t.r, ns, opts)
 		if err != nil {
 			return "", err
+		}
+		if g.sortPath != nil {
+			// As kubectl: the first listing is sorted, changes print as
+			// they come.
+			if err := sortObjects(g.sortPath, objs); err != nil {
+				return "", err
+			}
 		}
 		if len(objs) > 0 {
 			if err := emit(objs); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -226,8 +227,26 @@ func roffLine(line string) string {
 // roffEscape escapes the characters roff gives a meaning inside a line:
 // the backslash, and the hyphen, which would be printed as a typographic
 // hyphen that a user copying an option could not paste into a shell.
+// Characters beyond ASCII (… ±) are written as \[uXXXX]: groff reads its
+// input as Latin-1 unless told otherwise and warns about them raw, and
+// both groff and mandoc print the escape as the character.
 func roffEscape(s string) string {
-	return strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
+	s = strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
+	if strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case r == utf8.RuneError:
+			b.WriteByte('?') // not UTF-8: no character to name
+		default:
+			fmt.Fprintf(&b, `\[u%04X]`, r)
+		}
+	}
+	return b.String()
 }
 
 // roffQuote is s as one argument of a request: in double quotes, with

@@ -158,6 +158,10 @@ next
 	if got := roffQuote(`say "hi" -x`); got != `"say ""hi"" \-x"` {
 		t.Errorf("roffQuote = %s", got)
 	}
+	// Beyond ASCII: named, not raw (groff warns about a raw "…").
+	if got := roffLine("--token OP1::sha256:…::id ±10% \xff"); got != `\-\-token OP1::sha256:\[u2026]::id \[u00B1]10% ?` {
+		t.Errorf("roffLine of non-ASCII = %s", got)
+	}
 
 	c := &cobra.Command{Use: "x", Short: `.TH evil \fB`, Long: ".SH evil\n\\fIx", Run: func(*cobra.Command, []string) {}}
 	c.Flags().String("f", "", ".in 5 \\")

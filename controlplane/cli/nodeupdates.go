@@ -91,7 +91,9 @@ state. A host that died holding one keeps it: release it here.`,
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the held reboot locks",
-		Args:  cobra.NoArgs,
+		Example: `  outpost adm fleetlock list
+  outpost adm fleetlock list --pool worker`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := o.client(cmd)
 			if err != nil {

@@ -95,6 +95,10 @@ func newTable(header []string) *table {
 	return &table{header: header, widths: make([]int, len(header))}
 }
 
+// omitHeader makes print leave the header out (--no-headers); the
+// columns are then as wide as the rows need.
+func (t *table) omitHeader() { t.headed = true }
+
 // print writes the header (the first time) and rows, padding columns to
 // the widest cell seen so far with three spaces between columns.
 func (t *table) print(w io.Writer, rows [][]string) error {

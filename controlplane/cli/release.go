@@ -431,7 +431,9 @@ func newReleaseManifestCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "manifest PAYLOAD",
 		Short: "Print the bytes a release signature signs (its OCI manifest)",
-		Args:  exactArgs(1, "one payload (a directory or a tar file)"),
+		Example: `  outpost adm release manifest payload/ > manifest.json
+  outpost adm release manifest outpost-1.3.0.tar | sha256sum`,
+		Args: exactArgs(1, "one payload (a directory or a tar file)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := release.Open(args[0])
 			if err != nil {

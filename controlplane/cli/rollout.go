@@ -37,11 +37,12 @@ var (
 func newRolloutCommand(o *options) *cobra.Command {
 	rollout := &cobra.Command{
 		Use:   "rollout",
-		Short: "Follow, list and undo the rollouts of deployments and daemon sets",
+		Short: "Follow, list, undo, restart, pause and resume the rollouts of deployments and daemon sets",
 		Long: "A deployment rolls a new pod template out through a new ReplicaSet and keeps the\n" +
 			"earlier ones, scaled to zero, as its revision history; rollout follows that process.",
 	}
-	rollout.AddCommand(newRolloutStatusCommand(o), newRolloutUndoCommand(o), newRolloutHistoryCommand(o), newRolloutRestartCommand(o))
+	rollout.AddCommand(newRolloutStatusCommand(o), newRolloutUndoCommand(o), newRolloutHistoryCommand(o), newRolloutRestartCommand(o),
+		newRolloutPauseCommand(o, true), newRolloutPauseCommand(o, false))
 	return rollout
 }
 
@@ -57,6 +58,10 @@ func oneTarget(args []string, verb string, kinds ...string) (*api.Resource, stri
 	}
 	t := targets[0]
 	if !slices.Contains(kinds, t.r.Kind) {
+		if t.r == daemonSetResource && (verb == "history" || verb == "undo") {
+			return nil, "", usagef("rollout %s is not available for daemonsets: outpost's daemon set controller keeps no "+
+				"ControllerRevisions, so there are no earlier templates to list or go back to; re-apply the earlier manifest instead", verb)
+		}
 		return nil, "", usagef("rollout %s is not available for %s", verb, t.r.Plural)
 	}
 	return t.r, t.names[0], nil

@@ -23,7 +23,7 @@ func newSchedulerCommand() *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Check a scheduler policy file and print what it enables",
-		Long: "check reads a scheduler policy (kind: Policy, JSON or YAML, SPEC SCH-2) as\n" +
+		Long: "check reads a scheduler policy (kind: Policy, JSON or YAML) as\n" +
 			"`outpost server --scheduler-policy FILE` would, and prints the predicates in the order\n" +
 			"they run, with their arguments, the priorities with their weights, and warnings about\n" +
 			"what may surprise. A file that would be refused exits 1 with every problem listed.\n" +

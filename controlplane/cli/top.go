@@ -51,6 +51,8 @@ func newTopCommand(o *options) *cobra.Command {
 			"last few seconds and the memory working set, from the agents' cgroup readings (the\n" +
 			"metrics.k8s.io API every server serves). An agent reads every 10 s and a CPU rate\n" +
 			"needs two readings, so a pod that just started has no figures for a few seconds.",
+		Example: `  outpost top nodes
+  outpost top pods -A --sort-by cpu`,
 	}
 	cmd.AddCommand(newTopNodesCommand(o), newTopPodsCommand(o))
 	return cmd

@@ -153,7 +153,9 @@ else a line every few seconds).`,
 	channel := &cobra.Command{
 		Use:   "channel NAME",
 		Short: "Set the update channel the cluster follows",
-		Args:  exactArgs(1, "the channel's name"),
+		Example: `  outpost adm upgrade channel stable-1
+  outpost adm upgrade`,
+		Args: exactArgs(1, "the channel's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "" {
 				return usagef("the channel's name is empty")

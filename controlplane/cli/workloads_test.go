@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -219,8 +220,40 @@ func TestRolloutUndo(t *testing.T) {
 	if res.code != 1 || !strings.HasPrefix(res.stderr, "error: cannot roll back a paused deployment") {
 		t.Errorf("undo of a paused deployment: %+v", res)
 	}
-	expect(t, "undo a daemon set", f.run("rollout", "undo", "ds/agent"), 1, "",
-		"error: rollout undo is not available for daemonsets\nSee 'outpost rollout undo --help' for usage.\n")
+	// The daemon set controller keeps no ControllerRevisions: the
+	// refusal says so, for undo and history alike.
+	for _, verb := range []string{"undo", "history"} {
+		res := f.run("rollout", verb, "ds/agent")
+		if res.code != 1 || !strings.HasPrefix(res.stderr, "error: rollout "+verb+" is not available for daemonsets: outpost's daemon set controller keeps no ControllerRevisions") {
+			t.Errorf("%s of a daemon set: %+v", verb, res)
+		}
+	}
+}
+
+func TestRolloutPauseResume(t *testing.T) {
+	f := newFakeAPI(t)
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default"},"spec":{"replicas":2,"selector":{},"template":{}}}`)
+	f.put(deployR, `{"metadata":{"name":"api","namespace":"default"},"spec":{"replicas":1,"selector":{},"template":{}}}`)
+	f.put(dsR, `{"metadata":{"name":"agent","namespace":"default"},"spec":{"selector":{},"template":{}}}`)
+	paused := func(name string) any { return f.get(deployR, "default", name)["spec"].(map[string]any)["paused"] }
+
+	expect(t, "pause", f.run("rollout", "pause", "deployment/web", "deploy/api"), 0,
+		"deployment.apps/web paused\ndeployment.apps/api paused\n", "")
+	if paused("web") != true || paused("api") != true {
+		t.Fatalf("after pause spec.paused is %v, %v", paused("web"), paused("api"))
+	}
+	f.expectNoWrites(t, "pause twice", []string{"rollout", "pause", "deployment/web"}, 1, "",
+		"error: deployments.apps \"web\" is already paused\n")
+	expect(t, "resume", f.run("rollout", "resume", "deploy", "web"), 0, "deployment.apps/web resumed\n", "")
+	if p := paused("web"); p != nil {
+		t.Errorf("after resume spec.paused is %v, want it gone", p)
+	}
+	f.expectNoWrites(t, "resume twice", []string{"rollout", "resume", "deployment/web"}, 1, "",
+		"error: deployments.apps \"web\" is not paused\n")
+	expect(t, "resume by selector", f.run("rollout", "resume", "deploy", "--all"), 1, "deployment.apps/api resumed\n",
+		"error: deployments.apps \"web\" is not paused\n")
+	expect(t, "pause a daemon set", f.run("rollout", "pause", "ds/agent"), 1, "",
+		"error: rollout pause is not available for daemonsets: only deployments can be paused\nSee 'outpost rollout pause --help' for usage.\n")
 }
 
 func TestRolloutHistory(t *testing.T) {
@@ -276,4 +309,59 @@ spec:
 		t.Errorf("last-applied lost what is stored: %s", la)
 	}
 	expect(t, "apply again", f.run("apply", "-f", file), 0, "deployment.apps/web unchanged\n", "")
+}
+
+// describe deployment names its new and old replica sets as kubectl does,
+// shows the template's annotations, and indents container names under
+// "Containers:" by three spaces (rollout history --revision too).
+func TestDescribeDeploymentReplicaSets(t *testing.T) {
+	f := newFakeAPI(t)
+	rolloutFixture(f)
+	// Revision 2 still has pods (a rollout under way); revision 3 runs
+	// the deployment's template.
+	f.put(rsR, `{"metadata":{"name":"web-h2","namespace":"default","annotations":{"`+revisionAnnotation+`":"2"},
+		"ownerReferences":[{"kind":"Deployment","name":"web","uid":"uid-web","controller":true}]},
+		"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web","pod-template-hash":"h2"}},
+		"spec":{"containers":[{"name":"web","image":"web:2"}]}}},"status":{"replicas":1}}`)
+	f.put(rsR, `{"metadata":{"name":"web-h3","namespace":"default","annotations":{"`+revisionAnnotation+`":"3"},
+		"ownerReferences":[{"kind":"Deployment","name":"web","uid":"uid-web","controller":true}]},
+		"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web","pod-template-hash":"h3"}},
+		"spec":{"containers":[{"name":"web","image":"web:3"}]}}},"status":{"replicas":1}}`)
+	res := f.run("describe", "deployment", "web")
+	for _, want := range []string{
+		`\nOldReplicaSets: +web-h2 \(1/1 replicas created\)\n`,
+		`\nNewReplicaSet: +web-h3 \(1/2 replicas created\)\n`,
+		`\n  Containers:\n   web:\n    Image:`,
+	} {
+		if res.code != 0 || !regexp.MustCompile(want).MatchString(res.stdout) {
+			t.Errorf("describe deployment: want %q in\n%s%s", want, res.stdout, res.stderr)
+		}
+	}
+
+	// A restarted deployment: the template carries restartedAt; no
+	// replica set runs that template yet, the deployment's revision
+	// annotation names the new one.
+	f.put(deployR, `{"metadata":{"name":"web","namespace":"default","uid":"uid-web","annotations":{"`+revisionAnnotation+`":"3"}},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
+		"template":{"metadata":{"labels":{"app":"web"},"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-01-01T01:00:00Z"}},"spec":{"containers":[{"name":"web","image":"web:3"}]}}}}`)
+	res = f.run("describe", "deploy/web")
+	for _, want := range []string{
+		`\nPod Template:\n  Labels:       app=web\n  Annotations:  kubectl.kubernetes.io/restartedAt: 2026-01-01T01:00:00Z\n  Containers:\n   web:\n`,
+		`\nOldReplicaSets: +web-h2 \(1/1 replicas created\)\n`,
+		`\nNewReplicaSet: +web-h3 \(1/2 replicas created\)\n`,
+	} {
+		if res.code != 0 || !regexp.MustCompile(want).MatchString(res.stdout) {
+			t.Errorf("describe restarted deployment: want %q in\n%s%s", want, res.stdout, res.stderr)
+		}
+	}
+
+	f.put(deployR, `{"metadata":{"name":"new","namespace":"default","uid":"uid-new"},"spec":{"selector":{},"template":{}}}`)
+	res = f.run("describe", "deploy/new")
+	if res.code != 0 || !regexp.MustCompile(`\nOldReplicaSets: +<none>\nNewReplicaSet: +<none>\n`).MatchString(res.stdout) {
+		t.Errorf("describe deployment without replica sets:\n%s%s", res.stdout, res.stderr)
+	}
+
+	res = f.run("rollout", "history", "deployment/web", "--revision=2")
+	if res.code != 0 || !strings.Contains(res.stdout, "\n  Containers:\n   web:\n    Image:         web:2\n") {
+		t.Errorf("history --revision=2:\n%s%s", res.stdout, res.stderr)
+	}
 }

@@ -101,6 +101,14 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		s.serveVersion(w, r)
 		return
 	}
+	// A web browser sent to the server's address (no token, asking for a
+	// page) is sent on to the console rather than shown a 401 in JSON.
+	// API clients do not ask for text/html and keep their 401.
+	if path == "/" && browserWithoutToken(r) {
+		w.label(verbGet, "console")
+		http.Redirect(w, r, console.Prefix+"/", http.StatusFound)
+		return
+	}
 	// The console's files hold no cluster data (issue 15 item 3): the
 	// page logs in with a token and every call it makes for data is an
 	// authenticated API request like any other.
@@ -244,6 +252,24 @@ func (s *Server) serve(w *recorder, r *http.Request) {
 		return
 	}
 	writeError(w, notFoundPath())
+}
+
+// browserWithoutToken reports whether r is a web browser's page load with
+// no credentials: GET or HEAD, no Authorization header, text/html among
+// the types it accepts.
+func browserWithoutToken(r *http.Request) bool {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.Header.Get("Authorization") != "" {
+		return false
+	}
+	for _, accept := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(accept, ",") {
+			media, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(media), "text/html") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // authenticate finds who sent r: a bearer token, else a verified client
