@@ -57,9 +57,7 @@ var specID = regexp.MustCompile(`\bSPEC\b|\b(ADM|TNT|SCH|NET|UPD|MCO|MAP|CVO|OSU
 // TestHelpCitesNoSpecIDs: help texts (short, long, examples and flag
 // usages) do not cite the spec's numbers; comments in the code do.
 func TestHelpCitesNoSpecIDs(t *testing.T) {
-	// taint's long text lives in a file being changed on another branch;
-	// the exemption must go once that text is clean (the test says so).
-	exempt := map[string]bool{"outpost taint": true, "outpost adm taint": true}
+	exempt := map[string]bool{}
 	visibleCommands(newRootCommand(), func(c *cobra.Command) {
 		texts := []string{c.Short, c.Long, c.Example}
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })

@@ -37,10 +37,10 @@ const (
 	modifiedVerb  = "modified"
 )
 
-const taintLong = `taint adds, changes and removes taints of nodes (SPEC TNT-1, TNT-10). A node repels
-the pods that do not tolerate its taints: NoSchedule keeps new pods off, PreferNoSchedule
-makes the scheduler avoid the node, NoExecute keeps new pods off (evicting the pods already
-running there, with tolerationSeconds, comes with the node lifecycle controller: not yet).
+const taintLong = `taint adds, changes and removes taints of nodes. A node repels the pods that do
+not tolerate its taints: NoSchedule keeps new pods off, PreferNoSchedule makes the scheduler
+avoid the node, NoExecute keeps new pods off and evicts the pods already running there that
+do not tolerate it (after their tolerationSeconds, when they give one).
 
   KEY=VALUE:EFFECT   add a taint (KEY:EFFECT for one without a value)
   KEY:EFFECT-        remove the taint with that key and effect
