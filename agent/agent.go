@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,7 +181,8 @@ func (a *Agent) registryAuth() []runtime.RegistryAuth {
 // after it returns: containers outlive the agent, and the next Run adopts
 // them.
 func Run(ctx context.Context, cfg Config) error {
-	cfg, err := cfg.withDefaults()
+	cfg, thresholds, errs := cfg.check()
+	err := errors.Join(errs...)
 	if err != nil {
 		return err
 	}
@@ -193,13 +193,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a := &Agent{cfg: cfg, log: log, pods: newPods(), now: time.Now, restart: make(chan string, 1),
 		starts: make(chan struct{}, parallelStarts()),
 		events: make(chan *api.Event, 256)}
-	// A bad threshold is refused before anything starts, with its reason.
-	a.thresholds = host.DefaultThresholds()
-	if cfg.EvictionHard != "" {
-		if a.thresholds, err = host.ParseThresholds(cfg.EvictionHard); err != nil {
-			return fmt.Errorf("%w: --eviction-hard: %w", ErrConfig, err)
-		}
-	}
+	a.thresholds = thresholds
 	if a.runsResolver() {
 		a.dns = clusterdns.NewServer(cfg.ClusterDomain, dnsUpstreams(cfg.ResolvConf, a.clusterDNS()), log)
 	}
@@ -333,16 +327,7 @@ func (a *Agent) credential(ctx context.Context) (*credential, error) {
 	if err != nil || c != nil {
 		return c, err
 	}
-	var missing []string
-	if a.cfg.Server == "" {
-		missing = append(missing, "--server (the API's URL)")
-	}
-	if a.cfg.JoinToken == "" {
-		missing = append(missing, "--token (a join string from `outpost adm token create --role node`)")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s holds no credential yet, so the agent must join: give %s", ErrConfig, a.cfg.DataDir, strings.Join(missing, " and "))
-	}
+	// Run checked what joining needs (Config.checkJoin).
 	var caPEM []byte
 	if a.cfg.CAFile != "" {
 		if caPEM, err = os.ReadFile(a.cfg.CAFile); err != nil {

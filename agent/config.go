@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/agent/clusterdns"
+	"github.com/outpost-edge/outpost/agent/host"
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/osupdate"
 )
 
@@ -191,9 +193,15 @@ type RegistryConfig struct {
 	Insecure      bool   `json:"insecure,omitempty"`
 }
 
+// withDefaults fills in defaults and checks what cannot be defaulted,
+// listing every problem.
 func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
+	}
 	if c.DataDir == "" {
-		return c, fmt.Errorf("%w: a data dir is required", ErrConfig)
+		bad("a data dir is required")
 	}
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = "cluster.local"
@@ -203,40 +211,45 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ClusterDNS != "" && c.ClusterDNS != ClusterDNSAuto && c.ClusterDNS != ClusterDNSNone {
 		if _, err := netip.ParseAddr(c.ClusterDNS); err != nil {
-			return c, fmt.Errorf("%w: --cluster-dns %q: want auto, none or an IP address", ErrConfig, c.ClusterDNS)
+			bad("--cluster-dns %q: want auto, none or an IP address", c.ClusterDNS)
 		}
 	}
 	if msgs := api.IsDNS1123Subdomain(c.ClusterDomain); len(msgs) > 0 {
-		return c, fmt.Errorf("%w: --cluster-domain %q: %s", ErrConfig, c.ClusterDomain, strings.Join(msgs, "; "))
+		bad("--cluster-domain %q: %s", c.ClusterDomain, strings.Join(msgs, "; "))
 	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return c, fmt.Errorf("%w: no --node-name and no host name: %w", ErrConfig, err)
+			bad("no --node-name and no host name: %w", err)
 		}
 		c.NodeName = h
 	}
 	if msgs := api.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
-		return c, fmt.Errorf("%w: node name %q: %v", ErrConfig, c.NodeName, msgs)
+		bad("node name %q: %v", c.NodeName, msgs)
 	}
 	if c.ControlPlaneEligible {
 		if c.ClusterSecretFile == "" {
-			return c, fmt.Errorf("%w: --control-plane-eligible needs --cluster-secret-file: the server this host may be asked to run joins with the cluster secret", ErrConfig)
-		}
-		if _, err := os.Stat(c.ClusterSecretFile); err != nil {
-			return c, fmt.Errorf("%w: --cluster-secret-file: %w", ErrConfig, err)
+			bad("--control-plane-eligible needs --cluster-secret-file: the server this host may be asked to run joins with the cluster secret")
+		} else if _, err := os.Stat(c.ClusterSecretFile); err != nil {
+			bad("--cluster-secret-file: %w", err)
 		}
 		if c.ServerDataDir == "" {
 			c.ServerDataDir = filepath.Join(c.DataDir, "server")
 		}
 		// The server runs from another directory (systemd's is /).
 		for _, p := range []*string{&c.ClusterSecretFile, &c.ServerDataDir} {
+			if *p == "" {
+				continue
+			}
 			abs, err := filepath.Abs(*p)
 			if err != nil {
-				return c, fmt.Errorf("%w: %s: %w", ErrConfig, *p, err)
+				bad("%s: %w", *p, err)
 			}
 			*p = abs
 		}
+	}
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
 	}
 	if c.EndpointAddr == "" {
 		c.EndpointAddr = fmt.Sprintf(":%d", DefaultEndpointPort)
@@ -269,4 +282,69 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// Problems are every problem Run would refuse c for before it starts
+// anything: the values, the eviction thresholds, and, while DataDir holds
+// no credential, what joining needs (the server's URL and a join string
+// of the right shape; ErrNoJoinString when there is none). It reads
+// only; `outpost install agent` runs it, so that it never installs a
+// unit that fails at every start (issue 15).
+func (c Config) Problems() []error {
+	_, _, errs := c.check()
+	return errs
+}
+
+// check is Problems, with the configuration defaulted and the thresholds
+// parsed for Run.
+func (c Config) check() (Config, []host.Threshold, []error) {
+	var errs []error
+	c, err := c.withDefaults()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	th := host.DefaultThresholds()
+	if c.EvictionHard != "" {
+		var err error
+		if th, err = host.ParseThresholds(c.EvictionHard); err != nil {
+			errs = append(errs, fmt.Errorf("%w: --eviction-hard: %w", ErrConfig, err))
+		}
+	}
+	if c.DataDir != "" {
+		errs = append(errs, c.checkJoin()...)
+	}
+	return c, th, errs
+}
+
+// ErrNoJoinString is a first start without a join string (--token).
+var ErrNoJoinString = errors.New("no join string")
+
+// checkJoin is what a first start (no credential in DataDir) needs to
+// join: the server's URL and a join string of the right shape.
+func (c Config) checkJoin() []error {
+	cred, err := loadCredential(c.DataDir)
+	if err != nil {
+		return []error{err}
+	}
+	if cred != nil {
+		return nil
+	}
+	var errs []error
+	why := fmt.Sprintf("%s holds no credential yet, so the agent must join", c.DataDir)
+	if c.Server == "" {
+		errs = append(errs, fmt.Errorf("%w: %s: give --server (the API's URL)", ErrConfig, why))
+	} else if err := client.CheckServer(c.Server); err != nil {
+		errs = append(errs, fmt.Errorf("%w: --server: %w", ErrConfig, err))
+	}
+	if c.JoinToken == "" {
+		errs = append(errs, fmt.Errorf("%w: %s: give --token (a join string from `outpost adm token create --role node`): %w", ErrConfig, why, ErrNoJoinString))
+	} else if _, _, err := parseJoinString(c.JoinToken, c.CAFile != ""); err != nil {
+		errs = append(errs, fmt.Errorf("%w: --token: %w", ErrConfig, err))
+	}
+	if c.CAFile != "" {
+		if _, err := os.ReadFile(c.CAFile); err != nil {
+			errs = append(errs, fmt.Errorf("%w: --ca-cert: %w", ErrConfig, err))
+		}
+	}
+	return errs
 }

@@ -70,27 +70,28 @@ func (c *credential) save(dataDir string) error {
 // join trades the join string for the node's credential. The server is
 // trusted by the pin in the join string alone (or by caPEM when the
 // token is a bare id.secret and the CA was given as a file).
-func join(ctx context.Context, server, joinString string, caPEM []byte, nodeName string, hosts []string) (*credential, error) {
-	var (
-		tlsCfg *tls.Config
-		token  string
-		pin    string
-	)
-	if len(caPEM) > 0 {
-		if _, _, err := auth.ParseToken(joinString); err == nil {
-			token = joinString
+// parseJoinString is the token and CA pin of a join string; with a CA
+// file a bare id.secret token is one too (no pin).
+func parseJoinString(s string, haveCA bool) (token, pin string, err error) {
+	if haveCA {
+		if _, _, err := auth.ParseToken(s); err == nil {
+			return s, "", nil
 		}
 	}
-	if token == "" {
-		p, tok, err := auth.ParseJoin(joinString)
-		pin = p
-		if err != nil {
-			return nil, fmt.Errorf("--token: %w", err)
-		}
+	pin, token, err = auth.ParseJoin(s)
+	return token, pin, err
+}
+
+func join(ctx context.Context, server, joinString string, caPEM []byte, nodeName string, hosts []string) (*credential, error) {
+	var tlsCfg *tls.Config
+	token, pin, err := parseJoinString(joinString, len(caPEM) > 0)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	if pin != "" {
 		if tlsCfg, err = pki.PinnedTLSConfig(pin); err != nil {
 			return nil, fmt.Errorf("--token: %w", err)
 		}
-		token = tok
 	}
 	cl, err := client.New(client.Config{Server: server, CAData: caPEM, TLS: tlsCfg, Token: token})
 	if err != nil {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,18 +48,70 @@ type agentFile struct {
 	OSBackendDir string `json:"osBackendDir,omitempty"`
 }
 
+// agentFlags are `outpost agent`'s flags.
+type agentFlags struct {
+	cfg        agent.Config
+	logs       logFlags
+	configFile string
+	labels     string
+	taints     string
+	reserved   string
+	osf        osUpdateFlags
+	pnf        podNetworkFlags
+	dnsf       clusterDNSFlags
+	// installed is the join string install gives the unit, for its
+	// check (roleCheck).
+	installed string
+}
+
+// config is the agent's configuration from its flags, with every
+// problem `outpost agent` refuses to start for, listed (agent.Config's
+// Problems among them); nothing is started or written. The OS updates'
+// systemd connection is osf.apply's, after. `outpost install agent` runs
+// it too, with log discarding what it would say.
+func (af *agentFlags) config(cmd *cobra.Command, log *slog.Logger) (agent.Config, []error) {
+	cfg := af.cfg
+	if af.installed != "" {
+		cfg.JoinToken = af.installed
+	}
+	var errs []error
+	if af.configFile != "" {
+		errs = append(errs, loadAgentFile(af.configFile, &cfg, cmd))
+	}
+	var err error
+	if af.labels != "" {
+		cfg.Labels, err = parsePairs(af.labels, "--labels")
+		errs = append(errs, err)
+	}
+	if af.taints != "" {
+		if cfg.Taints, err = api.ParseTaints(af.taints); err != nil {
+			errs = append(errs, fmt.Errorf("--register-with-taints: %w", err))
+		}
+	}
+	if af.reserved != "" {
+		cfg.Reserved, err = parseResources(af.reserved)
+		errs = append(errs, err)
+	}
+	cfg.Logger = log
+	cfg.Ready = agent.NotifyReady(log)
+	af.dnsf.apply(&cfg)
+	errs = append(errs, af.osf.check(), af.pnf.apply(&cfg, log))
+	errs = append(errs, cfg.Problems()...)
+	return cfg, slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+}
+
 func newAgentCommand() *cobra.Command {
-	var (
-		cfg        agent.Config
-		logs       logFlags
-		configFile string
-		labels     string
-		taints     string
-		reserved   string
-		osf        osUpdateFlags
-		pnf        podNetworkFlags
-		dnsf       clusterDNSFlags
-	)
+	cmd, _ := newAgentRole()
+	return cmd
+}
+
+// newAgentRole is `outpost agent` and the check of its flags that
+// `outpost install agent` runs: secret is the join string the unit will
+// be given (install withholds --token).
+func newAgentRole() (*cobra.Command, roleCheck) {
+	var af agentFlags
+	cfg, logs, osf, pnf, dnsf := &af.cfg, &af.logs, &af.osf, &af.pnf, &af.dnsf
+	configFile, labels, taints, reserved := &af.configFile, &af.labels, &af.taints, &af.reserved
 	cmd := &cobra.Command{
 		Use:   "agent --server URL --token JOIN-STRING",
 		Short: "Run the node agent: register this host and run the pods placed on it",
@@ -92,37 +147,15 @@ up. When the host's machine is deleted, the agent stops that server.`,
 			if err != nil {
 				return err
 			}
-			if configFile != "" {
-				if err := loadAgentFile(configFile, &cfg, cmd); err != nil {
-					return err
-				}
+			cfg, errs := af.config(cmd, log)
+			if err := errors.Join(errs...); err != nil {
+				return err
 			}
-			if labels != "" {
-				if cfg.Labels, err = parsePairs(labels, "--labels"); err != nil {
-					return err
-				}
-			}
-			if taints != "" {
-				if cfg.Taints, err = api.ParseTaints(taints); err != nil {
-					return fmt.Errorf("--register-with-taints: %w", err)
-				}
-			}
-			if reserved != "" {
-				if cfg.Reserved, err = parseResources(reserved); err != nil {
-					return err
-				}
-			}
-			cfg.Logger = log
-			cfg.Ready = agent.NotifyReady(log)
 			stop, err := osf.apply(cmd.Context(), &cfg, log)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			dnsf.apply(&cfg)
-			if err := pnf.apply(&cfg, log); err != nil {
-				return err
-			}
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
@@ -135,8 +168,8 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/outpost/agent", "directory for the credential, the state file, logs and containerd's root")
 	f.StringVar(&cfg.BinaryDir, "binary-dir", "", "the self-update directory this agent's binary runs from (DIR/current/outpost; see outpost adm binary --help); without it a release cannot replace this agent's binary")
 	f.StringVar(&cfg.NodeName, "node-name", "", "the Node's name (default: the host name)")
-	f.StringVar(&labels, "labels", "", "labels to put on the Node, k=v,k2=v2")
-	f.StringVar(&taints, "register-with-taints", "", "taints the Node is registered with, key=value:Effect,key2:Effect (as the kubelet's flag; later changes are `outpost adm taint`'s)")
+	f.StringVar(labels, "labels", "", "labels to put on the Node, k=v,k2=v2")
+	f.StringVar(taints, "register-with-taints", "", "taints the Node is registered with, key=value:Effect,key2:Effect (as the kubelet's flag; later changes are `outpost adm taint`'s)")
 	f.StringVar(&cfg.Address, "address", "", "the node's InternalIP (default: the address of the default route's interface)")
 	f.StringVar(&cfg.EndpointAddr, "listen", ":10250", "address of the agent's endpoint (logs, exec, image import; control plane only)")
 	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "port of the gossip membership pool")
@@ -144,10 +177,10 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "the OCI runtime containerd runs containers with: runc, crun (faster to start; apt-get install crun) or the absolute path of a runtime with runc's command line")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", agent.DefaultHeartbeat, "how often the node proves it is alive (no raft write) and its status is compared with what was posted")
 	f.DurationVar(&cfg.StatusRefresh, "status-refresh", agent.DefaultStatusRefresh, "how often the node's status is posted when nothing changed")
-	f.StringVar(&reserved, "reserved", "", "resources kept for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi")
+	f.StringVar(reserved, "reserved", "", "resources kept for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi")
 	f.Int64Var(&cfg.MaxPods, "max-pods", agent.DefaultMaxPods, "the node's pods capacity")
 	f.StringVar(&cfg.EvictionHard, "eviction-hard", "", "pressure thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
-	f.StringVar(&configFile, "config", "", "YAML file with the same settings (flags win) and registry credentials")
+	f.StringVar(configFile, "config", "", "YAML file with the same settings (flags win) and registry credentials")
 	f.BoolVar(&cfg.ControlPlaneEligible, "control-plane-eligible", false,
 		"this host may serve: the control plane machine set may ask it to start a server that replaces a lost or retired one (needs --cluster-secret-file; labels the Node at its first registration, after which an administrator labels the node or its machine outpost.io/control-plane-eligible=true)")
 	f.StringVar(&cfg.ClusterSecretFile, "cluster-secret-file", "", "the cluster secret's file (mode 0600), for the server this host may be asked to run")
@@ -155,7 +188,19 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringArrayVar(&cfg.ServerArgs, "server-arg", nil, "an extra argument for that server, after the agent's own (repeat it; e.g. --server-arg=--config=/etc/outpost/server.yaml)")
 	osf.add(cmd)
 	logs.add(cmd)
-	return cmd
+	check := func(cmd *cobra.Command, secret string) error {
+		af.installed = secret
+		defer func() { af.installed = "" }()
+		_, err := logs.logger()
+		_, errs := af.config(cmd, slog.New(slog.DiscardHandler))
+		if secret == "" {
+			// Install says itself that it needs a join string, naming
+			// its own flag, when the agent has not joined.
+			errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, agent.ErrNoJoinString) })
+		}
+		return errors.Join(append([]error{err}, errs...)...)
+	}
+	return cmd, check
 }
 
 // loadAgentFile fills cfg from the file for every flag not given.

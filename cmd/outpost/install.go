@@ -34,8 +34,10 @@ D-Bus API, and install waits until the server's API is ready or the agent's
 node is Ready.
 
 Running it again with the same flags changes nothing; with other flags it
-rewrites the configuration and restarts the service. --dry-run prints every
-file it would write. It refuses, saying why, when it is not run as root, when
+rewrites the configuration and restarts the service. The role's flags are
+checked as "outpost server" or "outpost agent" checks them when it starts, and
+every problem refuses the install, a dry run's too. --dry-run prints every file
+it would write. It refuses, saying why, when it is not run as root, when
 systemd is not PID 1, or when a port the role listens on is taken.
 
 "outpost uninstall" stops and removes what install did.`,
@@ -44,7 +46,9 @@ systemd is not PID 1, or when a port the role listens on is taken.
   # An agent, with a join string from "outpost adm token create --role node":
   sudo outpost install agent --server https://10.0.0.1:6443 --token-file ./join`,
 	}
-	cmd.AddCommand(newInstallRoleCommand(install.Server, newServerCommand()), newInstallRoleCommand(install.Agent, newAgentCommand()), newUnitFilesCommand())
+	server, serverCheck := newServerRole()
+	agent, agentCheck := newAgentRole()
+	cmd.AddCommand(newInstallRoleCommand(install.Server, server, serverCheck), newInstallRoleCommand(install.Agent, agent, agentCheck), newUnitFilesCommand())
 	return cmd
 }
 
@@ -70,6 +74,8 @@ type installFlags struct {
 	dryRun     bool
 	timeout    time.Duration
 	secretFile string
+	// check is the role's check of its flags (roleCheck).
+	check roleCheck
 }
 
 // withheld are role flags install does not pass on: secrets on the
@@ -81,8 +87,8 @@ var withheld = map[string]string{
 	"binary-dir":     "the installed unit runs from its own (outpost adm binary --help)",
 }
 
-func newInstallRoleCommand(role install.Role, runner *cobra.Command) *cobra.Command {
-	var f installFlags
+func newInstallRoleCommand(role install.Role, runner *cobra.Command, check roleCheck) *cobra.Command {
+	f := installFlags{check: check}
 	cmd := &cobra.Command{
 		Use:   string(role) + " [flags]",
 		Short: "Install and start outpost-" + string(role) + ".service with " + runner.CommandPath() + "'s flags",
@@ -114,7 +120,7 @@ func newInstallRoleCommand(role install.Role, runner *cobra.Command) *cobra.Comm
 		},
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print the files install would write and the unit it would start, and change nothing")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "check the flags as the role would, print the binary install would copy, the files it would write and the unit it would start, and change nothing")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the server's API to be ready or the agent's node to be Ready (0: do not wait)")
 	switch role {
 	case install.Server:
@@ -180,9 +186,15 @@ func installOptions(role install.Role, runner *cobra.Command, cmd *cobra.Command
 		return o, err
 	}
 	get := func(name string) string { return runner.Flags().Lookup(name).Value.String() }
+	if role == install.Server && get("data-dir") == "" {
+		// The unit gives the server this one.
+		if err := runner.Flags().Set("data-dir", role.DataDir()); err != nil {
+			return o, err
+		}
+	}
 	o.DataDir = get("data-dir")
-	if role == install.Server && o.DataDir == "" {
-		o.DataDir = role.DataDir()
+	if f.check != nil {
+		o.Check = func(secret string) error { return f.check(cmd, secret) }
 	}
 	o.Ports, err = rolePorts(role, get)
 	return o, err
@@ -289,16 +301,19 @@ func newUnitFilesCommand() *cobra.Command {
 }
 
 func newUninstallCommand() *cobra.Command {
-	var purge bool
+	var purge, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "uninstall [server|agent]",
 		Short: "Stop and remove this host's outpost services and their configuration",
 		Long: `Stop and disable outpost-server.service and outpost-agent.service (or the one
 named), stop what the agent left running (its containerd and pods), and remove
-the units "outpost install" wrote and /etc/outpost's files. The data
+the units "outpost install" wrote and /etc/outpost's files, and the binary it
+copied to /usr/local/bin once neither role is left. The data
 (/var/lib/outpost: the raft log, the node's credential, images) stays unless
---purge. A unit a package installed stays until the package is removed.`,
-		Example: `  sudo outpost uninstall
+--purge. A unit or binary a package installed stays until the package is
+removed. --dry-run says what it would stop, disable and remove.`,
+		Example: `  sudo outpost uninstall --dry-run
+  sudo outpost uninstall
   sudo outpost uninstall agent
   sudo outpost uninstall --purge`,
 		Args:      cobra.MaximumNArgs(1),
@@ -313,9 +328,10 @@ the units "outpost install" wrote and /etc/outpost's files. The data
 				roles = []install.Role{r}
 			}
 			in := &install.Installer{Sys: install.Host{}, Connect: install.ConnectSystemd, Out: cmd.OutOrStdout()}
-			return in.Uninstall(cmd.Context(), roles, purge)
+			return in.Uninstall(cmd.Context(), roles, purge, dryRun)
 		},
 	}
 	cmd.Flags().BoolVar(&purge, "purge", false, "remove the data under /var/lib/outpost too")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what it would stop, disable and remove, and change nothing")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -37,12 +38,24 @@ func (o *osUpdateFlags) add(cmd *cobra.Command) {
 	_ = f.MarkHidden("os-root")
 }
 
+// check is every problem of the flags, with nothing connected.
+func (o *osUpdateFlags) check() error {
+	var errs []error
+	if !slices.Contains(osBackends, o.backend) {
+		errs = append(errs, fmt.Errorf("--os-backend %q: want one of %v", o.backend, osBackends))
+	}
+	if !slices.Contains([]string{"on", "off", "auto"}, o.mode) {
+		errs = append(errs, fmt.Errorf("--os-updates %q: want on, off or auto", o.mode))
+	}
+	return errors.Join(errs...)
+}
+
 // apply connects to systemd and sets cfg's updater parts; the returned
 // function closes the connection.
 func (o *osUpdateFlags) apply(ctx context.Context, cfg *agent.Config, log *slog.Logger) (func(), error) {
 	nothing := func() {}
-	if !slices.Contains(osBackends, o.backend) {
-		return nil, fmt.Errorf("--os-backend %q: want one of %v", o.backend, osBackends)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	systemdBooted := func() bool { _, err := os.Stat("/run/systemd/system"); return err == nil }
 	switch o.mode {
@@ -53,9 +66,6 @@ func (o *osUpdateFlags) apply(ctx context.Context, cfg *agent.Config, log *slog.
 			log.Info("config updates off: the host did not boot with systemd or the agent is not root (--os-updates on to insist)")
 			return nothing, nil
 		}
-	case "on":
-	default:
-		return nil, fmt.Errorf("--os-updates %q: want on, off or auto", o.mode)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -93,20 +93,81 @@ func (n *networkFlags) apply(cfg *server.Config) error {
 	return nil
 }
 
+// serverFlags are `outpost server`'s flags.
+type serverFlags struct {
+	cfg   server.Config
+	join  string
+	logs  logFlags
+	sched schedulerFlags
+	gf    gossipFlags
+	tol   tolerationFlags
+	evict evictionFlags
+	nets  networkFlags
+	conf  configFile
+	// secretFile holds the cluster secret, out of ps's sight.
+	secretFile string
+	// installed is the cluster secret install gives the unit, for its
+	// check (roleCheck).
+	installed string
+}
+
+// config is the server's configuration from its flags, with every
+// problem `outpost server` refuses to start for, listed; nothing is
+// started or written. `outpost install server` runs it too.
+func (sf *serverFlags) config(cmd *cobra.Command) (server.Config, error) {
+	cfg := sf.cfg
+	var errs []error
+	log, err := sf.logs.logger()
+	errs = append(errs, err)
+	cfg.Logger = log
+	cfg.Join = splitList(sf.join)
+	switch {
+	case sf.installed != "":
+		cfg.ClusterSecret = sf.installed
+	case sf.secretFile != "" && cfg.ClusterSecret != "":
+		errs = append(errs, errors.New("--cluster-secret-file and --cluster-secret both given: use one"))
+	case sf.secretFile != "":
+		b, err := os.ReadFile(sf.secretFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-secret-file: %w", err))
+			break
+		}
+		cfg.ClusterSecret = strings.TrimSpace(string(b))
+		if cfg.ClusterSecret == "" {
+			errs = append(errs, fmt.Errorf("--cluster-secret-file %s is empty", sf.secretFile))
+		}
+	case cfg.ClusterSecret != "":
+		if log != nil {
+			log.Warn("--cluster-secret on the command line is visible to every user of this machine (ps, /proc); use --cluster-secret-file or OUTPOST_CLUSTER_SECRET")
+		}
+	default:
+		cfg.ClusterSecret = os.Getenv("OUTPOST_CLUSTER_SECRET")
+	}
+	if cfg.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required"))
+	}
+	if cfg.HeartbeatTimeout < 5*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--raft-heartbeat-timeout %s: must be at least 5ms", cfg.HeartbeatTimeout))
+	}
+	errs = append(errs, sf.sched.apply(&cfg), sf.gf.apply(cmd, &cfg), sf.conf.apply(cmd, &cfg),
+		sf.evict.apply(&cfg), sf.tol.apply(&cfg), sf.nets.apply(&cfg))
+	if cfg.DataDir != "" { // else the server's check says it again
+		errs = append(errs, cfg.Check())
+	}
+	return cfg, errors.Join(errs...)
+}
+
 func newServerCommand() *cobra.Command {
-	var (
-		cfg   server.Config
-		join  string
-		logs  logFlags
-		sched schedulerFlags
-		gf    gossipFlags
-		tol   tolerationFlags
-		evict evictionFlags
-		nets  networkFlags
-		conf  configFile
-		// secretFile holds the cluster secret, out of ps's sight.
-		secretFile string
-	)
+	cmd, _ := newServerRole()
+	return cmd
+}
+
+// newServerRole is `outpost server` and the check of its flags that
+// `outpost install server` runs: secret is the cluster secret the unit
+// will be given (install withholds --cluster-secret).
+func newServerRole() (*cobra.Command, roleCheck) {
+	var sf serverFlags
+	cfg := &sf.cfg
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run a control-plane member (raft, API, store)",
@@ -124,51 +185,8 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
       --join 10.0.0.2:6444,10.0.0.3:6444 --cluster-secret-file /etc/outpost/cluster-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := logs.logger()
+			cfg, err := sf.config(cmd)
 			if err != nil {
-				return err
-			}
-			cfg.Logger = log
-			cfg.Join = splitList(join)
-			switch {
-			case secretFile != "" && cfg.ClusterSecret != "":
-				return fmt.Errorf("--cluster-secret-file and --cluster-secret both given: use one")
-			case secretFile != "":
-				b, err := os.ReadFile(secretFile)
-				if err != nil {
-					return fmt.Errorf("--cluster-secret-file: %w", err)
-				}
-				cfg.ClusterSecret = strings.TrimSpace(string(b))
-				if cfg.ClusterSecret == "" {
-					return fmt.Errorf("--cluster-secret-file %s is empty", secretFile)
-				}
-			case cfg.ClusterSecret != "":
-				log.Warn("--cluster-secret on the command line is visible to every user of this machine (ps, /proc); use --cluster-secret-file or OUTPOST_CLUSTER_SECRET")
-			default:
-				cfg.ClusterSecret = os.Getenv("OUTPOST_CLUSTER_SECRET")
-			}
-			if cfg.DataDir == "" {
-				return fmt.Errorf("--data-dir is required")
-			}
-			if cfg.HeartbeatTimeout < 5*time.Millisecond {
-				return fmt.Errorf("--raft-heartbeat-timeout %s: must be at least 5ms", cfg.HeartbeatTimeout)
-			}
-			if err := sched.apply(&cfg); err != nil {
-				return err
-			}
-			if err := gf.apply(cmd, &cfg); err != nil {
-				return err
-			}
-			if err := conf.apply(cmd, &cfg); err != nil {
-				return err
-			}
-			if err := evict.apply(&cfg); err != nil {
-				return err
-			}
-			if err := tol.apply(&cfg); err != nil {
-				return err
-			}
-			if err := nets.apply(&cfg); err != nil {
 				return err
 			}
 			cfg.Reload = reloadOnHangup(cmd.Context())
@@ -176,7 +194,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if err != nil {
 				return err
 			}
-			notifyServerStarted(cmd.Context(), s, log)
+			notifyServerStarted(cmd.Context(), s, cfg.Logger)
 			return s.Wait(cmd.Context())
 		},
 	}
@@ -189,8 +207,8 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.StringVar(&cfg.RaftAddr, "raft-addr", ":6444", "address raft listens on")
 	f.StringVar(&cfg.AdvertiseRaft, "advertise-raft", "", "raft address other servers dial (default: derived from --raft-addr)")
 	f.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many servers are known (0: join an existing one, or restart)")
-	f.StringVar(&join, "join", "", "comma-separated raft addresses of other servers")
-	f.StringVar(&secretFile, "cluster-secret-file", "", "file holding the shared cluster secret (keep it mode 0600)")
+	f.StringVar(&sf.join, "join", "", "comma-separated raft addresses of other servers")
+	f.StringVar(&sf.secretFile, "cluster-secret-file", "", "file holding the shared cluster secret (keep it mode 0600)")
 	f.StringVar(&cfg.ClusterSecret, "cluster-secret", "", "shared cluster secret; visible in ps, so prefer --cluster-secret-file or OUTPOST_CLUSTER_SECRET (generated for a one-server cluster)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "plain HTTP and plain raft TCP, no TLS (tokens are still required); never on a real network")
 	f.StringVar(&cfg.AdminConfigPath, "admin-config", "", "where to write the admin client config (default DATA-DIR/admin.conf)")
@@ -202,20 +220,31 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
 	f.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "how long a follower waits without hearing from the leader before it stands for election (the election timeout is the same, the leader's lease half): "+
 		"lower moves the leadership sooner when the leader's host dies, higher rides out slow or lossy links without needless elections; every server should have the same")
-	nets.register(f)
+	sf.nets.register(f)
 	f.Uint64Var(&cfg.CatchUpLag, "raft-catch-up-lag", 64, "a joining server (a replacement too) is promoted to voter once it holds every entry committed when it asked and is at most this many entries behind the leader's commit index; the leader's setting counts")
 	// Hidden: a server that acknowledges writes it may lose on a power
 	// cut, only for the power-loss test to prove it notices.
 	f.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync the raft log (loses acknowledged writes on power loss; tests only)")
 	_ = f.MarkHidden("unsafe-no-fsync")
-	gf.add(cmd, "")
-	conf.add(cmd)
-	tol.add(cmd)
-	evict.add(cmd)
-	sched.add(cmd)
-	logs.add(cmd)
-	return cmd
+	sf.gf.add(cmd, "")
+	sf.conf.add(cmd)
+	sf.tol.add(cmd)
+	sf.evict.add(cmd)
+	sf.sched.add(cmd)
+	sf.logs.add(cmd)
+	check := func(cmd *cobra.Command, secret string) error {
+		sf.installed = secret
+		defer func() { sf.installed = "" }()
+		_, err := sf.config(cmd)
+		return err
+	}
+	return cmd, check
 }
+
+// roleCheck checks a role's flags as given to cmd, as the role does when
+// it starts, with secret the cluster secret or join string install puts
+// in the unit's files; it lists every problem.
+type roleCheck func(cmd *cobra.Command, secret string) error
 
 func newDevCommand() *cobra.Command {
 	var (

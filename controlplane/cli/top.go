@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/outpost-edge/outpost/agent/sim"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 )
@@ -27,12 +31,206 @@ func maxArgs(n int, what string) cobra.PositionalArgs {
 }
 
 var (
-	// errNoMetrics is a node or pod without metrics yet (its agent read
-	// it only once, or does not answer).
-	errNoMetrics = errors.New("metrics not available yet")
+	// errNoMetricsYet is a pod without metrics yet: its containers
+	// started within metricsSettle (kubectl's words).
+	errNoMetricsYet = errors.New("metrics not available yet")
+	// errNoMetrics is a pod without metrics that waiting will not bring:
+	// the error says why.
+	errNoMetrics = errors.New("metrics not available")
 	// errMetricsAPI is a server that does not serve metrics.k8s.io.
 	errMetricsAPI = errors.New("metrics API not available")
 )
+
+// metricsSettle is how long after its containers start a pod may have
+// no metrics and get them by waiting: the agent reads every 10 s, a CPU
+// rate needs two readings, and the server keeps a node's summary 5 s.
+const metricsSettle = 30 * time.Second
+
+// noMetrics is why a pod or node has no metrics.
+type noMetrics int
+
+const (
+	metricsMissing    noMetrics = iota // the agent did not answer, or has no readings
+	metricsSoon                        // containers started within metricsSettle
+	metricsFinished                    // the pod has finished
+	metricsUnassigned                  // the pod is not scheduled
+	metricsNoNode                      // its node is not registered
+	metricsSimulated                   // a simulated node: no agent to ask
+	metricsNoEndpoint                  // a node without an agent endpoint
+	metricsNotReady                    // a node whose agent does not report
+)
+
+// phrases of each cause: for one pod ("its node X ..."; %s is the node),
+// for several ("N ..."; the nodes follow), and for a node (`top node`).
+var noMetricsPhrases = map[noMetrics]struct{ pod, pods, node string }{
+	metricsMissing: {"the agent of its node %s did not answer, or has no readings of its containers",
+		"on nodes whose agents did not answer, or have no readings of their containers", "its agent did not answer"},
+	metricsSoon:       {"", "started less than " + metricsSettle.String() + " ago: the first figures come after the agent's second reading", ""},
+	metricsFinished:   {"it has finished", "finished", ""},
+	metricsUnassigned: {"it is not scheduled to a node", "not scheduled to a node", ""},
+	metricsNoNode:     {"its node %s is not registered", "on nodes that are not registered", ""},
+	metricsSimulated: {"its node %s has no agent endpoint (simulated by outpost sim agents)",
+		"on simulated nodes (outpost sim agents), which have no agent endpoint", "it has no agent endpoint (simulated by outpost sim agents)"},
+	metricsNoEndpoint: {"its node %s has no agent endpoint", "on nodes without an agent endpoint", "it has no agent endpoint"},
+	metricsNotReady:   {"its node %s is not Ready", "on nodes that are not Ready", "it is not Ready"},
+}
+
+// nodeNoMetrics says why node n can have no metrics whatever one waits
+// (metricsMissing when its agent may answer): a simulated node (outpost
+// sim agents) or any without an agent endpoint has no agent to ask, one
+// not Ready has none that reports.
+func nodeNoMetrics(n *api.Node) noMetrics {
+	switch {
+	case strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, sim.SimMarker):
+		return metricsSimulated
+	case n.Status.DaemonEndpoints.KubeletEndpoint.Port <= 0:
+		return metricsNoEndpoint
+	case !api.ReadyIn(n.Status.Conditions):
+		return metricsNotReady
+	}
+	return metricsMissing
+}
+
+// podStarted is when the pod's newest running container started (its
+// creation when none runs).
+func podStarted(p *api.Pod) time.Time {
+	var t time.Time
+	if p.CreationTimestamp != nil {
+		t = p.CreationTimestamp.Time
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && r.StartedAt != nil && r.StartedAt.After(t) {
+			t = r.StartedAt.Time
+		}
+	}
+	return t
+}
+
+// podNoMetrics says why pod p has no metrics, given the nodes by name.
+func podNoMetrics(now time.Time, p *api.Pod, nodes map[string]*api.Node) noMetrics {
+	switch {
+	case p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed:
+		return metricsFinished
+	case p.Spec.NodeName == "":
+		return metricsUnassigned
+	}
+	n, ok := nodes[p.Spec.NodeName]
+	if !ok {
+		return metricsNoNode
+	}
+	if why := nodeNoMetrics(n); why != metricsMissing {
+		return why
+	}
+	if now.Sub(podStarted(p)) < metricsSettle {
+		return metricsSoon
+	}
+	return metricsMissing
+}
+
+// whyNoPodMetrics is the error of `top pod NAME` when the API has no
+// metrics for it: kubectl's "not available yet" while waiting may help,
+// else why not.
+func whyNoPodMetrics(ctx context.Context, cl *client.Client, now time.Time, ns, name string) error {
+	obj, err := cl.Get(ctx, podResource, ns, name, client.GetOptions{})
+	if err != nil {
+		return err
+	}
+	p, ok := obj.(*api.Pod)
+	if !ok {
+		return fmt.Errorf("%w for pod %s/%s", errNoMetrics, ns, name)
+	}
+	nodes := map[string]*api.Node{}
+	if p.Spec.NodeName != "" {
+		n, err := getNode(ctx, cl, p.Spec.NodeName)
+		if err != nil && !api.IsNotFound(err) {
+			return err
+		}
+		if n != nil {
+			nodes[n.Name] = n
+		}
+	}
+	ago := age(now, p.CreationTimestamp)
+	why := podNoMetrics(now, p, nodes)
+	if why == metricsSoon {
+		return fmt.Errorf("%w for pod %s/%s, age: %s", errNoMetricsYet, ns, name, ago)
+	}
+	reason := noMetricsPhrases[why].pod
+	if strings.Contains(reason, "%s") {
+		reason = fmt.Sprintf(reason, p.Spec.NodeName)
+	}
+	return fmt.Errorf("%w for pod %s/%s, age: %s: %s", errNoMetrics, ns, name, ago, reason)
+}
+
+// whyNoPodsMetrics is the error of `top pods` when the API has metrics
+// for none of the pods, or nil when there are no pods: how many there
+// are, and why they have none, counted by cause.
+func whyNoPodsMetrics(ctx context.Context, cl *client.Client, now time.Time, ns, selector string) error {
+	objs, _, err := cl.List(ctx, podResource, ns, client.ListOptions{LabelSelector: selector})
+	if err != nil || len(objs) == 0 {
+		return err
+	}
+	nodes := map[string]*api.Node{}
+	list, _, err := cl.List(ctx, nodeResource, "", client.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, o := range list {
+		if n, ok := o.(*api.Node); ok {
+			nodes[n.Name] = n
+		}
+	}
+	count := map[noMetrics]int{}
+	on := map[noMetrics][]string{}
+	for _, o := range objs {
+		p, ok := o.(*api.Pod)
+		if !ok {
+			continue
+		}
+		why := podNoMetrics(now, p, nodes)
+		count[why]++
+		if n := p.Spec.NodeName; n != "" && why != metricsSoon && why != metricsFinished && !slices.Contains(on[why], n) {
+			on[why] = append(on[why], n)
+		}
+	}
+	var parts []string
+	for _, why := range slices.Sorted(maps.Keys(count)) {
+		part := strconv.Itoa(count[why]) + " " + noMetricsPhrases[why].pods
+		if names := on[why]; len(names) > 0 {
+			slices.Sort(names)
+			if len(names) > 3 {
+				names = append(names[:3:3], fmt.Sprintf("and %d more", len(names)-3))
+			}
+			part += " (" + strings.Join(names, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	where := "in namespace " + ns
+	if ns == "" {
+		where = "in all namespaces"
+	}
+	sentinel := errNoMetrics
+	if len(count) == 1 && count[metricsSoon] > 0 {
+		sentinel = errNoMetricsYet
+	}
+	pods := strconv.Itoa(len(objs)) + " pods"
+	if len(objs) == 1 {
+		pods = "pod"
+	}
+	return fmt.Errorf("%w for the %s %s: %s", sentinel, pods, where, strings.Join(parts, "; "))
+}
+
+// getNode reads node name.
+func getNode(ctx context.Context, cl *client.Client, name string) (*api.Node, error) {
+	obj, err := cl.Get(ctx, nodeResource, "", name, client.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	n, ok := obj.(*api.Node)
+	if !ok {
+		return nil, fmt.Errorf("node %s: %w: got %T", name, errBadJSON, obj)
+	}
+	return n, nil
+}
 
 // topOptions are the flags of top nodes and top pods.
 type topOptions struct {
@@ -133,19 +331,21 @@ func newTopNodesCommand(o *options) *cobra.Command {
 			var nodes []*api.Node
 			var metrics []api.NodeMetrics
 			if len(args) == 1 {
-				obj, err := cl.Get(ctx, nodeResource, "", args[0], client.GetOptions{})
+				n, err := getNode(ctx, cl, args[0])
 				if err != nil {
 					return err
 				}
-				n, _ := obj.(*api.Node)
+				nodes = []*api.Node{n}
 				var m api.NodeMetrics
-				if err := fetchMetrics(ctx, cl, "/nodes/"+url.PathEscape(args[0]), nil, &m); err != nil {
-					if api.IsNotFound(err) {
-						return errNoMetrics
-					}
+				switch err := fetchMetrics(ctx, cl, "/nodes/"+url.PathEscape(args[0]), nil, &m); {
+				case err == nil:
+					metrics = []api.NodeMetrics{m}
+				case api.IsNotFound(err):
+					// <unknown>, as the list shows it, and why.
+					fmt.Fprintf(cmd.ErrOrStderr(), "no metrics for node %s: %s\n", n.Name, noMetricsPhrases[nodeNoMetrics(n)].node)
+				default:
 					return err
 				}
-				nodes, metrics = []*api.Node{n}, []api.NodeMetrics{m}
 			} else {
 				objs, _, err := cl.List(ctx, nodeResource, "", client.ListOptions{LabelSelector: t.selector})
 				if err != nil {
@@ -260,12 +460,9 @@ func newTopPodsCommand(o *options) *cobra.Command {
 				var m api.PodMetrics
 				err := fetchMetrics(ctx, cl, "/namespaces/"+url.PathEscape(ns)+"/pods/"+url.PathEscape(args[0]), nil, &m)
 				if api.IsNotFound(err) {
-					// Say whether the pod exists at all, and how old it is.
-					obj, gerr := cl.Get(ctx, podResource, ns, args[0], client.GetOptions{})
-					if gerr != nil {
-						return gerr
-					}
-					return fmt.Errorf("%w for pod %s/%s, age: %s", errNoMetrics, ns, args[0], age(o.now(), obj.GetObjectMeta().CreationTimestamp))
+					// Say whether the pod exists at all, how old it is,
+					// and why it has none.
+					return whyNoPodMetrics(ctx, cl, o.now(), ns, args[0])
 				}
 				if err != nil {
 					return err
@@ -283,6 +480,15 @@ func newTopPodsCommand(o *options) *cobra.Command {
 				items = l.Items
 			}
 			if len(items) == 0 {
+				// Pods without metrics are an error, as kubectl's
+				// "metrics not available yet", saying why.
+				in := ns
+				if t.allNamespaces {
+					in = ""
+				}
+				if err := whyNoPodsMetrics(ctx, cl, o.now(), in, t.selector); err != nil {
+					return err
+				}
 				if t.allNamespaces {
 					fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
 				} else {

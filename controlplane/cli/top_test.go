@@ -39,9 +39,9 @@ func newTopAPI(t *testing.T) *topAPI {
 	t.Cleanup(s.srv.Close)
 	for _, n := range []string{"edge-1", "edge-2", "edge-3"} {
 		s.f.put(nodeR, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"`+n+`","labels":{"zone":"a"}},`+
-			`"status":{"allocatable":{"cpu":"2","memory":"4Gi"}}}`)
+			`"status":{"allocatable":{"cpu":"2","memory":"4Gi"},"conditions":[{"type":"Ready","status":"True"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":10250}}}}`)
 	}
-	s.f.put(podR, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"fresh","namespace":"default","creationTimestamp":"2026-01-01T01:50:00Z"},"spec":{"containers":[{"name":"c","image":"x"}]}}`)
+	s.f.put(podR, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"fresh","namespace":"default","creationTimestamp":"2026-01-01T01:50:00Z"},"spec":{"nodeName":"edge-2","containers":[{"name":"c","image":"x"}]}}`)
 	return s
 }
 
@@ -88,6 +88,10 @@ func (s *topAPI) serve(w http.ResponseWriter, r *http.Request) {
 	case "/namespaces/default/pods/web":
 		one(podMetricsWeb)
 	default:
+		if strings.HasPrefix(p, "/namespaces/") && strings.Count(p, "/") == 3 && strings.HasSuffix(p, "/pods") {
+			list("PodMetricsList") // no pod has metrics
+			return
+		}
 		se := api.NewNotFound(&api.Resource{Plural: "podmetrics", Group: api.MetricsGroup}, "x")
 		writeStatus(w, se)
 	}
@@ -113,7 +117,10 @@ func TestTopNodes(t *testing.T) {
 	expect(t, "top nodes edge-1", s.run("top", "nodes", "edge-1"), 0,
 		"NAME     CPU(cores)   CPU%   MEMORY(bytes)   MEMORY%\n"+
 			"edge-1   500m         25%    1024Mi          25%\n", "")
-	expect(t, "top nodes edge-2", s.run("top", "nodes", "edge-2"), 1, "", "error: metrics not available yet\n")
+	// One node as the list shows it, <unknown>, saying why.
+	expect(t, "top nodes edge-2", s.run("top", "nodes", "edge-2"), 0,
+		"NAME     CPU(cores)   CPU%        MEMORY(bytes)   MEMORY%\n"+
+			"edge-2   <unknown>    <unknown>   <unknown>       <unknown>\n", "no metrics for node edge-2: its agent did not answer\n")
 	expect(t, "top nodes nope", s.run("top", "nodes", "nope"), 1, "", "Error from server (NotFound): nodes \"nope\" not found\n")
 	expect(t, "bad sort", s.run("top", "nodes", "--sort-by", "name"), 1, "",
 		"error: --sort-by must be cpu or memory, not \"name\"\nSee 'outpost top nodes --help' for usage.\n")
@@ -145,10 +152,57 @@ func TestTopPods(t *testing.T) {
 	if last != "/namespaces/default/pods?labelSelector=app%3Dother" {
 		t.Errorf("selector sent as %q", last)
 	}
-	// A pod whose containers were read once: kubectl's message, with
-	// its age; one that does not exist is the pod's 404.
-	expect(t, "top pod fresh", s.run("top", "pod", "fresh"), 1, "", "error: metrics not available yet for pod default/fresh, age: 10m\n")
+	// A pod on a node whose agent gives nothing: why, with its age; one
+	// that does not exist is the pod's 404.
+	expect(t, "top pod fresh", s.run("top", "pod", "fresh"), 1, "",
+		"error: metrics not available for pod default/fresh, age: 10m: the agent of its node edge-2 did not answer, or has no readings of its containers\n")
 	expect(t, "top pod nope", s.run("top", "pod", "nope"), 1, "", "Error from server (NotFound): pods \"nope\" not found\n")
 	expect(t, "name with -A", s.run("top", "pod", "web", "-A"), 1, "",
 		"error: a pod name cannot be given with --all-namespaces\nSee 'outpost top pods --help' for usage.\n")
+}
+
+// Pods and nodes without metrics say why, true to what waiting would
+// bring: a simulated node has no agent endpoint (it never will), a pod
+// just started will have figures soon (kubectl's "yet"); pods with no
+// metrics at all are an error, as kubectl's, not "No resources found"
+// (issue 15, review item 4).
+func TestTopWithoutMetrics(t *testing.T) {
+	s := newTopAPI(t)
+	s.f.put(nodeR, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"sim-0001"},"spec":{"providerID":"sim://sim-0001"},`+
+		`"status":{"allocatable":{"cpu":"4","memory":"8Gi"},"conditions":[{"type":"Ready","status":"True"}],"nodeInfo":{"containerRuntimeVersion":"outpost-sim://v0.1.0"}}}`)
+	s.f.put(nodeR, `{"kind":"Node","apiVersion":"v1","metadata":{"name":"gone"},"status":{"conditions":[{"type":"Ready","status":"Unknown"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":10250}}}}`)
+	pod := func(ns, name, node, created, started string) {
+		st := ""
+		if started != "" {
+			st = `,"status":{"phase":"Running","containerStatuses":[{"name":"c","state":{"running":{"startedAt":"` + started + `"}}}]}`
+		}
+		s.f.put(podR, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"`+name+`","namespace":"`+ns+`","creationTimestamp":"`+created+`"},`+
+			`"spec":{"nodeName":"`+node+`","containers":[{"name":"c","image":"x"}]}`+st+`}`)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		pod("sims", "once-"+n, "sim-0001", "2026-01-01T01:57:47Z", "")
+	}
+	pod("sims", "lost", "gone", "2026-01-01T01:00:00Z", "")
+	pod("sims", "new", "edge-1", "2026-01-01T01:00:00Z", "2026-01-01T01:59:50Z")
+	pod("soon", "new", "edge-1", "2026-01-01T01:59:55Z", "2026-01-01T01:59:58Z")
+
+	expect(t, "top pod once-a", s.run("top", "pod", "once-a", "-n", "sims"), 1, "",
+		"error: metrics not available for pod sims/once-a, age: 2m13s: its node sim-0001 has no agent endpoint (simulated by outpost sim agents)\n")
+	expect(t, "top pod lost", s.run("top", "pod", "lost", "-n", "sims"), 1, "",
+		"error: metrics not available for pod sims/lost, age: 60m: its node gone is not Ready\n")
+	// Started 10 s ago (created an hour ago): waiting helps.
+	expect(t, "top pod new", s.run("top", "pod", "new", "-n", "sims"), 1, "",
+		"error: metrics not available yet for pod sims/new, age: 60m\n")
+	expect(t, "top pods -n sims", s.run("top", "pods", "-n", "sims"), 1, "",
+		"error: metrics not available for the 5 pods in namespace sims: "+
+			"1 started less than 30s ago: the first figures come after the agent's second reading; "+
+			"3 on simulated nodes (outpost sim agents), which have no agent endpoint (sim-0001); "+
+			"1 on nodes that are not Ready (gone)\n")
+	expect(t, "top pods -n soon", s.run("top", "pods", "-n", "soon"), 1, "",
+		"error: metrics not available yet for the pod in namespace soon: 1 started less than 30s ago: the first figures come after the agent's second reading\n")
+	expect(t, "top pods -n empty", s.run("top", "pods", "-n", "empty"), 0, "", "No resources found in empty namespace.\n")
+	// A simulated node: <unknown> alone as in the list, and why.
+	expect(t, "top node sim-0001", s.run("top", "node", "sim-0001", "--no-headers"), 0,
+		"sim-0001   <unknown>   <unknown>   <unknown>   <unknown>\n",
+		"no metrics for node sim-0001: it has no agent endpoint (simulated by outpost sim agents)\n")
 }

@@ -41,6 +41,13 @@ type endpoint struct {
 }
 
 // parseServer checks one server URL ("host:port" means https).
+// CheckServer is nil when server is an API URL New takes (https, or
+// host:port as kubectl takes it), else why not.
+func CheckServer(server string) error {
+	_, err := parseServer(server, false)
+	return err
+}
+
 func parseServer(server string, insecure bool) (*url.URL, error) {
 	s := server
 	if !strings.Contains(s, "://") {

@@ -187,22 +187,27 @@ type Config struct {
 	CatchUpLag uint64
 }
 
-// withDefaults fills in defaults and checks what cannot be defaulted.
+// withDefaults fills in defaults and checks what cannot be defaulted,
+// listing every problem.
 func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
+	}
 	if c.DataDir == "" {
-		return c, fmt.Errorf("%w: DataDir is required", ErrConfig)
+		bad("DataDir is required")
 	}
 	if (c.BrowserCertFile == "") != (c.BrowserKeyFile == "") {
-		return c, fmt.Errorf("%w: --tls-cert-file and --tls-private-key-file go together", ErrConfig)
+		bad("--tls-cert-file and --tls-private-key-file go together")
 	}
 	c.Network = c.Network.WithDefaults()
 	if err := c.Network.Check(); err != nil {
-		return c, fmt.Errorf("%w: %w", ErrConfig, err)
+		bad("%w", err)
 	}
 	if c.ID == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
-			return c, fmt.Errorf("%w: ID is empty and the host name is unknown (%v)", ErrConfig, err)
+			bad("ID is empty and the host name is unknown (%v)", err)
 		}
 		c.ID = h
 	}
@@ -215,17 +220,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.GossipAddr == "" {
 		host, port, err := net.SplitHostPort(c.RaftAddr)
 		if err != nil {
-			return c, fmt.Errorf("%w: RaftAddr %q: want host:port", ErrConfig, c.RaftAddr)
+			bad("RaftAddr %q: want host:port", c.RaftAddr)
+		} else {
+			if port != "0" {
+				port = strconv.Itoa(DefaultGossipPort)
+			}
+			c.GossipAddr = net.JoinHostPort(host, port)
 		}
-		if port != "0" {
-			port = strconv.Itoa(DefaultGossipPort)
-		}
-		c.GossipAddr = net.JoinHostPort(host, port)
 	}
 	if c.AdvertiseGossip != "" && net.ParseIP(c.AdvertiseGossip) == nil {
-		return c, fmt.Errorf("%w: AdvertiseGossip %q: want an IP address", ErrConfig, c.AdvertiseGossip)
+		bad("AdvertiseGossip %q: want an IP address", c.AdvertiseGossip)
 	}
-	if c.AdminConfigPath == "" {
+	if c.AdminConfigPath == "" && c.DataDir != "" {
 		c.AdminConfigPath = filepath.Join(c.DataDir, adminConfigFile)
 	}
 	if c.Schedulers == nil {
@@ -233,7 +239,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for name := range c.Schedulers {
 		if msgs := api.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			return c, fmt.Errorf("%w: scheduler name %q: %s", ErrConfig, name, strings.Join(msgs, "; "))
+			bad("scheduler name %q: %s", name, strings.Join(msgs, "; "))
 		}
 	}
 	if c.EventTTL <= 0 {
@@ -254,42 +260,77 @@ func (c Config) withDefaults() (Config, error) {
 	if c.AdvertiseAPI != "" {
 		u, err := url.Parse(c.AdvertiseAPI)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return c, fmt.Errorf("%w: AdvertiseAPI %q: want a URL such as https://10.0.0.1:6443", ErrConfig, c.AdvertiseAPI)
+			bad("AdvertiseAPI %q: want a URL such as https://10.0.0.1:6443", c.AdvertiseAPI)
 		}
 	}
-	return c, nil
+	return c, errors.Join(errs...)
 }
 
-// loadSecret returns the cluster secret: the configured one (saved to the
-// data directory the first time, so a restart needs no flag), else the
-// saved one, else a new one for a lone new server.
+// Check is every problem Start would refuse cfg for before it listens or
+// writes anything: the values, the scheduler policies' files, and the
+// cluster secret against the one saved in the data directory. It reads
+// only; `outpost install server` runs it, so that it never installs a
+// unit that fails at every start (issue 15).
+func (c Config) Check() error {
+	_, _, err := c.check()
+	return err
+}
+
+// check is Check, with the configuration defaulted and the schedulers
+// read for Start.
+func (c Config) check() (Config, *schedulerSet, error) {
+	c, err := c.withDefaults()
+	errs := []error{err}
+	ss, err := newSchedulerSet(c.Schedulers)
+	errs = append(errs, err)
+	if c.DataDir != "" {
+		_, _, err := resolveSecret(&c)
+		errs = append(errs, err)
+	}
+	return c, ss, errors.Join(errs...)
+}
+
+// loadSecret returns the cluster secret (resolveSecret), saving it to the
+// data directory the first time, so a restart needs no flag.
 func loadSecret(c *Config) (string, error) {
+	secret, save, err := resolveSecret(c)
+	if err != nil || !save {
+		return secret, err
+	}
+	if err := writeFileAtomic(filepath.Join(c.DataDir, secretFile), []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("saving cluster secret: %w", err)
+	}
+	return secret, nil
+}
+
+// resolveSecret is the cluster secret: the one saved in the data
+// directory (a configured one must be the same), else the configured
+// one, else a new one for a lone new server; save says it is not saved
+// yet. It writes nothing.
+func resolveSecret(c *Config) (secret string, save bool, err error) {
 	path := filepath.Join(c.DataDir, secretFile)
 	saved, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		s := strings.TrimSpace(string(saved))
 		if c.ClusterSecret != "" && c.ClusterSecret != s {
-			return "", fmt.Errorf("%w: the cluster secret given differs from the one saved in %s; a server cannot change clusters (remove the data directory to start afresh)", ErrConfig, path)
+			return "", false, fmt.Errorf("%w: the cluster secret given differs from the one saved in %s; a server cannot change clusters (remove the data directory to start afresh)", ErrConfig, path)
 		}
-		return s, nil
+		return s, false, nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("reading cluster secret: %w", err)
+		return "", false, fmt.Errorf("reading cluster secret: %w", err)
 	}
-	secret := c.ClusterSecret
+	secret = c.ClusterSecret
 	if secret == "" {
 		if c.BootstrapExpect > 1 || len(c.Join) > 0 {
-			return "", fmt.Errorf("%w: --cluster-secret is required to form or join a cluster of several servers (make one with \"outpost adm secret\")", ErrConfig)
+			return "", false, fmt.Errorf("%w: --cluster-secret is required to form or join a cluster of several servers (make one with \"outpost adm secret\")", ErrConfig)
 		}
 		secret = pki.GenerateSecret()
 	}
 	if len(secret) < pki.MinSecretLen {
-		return "", fmt.Errorf("%w: cluster secret has %d characters, need at least %d", ErrConfig, len(secret), pki.MinSecretLen)
+		return "", false, fmt.Errorf("%w: cluster secret has %d characters, need at least %d", ErrConfig, len(secret), pki.MinSecretLen)
 	}
-	if err := writeFileAtomic(path, []byte(secret+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("saving cluster secret: %w", err)
-	}
-	return secret, nil
+	return secret, true, nil
 }
 
 // writeFileAtomic writes data to a temporary file and renames it into place

@@ -124,11 +124,7 @@ type Server struct {
 // API listener, the admin client config and the leader duties. ctx bounds
 // the start only; Close stops the server.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	schedulers, err := newSchedulerSet(cfg.Schedulers)
+	cfg, schedulers, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}

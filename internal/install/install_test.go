@@ -352,7 +352,7 @@ func TestUninstall(t *testing.T) {
 		}
 	}
 	sd.calls = nil
-	if err := in.Uninstall(ctx, Roles, false); err != nil {
+	if err := in.Uninstall(ctx, Roles, false, false); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"stop outpost-agent.service", "kill outpost-agent.service", "disable outpost-agent.service",
@@ -372,7 +372,7 @@ func TestUninstall(t *testing.T) {
 	}
 	out.Reset()
 	sd.calls = nil
-	if err := in.Uninstall(ctx, Roles, false); err != nil || !strings.Contains(out.String(), "nothing to uninstall") {
+	if err := in.Uninstall(ctx, Roles, false, false); err != nil || !strings.Contains(out.String(), "nothing to uninstall") {
 		t.Errorf("second uninstall: %v, %q", err, out)
 	}
 	// --purge: the agent's data dir is known from its env file only
@@ -380,7 +380,7 @@ func TestUninstall(t *testing.T) {
 	if err := in.Install(ctx, Options{Role: Agent, Binary: "/usr/local/bin/outpost", Args: []string{"--data-dir=" + agentData}, Secret: "j"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Uninstall(ctx, Roles, true); err != nil {
+	if err := in.Uninstall(ctx, Roles, true, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{agentData, "/var/lib/outpost"} {
@@ -398,7 +398,7 @@ func TestUninstallKeepsForeignUnit(t *testing.T) {
 	if err := os.WriteFile(p, []byte("[Service]\nExecStart=/bin/true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Uninstall(context.Background(), []Role{Server}, false); err != nil {
+	if err := in.Uninstall(context.Background(), []Role{Server}, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil || !strings.Contains(out.String(), "did not write it") {
@@ -409,7 +409,224 @@ func TestUninstallKeepsForeignUnit(t *testing.T) {
 func TestUninstallRefusals(t *testing.T) {
 	in, _ := newInstaller(t, &fakeSystem{root: false, pid1: "systemd"}, newFakeSystemd())
 	var r *Refusal
-	if err := in.Uninstall(context.Background(), Roles, false); !errors.As(err, &r) {
+	if err := in.Uninstall(context.Background(), Roles, false, false); !errors.As(err, &r) {
 		t.Errorf("uninstall as a user: %v, want a refusal", err)
 	}
+}
+
+// downloaded is an outpost binary in a download directory, outside the
+// installer's root: as a user runs it from /tmp or ~/Downloads.
+func downloaded(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "outpost")
+	if err := os.WriteFile(p, []byte(content), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A binary run from a download directory is copied to /usr/local/bin,
+// atomically and 0755, and the unit runs the copy, so deleting the
+// download leaves a working unit; the same bytes again are "unchanged";
+// uninstall removes the copy once no role is left (issue 15, review item
+// 1).
+func TestInstallCopiesBinary(t *testing.T) {
+	sd := newFakeSystemd()
+	in, out := newInstaller(t, goodHost(), sd)
+	ctx := context.Background()
+	o := serverOptions()
+	o.Binary = downloaded(t, "outpost v1")
+
+	o.DryRun = true
+	if err := in.Install(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "would copy "+o.Binary+" to /usr/local/bin/outpost (mode 0755)") ||
+		!strings.Contains(out.String(), "ExecStartPre=/usr/local/bin/outpost adm binary install") || strings.Contains(out.String(), o.Binary+" adm") {
+		t.Errorf("--dry-run from a download directory said:\n%s\nwant the copy to /usr/local/bin/outpost, and the unit running it", out)
+	}
+	if _, err := os.Stat(under(in.Root, LocalBinary)); err == nil {
+		t.Errorf("--dry-run copied the binary")
+	}
+
+	o.DryRun = false
+	out.Reset()
+	if err := in.Install(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	got, mode := read(t, in, LocalBinary)
+	if got != "outpost v1" || mode != 0o755 {
+		t.Errorf("/usr/local/bin/outpost is %q mode %o, want the running binary's bytes, mode 0755", got, mode)
+	}
+	if u, _ := read(t, in, "/etc/systemd/system/outpost-server.service"); u != Unit(Server, LocalBinary) {
+		t.Errorf("the unit does not run the copy:\n%s", u)
+	}
+	if strings.Contains(out.String(), o.Binary+" adm") {
+		t.Errorf("the download's path is in what was written:\n%s", out)
+	}
+	if ents, _ := os.ReadDir(under(in.Root, "/usr/local/bin")); len(ents) != 1 {
+		t.Errorf("/usr/local/bin holds %v, want the binary alone (no temporary file left)", ents)
+	}
+
+	sd.calls = nil
+	out.Reset()
+	if err := in.Install(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(sd.calls) != 0 || !strings.Contains(out.String(), "/usr/local/bin/outpost is this binary already: unchanged") || strings.Contains(out.String(), "copied") {
+		t.Errorf("a second install called %v and said:\n%s\nwant the binary unchanged and nothing done", sd.calls, out)
+	}
+
+	// A new download is a new binary: copied, and the running unit
+	// restarted on it.
+	o.Binary = downloaded(t, "outpost v2")
+	sd.calls = nil
+	if err := in.Install(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(t, in, LocalBinary); got != "outpost v2" || !slices.Equal(sd.calls, []string{"restart outpost-server.service"}) {
+		t.Errorf("a new binary: /usr/local/bin/outpost is %q, calls %v; want v2 and a restart", got, sd.calls)
+	}
+
+	// The agent runs the same copy: uninstalling the server keeps it,
+	// uninstalling the agent then removes it.
+	a := Options{Role: Agent, Binary: o.Binary, Secret: "OP1::sha256:ab::id.secret"}
+	if err := in.Install(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := in.Uninstall(ctx, []Role{Server}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(under(in.Root, LocalBinary)); err != nil || !strings.Contains(out.String(), "kept the outpost binary: outpost-agent.service stays installed") {
+		t.Errorf("uninstall server removed the binary the agent's unit runs (%v):\n%s", err, out)
+	}
+	out.Reset()
+	if err := in.Uninstall(ctx, []Role{Agent}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{LocalBinary, BinaryNote} {
+		if _, err := os.Stat(under(in.Root, p)); err == nil {
+			t.Errorf("%s left after the last uninstall:\n%s", p, out)
+		}
+	}
+}
+
+// A binary in /usr/bin (the package's) or /usr/local/bin is run where it
+// is: nothing copied, nothing noted, and uninstall leaves it.
+func TestInstallPackagedBinaryStays(t *testing.T) {
+	for _, bin := range []string{PackagedBinary, LocalBinary} {
+		in, out := newInstaller(t, goodHost(), newFakeSystemd())
+		if err := os.MkdirAll(filepath.Dir(under(in.Root, bin)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(under(in.Root, bin), []byte("packaged"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		o := serverOptions()
+		o.Binary = bin
+		if err := in.Install(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "cop") || strings.Contains(out.String(), "unchanged") {
+			t.Errorf("install from %s said:\n%s\nwant no copy", bin, out)
+		}
+		if err := in.Uninstall(context.Background(), Roles, false, false); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := read(t, in, bin); got != "packaged" {
+			t.Errorf("uninstall changed %s", bin)
+		}
+	}
+}
+
+// The role's flags are checked before anything: every problem refuses
+// the install, the dry run's too, and nothing is written or started
+// (issue 15, review item 2).
+func TestInstallChecksRoleFlags(t *testing.T) {
+	for _, dry := range []bool{true, false} {
+		sd := newFakeSystemd()
+		in, out := newInstaller(t, &fakeSystem{root: false, pid1: "systemd"}, sd)
+		o := Options{Role: Agent, Binary: downloaded(t, "outpost"), Secret: "hello", DryRun: dry,
+			Check: func(secret string) error {
+				if secret != "hello" {
+					t.Errorf("checked with %q, want the join string the unit gets", secret)
+				}
+				return errors.Join(errors.New("give --server (the API's URL)"), errors.New(`--token: a join string starts with "OP1::"`))
+			}}
+		err := in.Install(context.Background(), o)
+		var r *Refusal
+		if !errors.As(err, &r) || !strings.Contains(err.Error(), "give --server") || !strings.Contains(err.Error(), `starts with "OP1::"`) {
+			t.Errorf("dry run %v: %v, want a refusal naming both problems", dry, err)
+		}
+		if got := strings.Contains(err.Error(), "not running as root"); got == dry {
+			t.Errorf("dry run %v: refusal %q; want the host's problems only in a real install's", dry, err)
+		}
+		if strings.Contains(out.String(), "would") || len(sd.calls) != 0 {
+			t.Errorf("dry run %v: a refused install said %q, called %v", dry, out, sd.calls)
+		}
+		if ents, _ := os.ReadDir(in.Root); len(ents) != 0 {
+			t.Errorf("a refused install wrote %v", ents)
+		}
+	}
+}
+
+// uninstall --dry-run says what it would stop, kill, disable and remove,
+// and does none of it (issue 15, review item 3).
+func TestUninstallDryRun(t *testing.T) {
+	sd := newFakeSystemd()
+	in, out := newInstaller(t, goodHost(), sd)
+	ctx := context.Background()
+	bin := downloaded(t, "outpost")
+	o := serverOptions()
+	o.Binary = bin
+	if err := in.Install(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Install(ctx, Options{Role: Agent, Binary: bin, Secret: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	before := listTree(t, in.Root)
+	sd.calls = nil
+	out.Reset()
+	if err := in.Uninstall(ctx, Roles, true, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"would stop outpost-agent.service\n", "would kill what outpost-agent.service left running", "would disable outpost-agent.service\n",
+		"would remove /etc/systemd/system/outpost-agent.service\n", "would remove /etc/outpost/agent.env\n",
+		"would stop outpost-server.service\n", "would disable outpost-server.service\n", "would remove /etc/outpost/cluster-secret\n",
+		"would remove /usr/local/bin/outpost\n", "would remove /etc/outpost/installed-binary\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("uninstall --dry-run lacks %q:\n%s", want, out)
+		}
+	}
+	if len(sd.calls) != 0 {
+		t.Errorf("uninstall --dry-run called %v", sd.calls)
+	}
+	if after := listTree(t, in.Root); !slices.Equal(before, after) {
+		t.Errorf("uninstall --dry-run changed the files: %v, then %v", before, after)
+	}
+	// As a user, without systemd's word: what it would do if they run.
+	in.Sys = &fakeSystem{root: false, pid1: "systemd"}
+	out.Reset()
+	if err := in.Uninstall(ctx, []Role{Server}, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "note: a real uninstall would refuse: not running as root") || !strings.Contains(out.String(), "would stop outpost-server.service (if it runs)") {
+		t.Errorf("uninstall --dry-run as a user:\n%s", out)
+	}
+}
+
+// listTree is every path under root.
+func listTree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, _ os.DirEntry, err error) error {
+		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

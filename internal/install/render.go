@@ -30,6 +30,12 @@ const (
 	// PackagedBinary is where the packages put the binary, and so what
 	// the packaged units run first.
 	PackagedBinary = "/usr/bin/outpost"
+	// LocalBinary is where install copies a binary run from elsewhere
+	// (StableBinary).
+	LocalBinary = "/usr/local/bin/outpost"
+	// BinaryNote names the binary install copied to LocalBinary, so that
+	// uninstall removes that copy and nothing else.
+	BinaryNote = ConfigDir + "/installed-binary"
 )
 
 // PackagedUnitDirs are where a package puts units (Debian's /lib is
