@@ -40,8 +40,12 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 	ran := make(chan struct{})
 	go func() { defer close(ran); w.RunAll(runCtx, 6, clients) }()
-	faults := nemesis(runCtx, t, c)
+	faults, nemesisDone := nemesis(runCtx, t, c)
 	<-ran
+	// The nemesis may be restarting a server it stopped: it must be done
+	// before the check, and before the test's cleanup removes the
+	// servers' directories under that restart (which failed a run).
+	<-nemesisDone
 	c.Net.Heal()
 
 	sum, counts := linearize.Summary(h)
@@ -60,12 +64,15 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 }
 
-// nemesis stops and restarts leaders and cuts servers off until ctx ends.
-func nemesis(ctx context.Context, t *testing.T, c *Cluster) func() []string {
+// nemesis stops and restarts leaders and cuts servers off until ctx ends;
+// the channel closes once it has stopped (a stopped server restarted).
+func nemesis(ctx context.Context, t *testing.T, c *Cluster) (func() []string, <-chan struct{}) {
 	var mu sync.Mutex
 	var done []string
 	note := func(s string) { mu.Lock(); done = append(done, s); mu.Unlock() }
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		rng := rand.New(rand.NewPCG(1, 2))
 		for round := 0; ; round++ {
 			select {
@@ -103,5 +110,5 @@ func nemesis(ctx context.Context, t *testing.T, c *Cluster) func() []string {
 			}
 		}
 	}()
-	return func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), done...) }
+	return func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), done...) }, finished
 }
