@@ -125,6 +125,7 @@ func newRootCommand(o *options) *cobra.Command {
 		newLabelCommand(o, annotationKind),
 		newEditCommand(o),
 		newPatchCommand(o),
+		newEventsCommand(o),
 		newScaleCommand(o),
 		newRolloutCommand(o),
 		// taint, cordon and uncordon live under adm as in oc; kubectl
