@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/client"
 )
 
 // specJSON is an object's spec as compact JSON, keys sorted.
@@ -151,4 +154,26 @@ func TestCreateService(t *testing.T) {
 	expect(t, "namespace exists", f.run("create", "namespace", "default"), 0, "namespace/default created\n", "")
 	expect(t, "namespace again", f.run("create", "namespace", "default"), 1, "",
 		"Error from server (AlreadyExists): namespaces \"default\" already exists\n")
+}
+
+// TestCreateServiceValid checks the services create service builds pass
+// the server's validation (port names, target ports, headless).
+func TestCreateServiceValid(t *testing.T) {
+	f := newFakeAPI(t)
+	for _, args := range [][]string{
+		{"clusterip", "a", "--tcp=80:8080", "--tcp=443:https"},
+		{"clusterip", "b", "--clusterip=None"},
+		{"nodeport", "c", "--tcp=80", "--node-port=30080"},
+		{"loadbalancer", "d", "--tcp=53:5353"},
+		{"externalname", "e", "--external-name=mail.example.com"},
+	} {
+		res := f.run(append([]string{"create", "service"}, append(args, "--dry-run=client", "-o", "json", "-n", "default")...)...)
+		obj, err := client.DecodeObject(svcR, []byte(res.stdout))
+		if err != nil || res.code != 0 {
+			t.Fatalf("%v: %v, code %d %s", args, err, res.code, res.stderr)
+		}
+		if errs := api.Validate(obj); len(errs) > 0 {
+			t.Errorf("%v: invalid: %v", args, errs)
+		}
+	}
 }
