@@ -17,7 +17,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
 	"github.com/outpost-edge/outpost/controlplane/client"
-	"github.com/outpost-edge/outpost/controlplane/version"
 )
 
 func newAdmCommand(o *options) *cobra.Command {
@@ -370,28 +369,4 @@ func printPeers(cmd *cobra.Command, peers []client.RaftPeer, machines map[string
 		rows = append(rows, row)
 	}
 	return newTable(header).print(cmd.OutOrStdout(), rows)
-}
-
-func newVersionCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the client's and the server's version",
-		Example: `  outpost version
-  outpost version --server https://10.0.0.1:6443`,
-		Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Client Version: %s\n", version.Version)
-			cl, err := o.client(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := cl.Version(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "Server Version: %s\n", v.Version)
-			return nil
-		},
-	}
 }

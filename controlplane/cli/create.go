@@ -34,7 +34,7 @@ func newCreateCommand(o *options) *cobra.Command {
 		},
 	}
 	addFileFlags(cmd, &ff, "the manifests to create")
-	cmd.AddCommand(newCreateDeploymentCommand(o))
+	cmd.AddCommand(newCreateDeploymentCommand(o), newCreateServiceCommand(o))
 	cmd.AddCommand(&cobra.Command{
 		Use:     "namespace NAME",
 		Aliases: []string{"ns"},

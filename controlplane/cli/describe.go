@@ -1045,36 +1045,18 @@ func eventSource(e *api.Event) string {
 // events lists the events about the object, oldest first. Events of
 // cluster-scoped objects may live in any namespace.
 func (d *describer) events(r *api.Resource, m *api.ObjectMeta) {
-	er := api.ResourceForKind("Event")
-	sel := "involvedObject.name=" + m.Name + ",involvedObject.kind=" + r.Kind
 	ns := ""
 	if r.Namespaced {
-		sel += ",involvedObject.namespace=" + m.Namespace
 		ns = m.Namespace
 	}
-	objs, _, err := d.cl.List(d.ctx, er, ns, client.ListOptions{FieldSelector: sel})
-	if api.ReasonOf(err) == api.ReasonBadRequest {
-		// A server that cannot select events by involvedObject: read
-		// them all and pick here.
-		objs, _, err = d.cl.List(d.ctx, er, ns, client.ListOptions{})
-	}
+	evs, _, err := listEvents(d.ctx, d.cl, ns, eventFilter{r: r, ns: m.Namespace, name: m.Name})
 	if err != nil {
 		fmt.Fprintf(d.stderr, "Warning: cannot list the events of %s/%s: %v\n", r.Singular, m.Name, err)
-	}
-	// Filter too, in case a server ignores part of the field selector.
-	evs := objs[:0]
-	for _, obj := range objs {
-		e := obj.(*api.Event)
-		if e.InvolvedObject.Name == m.Name && (e.InvolvedObject.Kind == "" || e.InvolvedObject.Kind == r.Kind) &&
-			(!r.Namespaced || e.InvolvedObject.Namespace == "" || e.InvolvedObject.Namespace == m.Namespace) {
-			evs = append(evs, obj)
-		}
 	}
 	if len(evs) == 0 {
 		d.line(0, "Events", none)
 		return
 	}
-	sortEvents(evs)
 	d.section(0, "Events")
 	rows := [][]string{{"Type", "Reason", "Age", "From", "Message"}, {"----", "------", "----", "----", "-------"}}
 	for _, obj := range evs {

@@ -45,14 +45,10 @@ func newEditCommand(o *options) *cobra.Command {
   OUTPOST_EDITOR=nano outpost edit node edge-1`,
 		Args: minArgs(1, "a resource and a name, e.g. `outpost edit deploy web`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			targets, err := parseTargets(args)
+			r, name, err := oneObject(args, "edit")
 			if err != nil {
 				return err
 			}
-			if len(targets) != 1 || len(targets[0].names) != 1 {
-				return usagef("edit takes exactly one object")
-			}
-			r, name := targets[0].r, targets[0].names[0]
 			cl, err := o.client(cmd)
 			if err != nil {
 				return err

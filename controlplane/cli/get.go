@@ -58,6 +58,7 @@ func newGetCommand(o *options) *cobra.Command {
 	f.BoolVar(&g.showLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&g.noHeaders, "no-headers", false, "print no header line (tables, wide and custom-columns)")
 	f.StringVar(&g.sortBy, "sort-by", "", "sort lists by the value at this JSONPath, e.g. .metadata.creationTimestamp or '{.status.containerStatuses[0].restartCount}'")
+	addRawFlag(cmd, o)
 	return cmd
 }
 

@@ -376,7 +376,7 @@ func TestWait(t *testing.T) {
 	expect(t, "missing", f.run("wait", "--for=condition=Ready", "pod/nope"), 1, "", "Error from server (NotFound): pods \"nope\" not found\n")
 	expect(t, "no match", f.run("wait", "--for=condition=Ready", "pods", "-l", "app=none"), 1, "",
 		"No resources found in default namespace.\nerror: no matching resources found\n")
-	expect(t, "no --for", f.run("wait", "pod/db"), 1, "", "error: --for is required: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE] or delete\nSee 'outpost wait --help' for usage.\n")
+	expect(t, "no --for", f.run("wait", "pod/db"), 1, "", "error: --for is required: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE], create or delete\nSee 'outpost wait --help' for usage.\n")
 
 	// --for=jsonpath as kubectl's: a value to print as, or any value.
 	f.put(podR, `{"metadata":{"name":"job","namespace":"default"},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","containerStatuses":[{"name":"c","restartCount":2}]}}`)

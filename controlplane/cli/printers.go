@@ -182,7 +182,7 @@ func tableColumns(r *api.Resource) columns {
 		}
 	case "Service":
 		return columns{
-			header: []string{"NAME", "TYPE", "CLUSTER-IP", "PORT(S)", "AGE"},
+			header: []string{"NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"},
 			wide:   []string{"SELECTOR"},
 			row:    serviceRow,
 		}
@@ -676,11 +676,24 @@ func serviceRow(obj api.Object, now time.Time, wide bool) []string {
 	if typ == "" {
 		typ = "ClusterIP"
 	}
-	row := []string{s.Name, typ, orNone(s.Spec.ClusterIP), servicePorts(s.Spec.Ports), age(now, s.CreationTimestamp)}
+	row := []string{s.Name, typ, orNone(s.Spec.ClusterIP), serviceExternalIP(s), servicePorts(s.Spec.Ports), age(now, s.CreationTimestamp)}
 	if wide {
 		row = append(row, labelsString(s.Spec.Selector))
 	}
 	return row
+}
+
+// serviceExternalIP is kubectl's EXTERNAL-IP: the name an ExternalName
+// service points at, <pending> for a LoadBalancer (no load balancer
+// ever gives one an address here), <none> otherwise.
+func serviceExternalIP(s *api.Service) string {
+	switch s.Spec.Type {
+	case api.ServiceTypeExternalName:
+		return orNone(s.Spec.ExternalName)
+	case api.ServiceTypeLoadBalancer:
+		return "<pending>"
+	}
+	return none
 }
 
 // servicePorts is "80/TCP,443:30443/TCP".

@@ -215,10 +215,14 @@ agent-logs   5         5         4       5            4           zone=a        
 		}},
 	}
 	headless := &api.Service{ObjectMeta: api.ObjectMeta{Name: "db", CreationTimestamp: ago(time.Hour)}, Spec: api.ServiceSpec{Type: "NodePort"}}
-	checkGolden(t, "services", render(t, "Service", printOptions{wide: true}, svc, headless), `
-NAME   TYPE        CLUSTER-IP   PORT(S)                       AGE   SELECTOR
-web    ClusterIP   10.96.0.10   80/TCP,443:30443/TCP,53/UDP   60m   app=web
-db     NodePort    <none>       <none>                        60m   <none>
+	ext := &api.Service{ObjectMeta: api.ObjectMeta{Name: "mail", CreationTimestamp: ago(time.Hour)}, Spec: api.ServiceSpec{Type: "ExternalName", ExternalName: "mail.example.com"}}
+	lb := &api.Service{ObjectMeta: api.ObjectMeta{Name: "edge", CreationTimestamp: ago(time.Hour)}, Spec: api.ServiceSpec{Type: "LoadBalancer", ClusterIP: "10.96.0.11", Ports: []api.ServicePort{{Port: 80, NodePort: 30080}}}}
+	checkGolden(t, "services", render(t, "Service", printOptions{wide: true}, svc, headless, ext, lb), `
+NAME   TYPE           CLUSTER-IP   EXTERNAL-IP        PORT(S)                       AGE   SELECTOR
+web    ClusterIP      10.96.0.10   <none>             80/TCP,443:30443/TCP,53/UDP   60m   app=web
+db     NodePort       <none>       <none>             <none>                        60m   <none>
+mail   ExternalName   <none>       mail.example.com   <none>                        60m   <none>
+edge   LoadBalancer   10.96.0.11   <pending>          80:30080/TCP                  60m   <none>
 `)
 	ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "team-a", CreationTimestamp: ago(400 * 24 * time.Hour)}, Status: api.NamespaceStatus{Phase: "Terminating"}}
 	checkGolden(t, "namespaces", render(t, "Namespace", printOptions{}, ns), `

@@ -74,6 +74,19 @@ func parseTargets(args []string) ([]target, error) {
 	return out, nil
 }
 
+// oneObject reads the `TYPE NAME` or `TYPE/NAME` of a verb that works
+// on a single object; what completes "VERB takes exactly one object".
+func oneObject(args []string, verb string) (*api.Resource, string, error) {
+	targets, err := parseTargets(args)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(targets) != 1 || len(targets[0].names) != 1 {
+		return nil, "", usagef("%s takes exactly one object: give TYPE NAME or TYPE/NAME", verb)
+	}
+	return targets[0].r, targets[0].names[0], nil
+}
+
 // hasTarget reports whether ts already holds resource r.
 func hasTarget(ts []target, r *api.Resource) bool {
 	for _, t := range ts {

@@ -124,6 +124,8 @@ func newRootCommand(o *options) *cobra.Command {
 		newLabelCommand(o, labelKind),
 		newLabelCommand(o, annotationKind),
 		newEditCommand(o),
+		newPatchCommand(o),
+		newEventsCommand(o),
 		newScaleCommand(o),
 		newRolloutCommand(o),
 		// taint, cordon and uncordon live under adm as in oc; kubectl

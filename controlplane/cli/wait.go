@@ -26,6 +26,7 @@ var errNoMatches = errors.New("no matching resources found")
 // status it must have.
 type waitFor struct {
 	delete          bool
+	create          bool // --for=create: until the object exists
 	condition, want string
 	// path is --for=jsonpath's expression: met when it reaches a value
 	// printing as want, or, when hasValue is false, any value at all.
@@ -34,8 +35,11 @@ type waitFor struct {
 }
 
 func parseWaitFor(s string) (waitFor, error) {
-	if s == "delete" {
+	switch s {
+	case "delete":
 		return waitFor{delete: true}, nil
+	case "create":
+		return waitFor{create: true}, nil
 	}
 	if rest, ok := strings.CutPrefix(s, "condition="); ok {
 		cond, want, hasValue := strings.Cut(rest, "=")
@@ -50,7 +54,7 @@ func parseWaitFor(s string) (waitFor, error) {
 	if rest, ok := strings.CutPrefix(s, "jsonpath="); ok {
 		return parseWaitJSONPath(rest)
 	}
-	return waitFor{}, usagef("--for must be delete, condition=NAME[=VALUE] or jsonpath='{PATH}'[=VALUE], not %q", s)
+	return waitFor{}, usagef("--for must be create, delete, condition=NAME[=VALUE] or jsonpath='{PATH}'[=VALUE], not %q", s)
 }
 
 // parseWaitJSONPath reads kubectl's --for=jsonpath='{.status.phase}'=Running:
@@ -96,22 +100,23 @@ func newWaitCommand(o *options) *cobra.Command {
 		sel     selection
 	)
 	cmd := &cobra.Command{
-		Use:   "wait (TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR|--all) --for=condition=NAME[=VALUE]|jsonpath='{PATH}'[=VALUE]|delete [--timeout=30s]",
+		Use:   "wait (TYPE NAME... | TYPE/NAME... | TYPE -l SELECTOR|--all) --for=condition=NAME[=VALUE]|jsonpath='{PATH}'[=VALUE]|create|delete [--timeout=30s]",
 		Short: "Wait until objects have a condition, or are deleted",
 		Long: "wait follows each object until a condition of its status has the value asked for\n" +
 			"(True unless given; names and values compare regardless of case), until a JSONPath\n" +
 			"of it prints as the value given (or reaches any value, without one), or until it is\n" +
-			"gone with --for=delete. It prints a line per object and fails if --timeout passes\n" +
+			"gone with --for=delete, or until it exists with --for=create. It prints a line per object and fails if --timeout passes\n" +
 			"first (0: check once; negative: a week).",
 		Example: `  outpost wait --for=condition=Ready pod/web-1
   outpost wait --for=condition=Available deployment/web --timeout=2m
   outpost wait --for=condition=Ready pods -l app=web
   outpost wait --for=jsonpath='{.status.phase}'=Running pod/web-1
-  outpost wait --for=delete pod/web-1 --timeout=60s`,
+  outpost wait --for=delete pod/web-1 --timeout=60s
+  outpost wait --for=create deployment/web`,
 		Args: minArgs(1, "the objects to wait for, e.g. `outpost wait --for=condition=Ready pod/web`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if forFlag == "" {
-				return usagef("--for is required: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE] or delete")
+				return usagef("--for is required: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE], create or delete")
 			}
 			wf, err := parseWaitFor(forFlag)
 			if err != nil {
@@ -148,7 +153,7 @@ func newWaitCommand(o *options) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&forFlag, "for", "", "what to wait for: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE] or delete")
+	f.StringVar(&forFlag, "for", "", "what to wait for: condition=NAME[=VALUE], jsonpath='{PATH}'[=VALUE], create or delete")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long, for all the objects together (0: check once; negative: a week)")
 	sel.addFlags(cmd, "wait for")
 	return cmd
@@ -156,6 +161,9 @@ func newWaitCommand(o *options) *cobra.Command {
 
 // waitOne waits for one object. once: look once, without watching.
 func waitOne(ctx context.Context, cl *client.Client, r *api.Resource, ns, name string, wf waitFor, once bool) error {
+	if wf.create {
+		return waitCreated(ctx, cl, r, ns, name, once)
+	}
 	obj, err := cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
 	if wf.delete {
 		switch {
@@ -269,6 +277,66 @@ func hasCondition(obj api.Object, wf waitFor) (bool, error) {
 		if strings.EqualFold(typ, wf.condition) {
 			return strings.EqualFold(status, wf.want), nil
 		}
+	}
+	return false, nil
+}
+
+// waitCreated waits until the object exists (--for=create): a read, then
+// a watch of its name from the list's version, read again whenever the
+// watch ends or falls out of the server's window.
+func waitCreated(ctx context.Context, cl *client.Client, r *api.Resource, ns, name string, once bool) error {
+	sel := client.ListOptions{FieldSelector: "metadata.name=" + name}
+	for {
+		_, err := cl.Get(ctx, r, ns, name, client.GetOptions{Consistent: true})
+		switch {
+		case err == nil:
+			return nil
+		case !api.IsNotFound(err):
+			return err
+		case once:
+			return errTimedOut
+		}
+		// The list's version: a creation after the read is in the watch.
+		_, rv, err := cl.List(ctx, r, ns, sel)
+		if err != nil {
+			return err
+		}
+		if created, err := watchCreated(ctx, cl, r, ns, sel, rv); created || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// watchCreated reports whether the watch from rv saw the object, until
+// the stream ends.
+func watchCreated(ctx context.Context, cl *client.Client, r *api.Resource, ns string, sel client.ListOptions, rv string) (bool, error) {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := cl.Watch(wctx, r, ns, sel, rv)
+	if api.IsGone(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for ev := range ch {
+		switch ev.Type {
+		case client.EventAdded, client.EventModified:
+			return true, nil
+		case client.EventError:
+			if !api.IsGone(ev.Err) {
+				return false, ev.Err
+			}
+			return false, nil
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return false, err
 	}
 	return false, nil
 }
