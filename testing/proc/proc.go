@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -101,8 +102,11 @@ func (c *Cluster) Start(s *Server) error {
 		return err
 	}
 	// As the README says to pass it: from a file, not on the command line.
+	// Written once per cluster and never rewritten: the servers share
+	// the file, and rewriting it in place while another one starts let
+	// that one read it empty (a restart test failed on exactly that).
 	secretFile := filepath.Join(filepath.Dir(s.Dir), "cluster-secret")
-	if err := os.WriteFile(secretFile, []byte(c.Secret+"\n"), 0o600); err != nil {
+	if err := writeOnce(secretFile, []byte(c.Secret+"\n")); err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -248,4 +252,18 @@ func (s *Server) WaitReady(ctx context.Context) error {
 			return errors.New("server " + s.ID + " exited")
 		}
 	}
+}
+
+// writeOnce writes data to path unless the file already holds it, through
+// a temporary file renamed into place, so that a reader never sees it
+// part-written.
+func writeOnce(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
