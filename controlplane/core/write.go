@@ -41,6 +41,34 @@ func (c *Core) Apply(ctx context.Context, cmd []byte) (*store.Result, error) {
 	return c.result(res)
 }
 
+// confirmRefusal is called when a write is about to be refused from this
+// server's own store, without a raft entry (the object is missing, or its
+// resourceVersion or UID is not the one asked for). Only a leader runs
+// writes (followers forward them), but a leader that was paused or cut
+// off may not know yet that another was elected, and its store then
+// misses what the new one committed: refusing from it is not
+// linearizable (a paused leader answered NotFound for an object another
+// leader had created again; TestLinearizableUnderCrashes caught it). So
+// the refusal stands only once the store has applied a read index the
+// leader of now gave after the request arrived; look is then asked again.
+// Any other error, and a failure to get the read index, is returned as
+// it is: the write is then not refused but fails.
+func (c *Core) confirmRefusal(ctx context.Context, refusal error, look func() (api.Object, []byte, error)) (api.Object, []byte, error) {
+	if !api.IsNotFound(refusal) && !api.IsConflict(refusal) {
+		return nil, nil, refusal
+	}
+	rctx, cancel := context.WithTimeout(ctx, ReadIndexTimeout)
+	defer cancel()
+	idx, err := c.node.ReadIndex(rctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.node.WaitApplied(rctx, idx); err != nil {
+		return nil, nil, err
+	}
+	return look()
+}
+
 // result turns one command's outcome into the caller's.
 func (c *Core) result(res *store.Result) (*store.Result, error) {
 	if res.Fatal() {
@@ -234,18 +262,29 @@ func (c *Core) Update(ctx context.Context, id *auth.Identity, res *api.Resource,
 	}
 	m := obj.GetObjectMeta()
 	wantRV, wantUID := m.ResourceVersion, m.UID
-	for attempt := 1; ; attempt++ {
+	current := func() (api.Object, []byte, error) {
 		cur, raw, err := c.st.Get(res, ns, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		cm := cur.GetObjectMeta()
+		if wantRV != "" && wantRV != cm.ResourceVersion {
+			return nil, nil, api.NewConflict(res, name, "the object has been modified; please apply your changes to the latest version and try again")
+		}
+		if wantUID != "" && wantUID != cm.UID {
+			return nil, nil, api.NewConflict(res, name, fmt.Sprintf("Precondition failed: UID in object meta: %s, UID stored: %s", wantUID, cm.UID))
+		}
+		return cur, raw, nil
+	}
+	for attempt := 1; ; attempt++ {
+		cur, raw, err := current()
+		if err != nil && attempt == 1 {
+			cur, raw, err = c.confirmRefusal(ctx, err, current)
+		}
 		if err != nil {
 			return nil, err
 		}
 		cm := cur.GetObjectMeta()
-		if wantRV != "" && wantRV != cm.ResourceVersion {
-			return nil, api.NewConflict(res, name, "the object has been modified; please apply your changes to the latest version and try again")
-		}
-		if wantUID != "" && wantUID != cm.UID {
-			return nil, api.NewConflict(res, name, fmt.Sprintf("Precondition failed: UID in object meta: %s, UID stored: %s", wantUID, cm.UID))
-		}
 		old, err := copyOf(res, raw)
 		if err != nil {
 			return nil, err
@@ -317,6 +356,9 @@ func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource,
 	}
 	if c.admits(admission.OpDelete, id, res) {
 		_, raw, err := c.st.Get(res, ns, name)
+		if err != nil {
+			_, raw, err = c.confirmRefusal(ctx, err, func() (api.Object, []byte, error) { return c.st.Get(res, ns, name) })
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -424,6 +466,9 @@ func (c *Core) Bind(ctx context.Context, id *auth.Identity, ns, name string, bin
 // store checks again on the state the entry meets.
 func (c *Core) bindCmd(ctx context.Context, id *auth.Identity, ns, name string, bind store.Binding) ([]byte, error) {
 	cur, raw, err := c.st.Get(podsResource, ns, name)
+	if err != nil {
+		cur, raw, err = c.confirmRefusal(ctx, err, func() (api.Object, []byte, error) { return c.st.Get(podsResource, ns, name) })
+	}
 	if err != nil {
 		return nil, err
 	}
