@@ -296,6 +296,7 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		if names[m.Name] != nil {
 			return fmt.Errorf("%w: %s %s/%s twice", ErrBadSnapshot, rec.t.res.Plural, m.Namespace, m.Name)
 		}
+		s.intern.object(rec.obj, nil)
 		e := &entry{obj: rec.obj, raw: rec.raw, node: podNode(rec.obj)}
 		names[m.Name] = e
 		c.n++
