@@ -66,6 +66,26 @@ func TestInternSharesEqualParts(t *testing.T) {
 	if &a.Spec.Tolerations[0] != &c.Spec.Tolerations[0] {
 		t.Error("c's tolerations equal a's but are not shared")
 	}
+
+	// A store restored from a snapshot shares them too.
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{})
+	if err := r.Restore(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	ra, _, _ := r.Get(rPods, "default", "a")
+	rb, _, _ := r.Get(rPods, "default", "b")
+	if pa, pb := ra.(*api.Pod), rb.(*api.Pod); &pa.Spec.Containers[0] != &pb.Spec.Containers[0] ||
+		reflect.ValueOf(pa.Labels).UnsafePointer() != reflect.ValueOf(pb.Labels).UnsafePointer() {
+		t.Error("restored a and b have equal labels and containers but do not share them")
+	}
 }
 
 // TestInternTellsApartWhatDeepEqualDoes: values that differ only where a

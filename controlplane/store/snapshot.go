@@ -296,7 +296,6 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		if names[m.Name] != nil {
 			return fmt.Errorf("%w: %s %s/%s twice", ErrBadSnapshot, rec.t.res.Plural, m.Namespace, m.Name)
 		}
-		s.intern.object(rec.obj, nil)
 		e := &entry{obj: rec.obj, raw: rec.raw, node: podNode(rec.obj)}
 		names[m.Name] = e
 		c.n++
@@ -340,6 +339,9 @@ func decodeRecords(recs []snapRecord) error {
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(recs))
 		wg.Go(func() {
+			// Each worker shares equal parts among its own objects
+			// (intern.go): a copy per worker, and no lock.
+			var in interner
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
 				obj := rec.t.res.New()
@@ -349,6 +351,7 @@ func decodeRecords(recs []snapRecord) error {
 				}
 				tm := obj.GetTypeMeta()
 				tm.APIVersion, tm.Kind = rec.t.res.APIVersion(), rec.t.res.Kind
+				in.object(obj, nil)
 				rec.obj = obj
 			}
 		})
