@@ -1,10 +1,14 @@
 package api
 
-import "reflect"
+import (
+	"maps"
+	"reflect"
+)
 
 var (
-	quantityType = reflect.TypeFor[Quantity]()
-	timeType     = reflect.TypeFor[Time]()
+	quantityType  = reflect.TypeFor[Quantity]()
+	timeType      = reflect.TypeFor[Time]()
+	stringMapType = reflect.TypeFor[map[string]string]()
 )
 
 // SemanticEqual reports whether a and b hold the same API value: as
@@ -19,21 +23,30 @@ func SemanticEqual(a, b any) bool {
 	if va.Type() != vb.Type() {
 		return false
 	}
-	return equalValue(va, vb)
+	return equalValue(va, vb, true)
 }
 
-// equalValue reports whether a and b, of one type, hold the same API value.
-func equalValue(a, b reflect.Value) bool {
-	switch a.Type() {
-	case quantityType:
-		return a.Field(1).Int() == b.Field(1).Int()
-	case timeType:
-		return a.Interface().(Time).Equal(b.Interface().(Time).Time)
+// EqualValues reports whether a and b, of one type, hold equal content as
+// reflect.DeepEqual would (nil and empty differ, "1" and "1000m" differ),
+// without boxing them into interfaces: the store compares parts of
+// objects with it on every write.
+func EqualValues(a, b reflect.Value) bool { return equalValue(a, b, false) }
+
+// equalValue reports whether a and b, of one type, hold the same API value
+// (semantic) or the same content (not semantic, as reflect.DeepEqual).
+func equalValue(a, b reflect.Value, semantic bool) bool {
+	if semantic {
+		switch a.Type() {
+		case quantityType:
+			return a.Field(1).Int() == b.Field(1).Int()
+		case timeType:
+			return a.Interface().(Time).Equal(b.Interface().(Time).Time)
+		}
 	}
 	switch a.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if a.IsNil() || b.IsNil() {
-			if a.Type().Elem() == timeType {
+			if semantic && a.Type().Elem() == timeType {
 				// A zero time encodes as null, which decodes as nil.
 				return isZeroTimePtr(a) && isZeroTimePtr(b)
 			}
@@ -42,32 +55,36 @@ func equalValue(a, b reflect.Value) bool {
 		if a.Kind() == reflect.Interface && a.Elem().Type() != b.Elem().Type() {
 			return false
 		}
-		return equalValue(a.Elem(), b.Elem())
+		return equalValue(a.Elem(), b.Elem(), semantic)
 	case reflect.Struct:
 		for i := range a.NumField() {
-			if !equalValue(a.Field(i), b.Field(i)) {
+			if !equalValue(a.Field(i), b.Field(i), semantic) {
 				return false
 			}
 		}
 		return true
 	case reflect.Slice, reflect.Array:
-		if a.Len() != b.Len() {
+		if a.Len() != b.Len() || (!semantic && a.Kind() == reflect.Slice && a.IsNil() != b.IsNil()) {
 			return false
 		}
 		for i := range a.Len() {
-			if !equalValue(a.Index(i), b.Index(i)) {
+			if !equalValue(a.Index(i), b.Index(i), semantic) {
 				return false
 			}
 		}
 		return true
 	case reflect.Map:
-		if a.Len() != b.Len() {
+		if a.Len() != b.Len() || (!semantic && a.IsNil() != b.IsNil()) {
 			return false
+		}
+		if a.Type() == stringMapType && a.CanInterface() && b.CanInterface() {
+			// Labels, annotations, selectors: without reflect's copies.
+			return maps.Equal(a.Interface().(map[string]string), b.Interface().(map[string]string))
 		}
 		it := a.MapRange()
 		for it.Next() {
 			bv := b.MapIndex(it.Key())
-			if !bv.IsValid() || !equalValue(it.Value(), bv) {
+			if !bv.IsValid() || !equalValue(it.Value(), bv, semantic) {
 				return false
 			}
 		}
@@ -82,6 +99,9 @@ func equalValue(a, b reflect.Value) bool {
 		return a.Uint() == b.Uint()
 	case reflect.Float32, reflect.Float64:
 		return a.Float() == b.Float()
+	}
+	if !a.CanInterface() || !b.CanInterface() {
+		return false // an unexported kind the API types do not use
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
 }

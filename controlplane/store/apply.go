@@ -570,6 +570,11 @@ func (s *Store) checkKnown(cmd []byte) error {
 
 // put stores e in place of prev (nil for a new object) and emits the event.
 func (tx *txn) put(t *table, e *entry, prev *entry) {
+	var prevObj api.Object
+	if prev != nil {
+		prevObj = prev.obj
+	}
+	tx.s.intern.object(e.obj, prevObj)
 	m := e.obj.GetObjectMeta()
 	names := t.ns[m.Namespace]
 	if names == nil {
@@ -578,7 +583,6 @@ func (tx *txn) put(t *table, e *entry, prev *entry) {
 	}
 	names[m.Name] = e
 	typ := Modified
-	var prevObj api.Object
 	tx.s.sum += entryHash(t, e)
 	if detectMutations() && prev != nil {
 		checkUnchanged(t.res.Plural, prev)
@@ -587,7 +591,6 @@ func (tx *txn) put(t *table, e *entry, prev *entry) {
 		t.n++
 		typ = Added
 	} else {
-		prevObj = prev.obj
 		tx.s.sum -= entryHash(t, prev)
 	}
 	if t.byNode != nil {

@@ -339,6 +339,9 @@ func decodeRecords(recs []snapRecord) error {
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(recs))
 		wg.Go(func() {
+			// Each worker shares equal parts among its own objects
+			// (intern.go): a copy per worker, and no lock.
+			var in interner
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
 				obj := rec.t.res.New()
@@ -348,6 +351,7 @@ func decodeRecords(recs []snapRecord) error {
 				}
 				tm := obj.GetTypeMeta()
 				tm.APIVersion, tm.Kind = rec.t.res.APIVersion(), rec.t.res.Kind
+				in.object(obj, nil)
 				rec.obj = obj
 			}
 		})

@@ -173,6 +173,10 @@ type Store struct {
 
 	handoff handoff
 
+	// intern shares equal parts of stored objects (intern.go); only the
+	// applier uses it.
+	intern interner
+
 	// sum is the state hash (statehash.go); only the applier changes it.
 	sum    uint64
 	hashes hashLog
