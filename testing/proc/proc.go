@@ -89,6 +89,23 @@ func (c *Cluster) StartAll(ctx context.Context) error {
 	return nil
 }
 
+// writeSecret puts the cluster secret in the file every server reads at
+// start. It is shared: rewriting it in place (truncate, then write) while
+// a server started just before reads it made that server find it empty and
+// exit (TestCrashWholeClusterKill9 and the write benchmark, now and then
+// under load). So it is written only when it differs, and then whole, by
+// a rename.
+func writeSecret(path, secret string) error {
+	if b, err := os.ReadFile(path); err == nil && string(b) == secret {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(secret), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // Start starts (or restarts) s with its data dir.
 func (c *Cluster) Start(s *Server) error {
 	var join []string
@@ -102,7 +119,7 @@ func (c *Cluster) Start(s *Server) error {
 	}
 	// As the README says to pass it: from a file, not on the command line.
 	secretFile := filepath.Join(filepath.Dir(s.Dir), "cluster-secret")
-	if err := os.WriteFile(secretFile, []byte(c.Secret+"\n"), 0o600); err != nil {
+	if err := writeSecret(secretFile, c.Secret+"\n"); err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
