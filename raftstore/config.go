@@ -64,6 +64,9 @@ type Config struct {
 	// entry at index was applied, and whether it still knows it; servers
 	// compare them to find a state that drifted (Node.StateHashes).
 	StateHash func(index uint64) (uint64, bool)
+	// noPipeline replicates one batch per round trip per follower instead
+	// of pipelining AppendEntries; the benchmarks compare the two.
+	noPipeline bool
 
 	HeartbeatTimeout   time.Duration // default 1s
 	ElectionTimeout    time.Duration // default: HeartbeatTimeout

@@ -214,8 +214,12 @@ func (n *Node) start(fsm FSM) error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	var trans raft.Transport = pipelined{n.trans, n.ctx.Done()}
+	if cfg.noPipeline {
+		trans = unpipelined{n.trans}
+	}
 	// NewRaft restores the latest snapshot into the FSM before it returns.
-	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.store, n.snaps, unpipelined{n.trans}); err != nil {
+	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.store, n.snaps, trans); err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	if n.metrics, err = newNodeMetrics(cfg.Registerer, n); err != nil {
@@ -337,20 +341,6 @@ func (n *Node) Close() error {
 		n.closeErr = n.shutdown()
 	})
 	return n.closeErr
-}
-
-// unpipelined is the network transport without AppendEntries pipelining.
-// hashicorp/raft's pipelined replication can deadlock when a follower's
-// response ends its decoder while the sender waits for room in the
-// pipeline: the replication goroutine never returns and Shutdown waits for
-// it for ever (seen in the leader-loss test). Plain replication sends one
-// batch (up to MaxAppendEntries entries) per round trip per follower, which
-// batching keeps cheap.
-type unpipelined struct{ *raft.NetworkTransport }
-
-// AppendEntriesPipeline tells raft to replicate without a pipeline.
-func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // shutdown releases whatever start managed to build.

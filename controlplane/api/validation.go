@@ -30,8 +30,8 @@ func Validate(obj Object) ErrorList {
 		errs = append(errs, validateNode(o)...)
 	case *Pod:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
-		errs = append(errs, ValidatePodSpec(&o.Spec, Root("spec"))...)
-		errs = append(errs, validatePodStatus(&o.Status, Root("status"))...)
+		errs = append(errs, ValidatePodSpec(&o.Spec, specPath)...)
+		errs = append(errs, validatePodStatus(&o.Status, statusPath)...)
 	case *Event:
 		errs = validateObjectMeta(meta, r, IsDNS1123Subdomain)
 		errs = append(errs, validateEvent(o)...)
@@ -187,33 +187,49 @@ func validateNonnegative(p *Path, v int64) ErrorList {
 	return nil
 }
 
+// Paths that validating every object starts from, built once: a Path never
+// changes once made, so they are shared, and checking a valid object does
+// not allocate them for each create (issue 16 item 1).
+var (
+	specPath            = Root("spec")
+	statusPath          = Root("status")
+	metaPath            = Root("metadata")
+	metaName            = metaPath.Child("name")
+	metaGenerateName    = metaPath.Child("generateName")
+	metaNamespace       = metaPath.Child("namespace")
+	metaGeneration      = metaPath.Child("generation")
+	metaLabels          = metaPath.Child("labels")
+	metaAnnotations     = metaPath.Child("annotations")
+	metaFinalizers      = metaPath.Child("finalizers")
+	metaOwnerReferences = metaPath.Child("ownerReferences")
+)
+
 // validateObjectMeta checks metadata: name (with nameCheck) or
 // generateName, namespace by the kind's scope, labels, annotations,
 // finalizers and owner references.
 func validateObjectMeta(m *ObjectMeta, r *Resource, nameCheck func(string) []string) ErrorList {
-	p := Root("metadata")
 	var errs ErrorList
 	switch {
 	case m.Name != "":
-		errs = append(errs, invalidMsgs(p.Child("name"), m.Name, nameCheck(m.Name))...)
+		errs = append(errs, invalidMsgs(metaName, m.Name, nameCheck(m.Name))...)
 	case m.GenerateName != "":
 		// The server appends a random suffix; what is given must be a valid
 		// beginning of a name.
 		prefix := strings.TrimRight(m.GenerateName, "-") + "a"
-		errs = append(errs, invalidMsgs(p.Child("generateName"), m.GenerateName, nameCheck(prefix))...)
+		errs = append(errs, invalidMsgs(metaGenerateName, m.GenerateName, nameCheck(prefix))...)
 	default:
-		errs = append(errs, Required(p.Child("name"), "name or generateName is required"))
+		errs = append(errs, Required(metaName, "name or generateName is required"))
 	}
 	if r != nil && r.Namespaced {
-		errs = append(errs, validateName(p.Child("namespace"), m.Namespace, IsDNS1123Label)...)
+		errs = append(errs, validateName(metaNamespace, m.Namespace, IsDNS1123Label)...)
 	} else if m.Namespace != "" {
-		errs = append(errs, Forbidden(p.Child("namespace"), "not allowed on this type"))
+		errs = append(errs, Forbidden(metaNamespace, "not allowed on this type"))
 	}
-	errs = append(errs, validateNonnegative(p.Child("generation"), m.Generation)...)
-	errs = append(errs, ValidateLabels(m.Labels, p.Child("labels"))...)
-	errs = append(errs, validateAnnotations(m.Annotations, p.Child("annotations"))...)
+	errs = append(errs, validateNonnegative(metaGeneration, m.Generation)...)
+	errs = append(errs, ValidateLabels(m.Labels, metaLabels)...)
+	errs = append(errs, validateAnnotations(m.Annotations, metaAnnotations)...)
 	for i, f := range m.Finalizers {
-		fp := p.Child("finalizers").Index(i)
+		fp := metaFinalizers.Index(i)
 		errs = append(errs, invalidMsgs(fp, f, IsQualifiedName(f))...)
 		if slices.Contains(m.Finalizers[:i], f) {
 			errs = append(errs, Duplicate(fp, f))
@@ -221,7 +237,7 @@ func validateObjectMeta(m *ObjectMeta, r *Resource, nameCheck func(string) []str
 	}
 	controllers := 0
 	for i, o := range m.OwnerReferences {
-		op := p.Child("ownerReferences").Index(i)
+		op := metaOwnerReferences.Index(i)
 		if o.APIVersion == "" {
 			errs = append(errs, Required(op.Child("apiVersion"), "version must not be empty"))
 		}
@@ -239,7 +255,7 @@ func validateObjectMeta(m *ObjectMeta, r *Resource, nameCheck func(string) []str
 		}
 	}
 	if controllers > 1 {
-		errs = append(errs, Invalid(p.Child("ownerReferences"), fmt.Sprintf("%d controllers", controllers), "Only one reference can have Controller set to true"))
+		errs = append(errs, Invalid(metaOwnerReferences, fmt.Sprintf("%d controllers", controllers), "Only one reference can have Controller set to true"))
 	}
 	return errs
 }
