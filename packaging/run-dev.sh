@@ -67,7 +67,9 @@ cat <<MSG
 
 outpost dev is running (API https://127.0.0.1:6443, data in $DATA), with
 this host as node $node running real containers through containerd.
-The admin config is in ~/.config/outpost/config. In another shell:
+The admin config is in ~/.config/outpost/config; the web console is at
+https://127.0.0.1:6443/ui/ (log in with the token: line of that file).
+In another shell:
 
   $BIN get nodes
   $BIN get pods -o wide
