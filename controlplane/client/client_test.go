@@ -553,3 +553,65 @@ func TestLatest(t *testing.T) {
 		t.Error("kept after Forget")
 	}
 }
+
+// TestWatchLineForms: the line reader cuts the server's own form without
+// decoding it, and every other form of the same event (other spacing,
+// other key order, a field after the object, a line longer than the read
+// buffer, no final newline) still decodes to the same event.
+func TestWatchLineForms(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	stream := strings.Join([]string{
+		`{"type":"ADDED","object":{"metadata":{"name":"a"}}}`,
+		``,
+		`{ "type" : "MODIFIED" , "object" : {"metadata":{"name":"b"}} }`,
+		`{"object":{"metadata":{"name":"c"}},"type":"MODIFIED"}`,
+		`{"type":"DELETED","object":{"metadata":{"name":"d"}},"extra":{"x":1}}`,
+		"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"e\",\"annotations\":{\"big\":\"" + long + "\"}}}}\r",
+		`{"type":"MODIFIED","object":{"metadata":{"name":"f"}}}`,
+	}, "\n")
+	c, _ := testServer(t, map[string]http.HandlerFunc{
+		"GET /api/v1/namespaces/team/pods": func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, stream)
+		},
+	})
+	ch, err := c.Watch(t.Context(), res("Pod"), "team", ListOptions{}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev := range ch {
+		if ev.Err != nil {
+			t.Fatalf("event %d: %v", len(got), ev.Err)
+		}
+		p := ev.Object.(*api.Pod)
+		got = append(got, ev.Type+" "+p.Name)
+		if p.Name == "e" && p.Annotations["big"] != long {
+			t.Errorf("long line's annotation is %d bytes, want %d", len(p.Annotations["big"]), len(long))
+		}
+	}
+	want := []string{"ADDED a", "MODIFIED b", "MODIFIED c", "DELETED d", "ADDED e", "MODIFIED f"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestWatchBadLine: a line that is not JSON ends the watch with an error
+// event, as before, also when it has the server's form.
+func TestWatchBadLine(t *testing.T) {
+	c, _ := testServer(t, map[string]http.HandlerFunc{
+		"GET /api/v1/namespaces/team/pods": func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, `{"type":"ADDED","object":{"metadata":{"name":"a"}}}`+"\n"+`{"type":"ADDED","object":{"metadata":}`+"\n"+`{"type":"ADDED","object":{"metadata":{"name":"b"}}}`+"\n")
+		},
+	})
+	ch, err := c.Watch(t.Context(), res("Pod"), "team", ListOptions{}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []WatchEvent
+	for ev := range ch {
+		evs = append(evs, ev)
+	}
+	if len(evs) != 2 || evs[0].Type != EventAdded || evs[1].Type != EventError || !errors.Is(evs[1].Err, ErrBadReply) {
+		t.Fatalf("events %+v, want ADDED then an ERROR wrapping ErrBadReply", evs)
+	}
+}
