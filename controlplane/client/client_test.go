@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -614,4 +615,33 @@ func TestWatchBadLine(t *testing.T) {
 	if len(evs) != 2 || evs[0].Type != EventAdded || evs[1].Type != EventError || !errors.Is(evs[1].Err, ErrBadReply) {
 		t.Fatalf("events %+v, want ADDED then an ERROR wrapping ErrBadReply", evs)
 	}
+}
+
+// watchBenchPod is a pod of about the size the fan-out benchmark writes.
+const watchBenchPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"fanout-1","namespace":"bench","uid":"5f0c2b7e-8a1d-4c1e-9a53-3f1f0f4f2a11","resourceVersion":"12345","creationTimestamp":"2026-11-27T03:00:00Z","labels":{"app":"bench","fanout":"1","tier":"backend"},"annotations":{"outpost.io/note":"a pod of about the size of a small real one"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1.2.3","command":["/bin/app","--listen=:8080"],"args":["--log-level=info","--cache=64Mi"],"env":[{"name":"MODE","value":"production"},{"name":"REGION","value":"edge-1"},{"name":"FEATURE_FLAGS","value":"a,b,c"}],"ports":[{"name":"http","containerPort":8080,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"500m","memory":"256Mi"}},"readinessProbe":{"httpGet":{"path":"/healthz","port":8080},"periodSeconds":5},"imagePullPolicy":"IfNotPresent"},{"name":"sidecar","image":"registry.example/sidecar:0.9","args":["--upstream=127.0.0.1:8080"],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}]},"status":{"phase":"Pending"}}`
+
+// BenchmarkWatchRead is one watcher reading and decoding one event of
+// the server's form: what every watcher pays per event it gets.
+func BenchmarkWatchRead(b *testing.B) {
+	line := []byte(`{"type":"MODIFIED","object":` + watchBenchPod + "}\n")
+	const perStream = 1000
+	stream := bytes.Repeat(line, perStream)
+	c := &Client{}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ch := make(chan WatchEvent, perStream)
+		c.readWatch(b.Context(), res("Pod"), io.NopCloser(bytes.NewReader(stream)), ch)
+		n := 0
+		for ev := range ch {
+			if ev.Err != nil {
+				b.Fatal(ev.Err)
+			}
+			n++
+		}
+		if n != perStream {
+			b.Fatalf("%d events, want %d", n, perStream)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perStream), "ns/event")
 }
