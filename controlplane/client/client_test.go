@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -552,4 +553,95 @@ func TestLatest(t *testing.T) {
 	if _, ok, _ := l.Copy(); ok {
 		t.Error("kept after Forget")
 	}
+}
+
+// TestWatchLineForms: the line reader cuts the server's own form without
+// decoding it, and every other form of the same event (other spacing,
+// other key order, a field after the object, a line longer than the read
+// buffer, no final newline) still decodes to the same event.
+func TestWatchLineForms(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	stream := strings.Join([]string{
+		`{"type":"ADDED","object":{"metadata":{"name":"a"}}}`,
+		``,
+		`{ "type" : "MODIFIED" , "object" : {"metadata":{"name":"b"}} }`,
+		`{"object":{"metadata":{"name":"c"}},"type":"MODIFIED"}`,
+		`{"type":"DELETED","object":{"metadata":{"name":"d"}},"extra":{"x":1}}`,
+		"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"e\",\"annotations\":{\"big\":\"" + long + "\"}}}}\r",
+		`{"type":"MODIFIED","object":{"metadata":{"name":"f"}}}`,
+	}, "\n")
+	c, _ := testServer(t, map[string]http.HandlerFunc{
+		"GET /api/v1/namespaces/team/pods": func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, stream)
+		},
+	})
+	ch, err := c.Watch(t.Context(), res("Pod"), "team", ListOptions{}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev := range ch {
+		if ev.Err != nil {
+			t.Fatalf("event %d: %v", len(got), ev.Err)
+		}
+		p := ev.Object.(*api.Pod)
+		got = append(got, ev.Type+" "+p.Name)
+		if p.Name == "e" && p.Annotations["big"] != long {
+			t.Errorf("long line's annotation is %d bytes, want %d", len(p.Annotations["big"]), len(long))
+		}
+	}
+	want := []string{"ADDED a", "MODIFIED b", "MODIFIED c", "DELETED d", "ADDED e", "MODIFIED f"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestWatchBadLine: a line that is not JSON ends the watch with an error
+// event, as before, also when it has the server's form.
+func TestWatchBadLine(t *testing.T) {
+	c, _ := testServer(t, map[string]http.HandlerFunc{
+		"GET /api/v1/namespaces/team/pods": func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, `{"type":"ADDED","object":{"metadata":{"name":"a"}}}`+"\n"+`{"type":"ADDED","object":{"metadata":}`+"\n"+`{"type":"ADDED","object":{"metadata":{"name":"b"}}}`+"\n")
+		},
+	})
+	ch, err := c.Watch(t.Context(), res("Pod"), "team", ListOptions{}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []WatchEvent
+	for ev := range ch {
+		evs = append(evs, ev)
+	}
+	if len(evs) != 2 || evs[0].Type != EventAdded || evs[1].Type != EventError || !errors.Is(evs[1].Err, ErrBadReply) {
+		t.Fatalf("events %+v, want ADDED then an ERROR wrapping ErrBadReply", evs)
+	}
+}
+
+// watchBenchPod is a pod of about the size the fan-out benchmark writes.
+const watchBenchPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"fanout-1","namespace":"bench","uid":"5f0c2b7e-8a1d-4c1e-9a53-3f1f0f4f2a11","resourceVersion":"12345","creationTimestamp":"2026-11-27T03:00:00Z","labels":{"app":"bench","fanout":"1","tier":"backend"},"annotations":{"outpost.io/note":"a pod of about the size of a small real one"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1.2.3","command":["/bin/app","--listen=:8080"],"args":["--log-level=info","--cache=64Mi"],"env":[{"name":"MODE","value":"production"},{"name":"REGION","value":"edge-1"},{"name":"FEATURE_FLAGS","value":"a,b,c"}],"ports":[{"name":"http","containerPort":8080,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"500m","memory":"256Mi"}},"readinessProbe":{"httpGet":{"path":"/healthz","port":8080},"periodSeconds":5},"imagePullPolicy":"IfNotPresent"},{"name":"sidecar","image":"registry.example/sidecar:0.9","args":["--upstream=127.0.0.1:8080"],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}]},"status":{"phase":"Pending"}}`
+
+// BenchmarkWatchRead is one watcher reading and decoding one event of
+// the server's form: what every watcher pays per event it gets.
+func BenchmarkWatchRead(b *testing.B) {
+	line := []byte(`{"type":"MODIFIED","object":` + watchBenchPod + "}\n")
+	const perStream = 1000
+	stream := bytes.Repeat(line, perStream)
+	c := &Client{}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ch := make(chan WatchEvent, perStream)
+		c.readWatch(b.Context(), res("Pod"), io.NopCloser(bytes.NewReader(stream)), ch)
+		n := 0
+		for ev := range ch {
+			if ev.Err != nil {
+				b.Fatal(ev.Err)
+			}
+			n++
+		}
+		if n != perStream {
+			b.Fatalf("%d events, want %d", n, perStream)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perStream), "ns/event")
 }

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +39,92 @@ type WatchEvent struct {
 type watchLine struct {
 	Type   string          `json:"type"`
 	Object json.RawMessage `json:"object"`
+
+	// fast says Object was cut out of raw, the whole line, by its
+	// position rather than decoded; the caller decodes raw when Object
+	// turns out not to be one JSON value.
+	fast bool
+	raw  []byte
+}
+
+// watchLineReader reads a watch reply one line (one event) at a time.
+// Every watcher decodes every event it gets, so on a busy stream this is
+// the client's main cost: json.Decoder scans each object twice (finding
+// its end, then decoding it into the RawMessage) before the typed decode
+// scans it again. The server writes each event on a line of its own as
+// {"type":"T","object":OBJ}, so the object is the line between that
+// prefix and the closing brace; anything else is decoded as JSON.
+type watchLineReader struct {
+	br  *bufio.Reader
+	buf []byte
+}
+
+// next returns the next event line. Its slices are valid until the next
+// call.
+func (lr *watchLineReader) next() (watchLine, error) {
+	for {
+		b, err := lr.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it.
+			lr.buf = append(lr.buf[:0], b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				b, err = lr.br.ReadSlice('\n')
+				lr.buf = append(lr.buf, b...)
+			}
+			b = lr.buf
+		}
+		if err != nil && (!errors.Is(err, io.EOF) || len(bytes.TrimSpace(b)) == 0) {
+			return watchLine{}, err
+		}
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			continue
+		}
+		if l, ok := fastWatchLine(b); ok {
+			return l, nil
+		}
+		return slowWatchLine(b)
+	}
+}
+
+const (
+	watchLinePrefix = `{"type":"`
+	watchLineObject = `","object":`
+)
+
+// fastWatchLine cuts a line of the server's own form into its type and
+// object without decoding it. Only event types a client acts on on the
+// hot path take it.
+func fastWatchLine(b []byte) (watchLine, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(watchLinePrefix))
+	if !ok {
+		return watchLine{}, false
+	}
+	typ, rest, ok := bytes.Cut(rest, []byte(watchLineObject))
+	if !ok || len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return watchLine{}, false
+	}
+	var t string
+	switch string(typ) {
+	case EventAdded:
+		t = EventAdded
+	case EventModified:
+		t = EventModified
+	case EventDeleted:
+		t = EventDeleted
+	default:
+		return watchLine{}, false
+	}
+	return watchLine{Type: t, Object: rest[:len(rest)-1], fast: true, raw: b}, true
+}
+
+// slowWatchLine decodes a line as JSON.
+func slowWatchLine(b []byte) (watchLine, error) {
+	var l watchLine
+	if err := json.Unmarshal(b, &l); err != nil {
+		return watchLine{}, err
+	}
+	return l, nil
 }
 
 // Watch streams changes of r in ns ("" for all namespaces) after
@@ -70,7 +158,7 @@ func (c *Client) Watch(ctx context.Context, r *api.Resource, ns string, opts Lis
 func (c *Client) readWatch(ctx context.Context, r *api.Resource, body io.ReadCloser, ch chan<- WatchEvent) {
 	defer close(ch)
 	defer body.Close()
-	dec := json.NewDecoder(body)
+	lr := watchLineReader{br: bufio.NewReaderSize(body, 32<<10)}
 	send := func(ev WatchEvent) bool {
 		select {
 		case ch <- ev:
@@ -80,8 +168,8 @@ func (c *Client) readWatch(ctx context.Context, r *api.Resource, body io.ReadClo
 		}
 	}
 	for {
-		var line watchLine
-		if err := dec.Decode(&line); err != nil {
+		line, err := lr.next()
+		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return
 			}
@@ -95,6 +183,17 @@ func (c *Client) readWatch(ctx context.Context, r *api.Resource, body io.ReadClo
 			// The Status inside carries its own code (410 for Gone).
 		case EventAdded, EventModified, EventDeleted, EventBookmark:
 			obj, err := DecodeObject(r, line.Object)
+			if err != nil && line.fast {
+				// The cut was wrong (say, a field after "object"):
+				// read the line as the JSON it is. A line that is not
+				// JSON ends the watch, as any other.
+				l, lerr := slowWatchLine(line.raw)
+				if lerr != nil {
+					send(WatchEvent{Type: EventError, Err: fmt.Errorf("%w: watch %s: %w", ErrBadReply, r.Plural, lerr)})
+					return
+				}
+				obj, err = DecodeObject(r, l.Object)
+			}
 			if err != nil {
 				ev = WatchEvent{Type: EventError, Err: err}
 			} else {
