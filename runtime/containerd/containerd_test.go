@@ -508,3 +508,58 @@ func runToEnd(ctx context.Context, t *testing.T, rt *Runtime, spec runtime.Conta
 	}
 	return out.String()
 }
+
+// TestSupervisorOutlivesEndedThreads: a goroutine that ends locked to its
+// OS thread ends that thread (the agent's network namespace code does so
+// once per pod network), and the kernel's parent-death signal of
+// containerd follows the thread that forked it. Started from a goroutine
+// that then ends locked, containerd must live on: forked from the
+// caller's thread, it was SIGKILLed, in the middle of make run's test.
+func TestSupervisorOutlivesEndedThreads(t *testing.T) {
+	requireReal(t)
+	root := privateRoot(t)
+	var sup *Supervisor
+	var tid int
+	var err error
+	for sup == nil && err == nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if syscall.Gettid() == syscall.Getpid() {
+				// The main thread never ends; Go parks it instead.
+				goruntime.UnlockOSThread()
+				return
+			}
+			tid = syscall.Gettid()
+			sup, err = StartSupervised(context.Background(), SupervisorConfig{Root: root, Logger: testLogger(t)})
+		}()
+		<-done
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sup.Stop() })
+	pid := sup.Pid()
+	// The thread is gone once its task is: the signal, if any, was sent.
+	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d did not end", tid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the thread's end, bounded by the deadline
+	}
+	// A killed containerd is a zombie, then reaped, within milliseconds;
+	// a second of life says it was not signalled.
+	until := time.Now().Add(time.Second)
+	for time.Now().Before(until) {
+		if !processAlive(pid) || sup.Pid() != pid {
+			t.Fatalf("containerd %d died when the thread that started the supervisor ended", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // watching that it stays alive, bounded
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +36,7 @@ type SupervisorConfig struct {
 
 // Supervisor runs a private containerd and restarts it when it dies.
 type Supervisor struct {
+	fork   *forker
 	cfg    SupervisorConfig
 	log    *slog.Logger
 	socket string
@@ -96,7 +98,9 @@ func StartSupervised(ctx context.Context, cfg SupervisorConfig) (*Supervisor, er
 	if err := s.clearSocket(); err != nil {
 		return nil, err
 	}
+	s.fork = newForker()
 	if err := s.start(ctx); err != nil {
+		s.fork.close()
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -199,7 +203,7 @@ func (s *Supervisor) start(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = procAttr()
 	cmd.Dir = s.cfg.Root
-	if err := cmd.Start(); err != nil {
+	if err := s.fork.start(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("start containerd: %w", err)
 	}
@@ -253,6 +257,7 @@ func (s *Supervisor) waitReady(ctx context.Context, exited <-chan struct{}) erro
 // run restarts containerd when it dies, until ctx ends; then it stops it.
 func (s *Supervisor) run(ctx context.Context) {
 	defer close(s.done)
+	defer s.fork.close()
 	backoff := restartMin
 	for {
 		s.mu.Lock()
@@ -306,3 +311,42 @@ func (s *Supervisor) stop(cmd *exec.Cmd, exited <-chan struct{}) {
 	}
 	s.log.Info("containerd stopped", "pid", cmd.Process.Pid)
 }
+
+// forker starts processes from one OS thread, locked for the supervisor's
+// life. The kernel's parent-death signal (Pdeathsig, which kills
+// containerd if the agent dies) follows the thread that forked the child,
+// not the process, and Go ends a thread that a goroutine leaves locked:
+// the agent's network namespace code does that for every pod network
+// (internal/linuxns). Forked from any thread, containerd was SIGKILLed
+// whenever such a goroutine happened to run on that thread and end.
+type forker struct{ reqs chan forkReq }
+
+type forkReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func newForker() *forker {
+	f := &forker{reqs: make(chan forkReq)}
+	ready := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		close(ready)
+		for r := range f.reqs {
+			r.done <- r.cmd.Start()
+		}
+	}()
+	<-ready
+	return f
+}
+
+// start runs cmd.Start on the forker's thread.
+func (f *forker) start(cmd *exec.Cmd) error {
+	r := forkReq{cmd: cmd, done: make(chan error, 1)}
+	f.reqs <- r
+	return <-r.done
+}
+
+// close ends the forker once nothing it started runs any more.
+func (f *forker) close() { close(f.reqs) }
