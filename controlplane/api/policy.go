@@ -179,15 +179,23 @@ func BudgetStatus(b *PodDisruptionBudget, pods []*Pod, scale Scale) PodDisruptio
 // PodHealthy reports whether a pod counts as healthy for its budgets:
 // Ready and not being deleted.
 func PodHealthy(p *Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == PodReady {
-			return c.Status == ConditionTrue
+	return p.DeletionTimestamp == nil && PodIsReady(p)
+}
+
+// PodConditionOf is p's condition of type t, or nil.
+func PodConditionOf(p *Pod, t string) *PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
+}
+
+// PodIsReady reports whether p's Ready condition is True.
+func PodIsReady(p *Pod) bool {
+	c := PodConditionOf(p, PodReady)
+	return c != nil && c.Status == ConditionTrue
 }
 
 // ScaledValue resolves a count or a percentage (maxSurge,

@@ -66,7 +66,7 @@ func podTarget(ctx context.Context, cl *client.Client, arg string, errOut io.Wri
 	// within each, so that the choice does not change from run to run.
 	rank := func(p *api.Pod) int {
 		switch {
-		case p.Status.Phase == api.PodRunning && podIsReady(p):
+		case p.Status.Phase == api.PodRunning && api.PodIsReady(p):
 			return 0
 		case p.Status.Phase == api.PodRunning:
 			return 1
@@ -83,13 +83,4 @@ func podTarget(ctx context.Context, cl *client.Client, arg string, errOut io.Wri
 		fmt.Fprintf(errOut, "Found %d pods, using pod/%s\n", len(pods), pods[0].Name)
 	}
 	return pods[0].Name, nil
-}
-
-func podIsReady(p *api.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }

@@ -36,20 +36,10 @@ func podFinished(p *api.Pod) bool {
 // replicas: not finished, not being deleted.
 func podActive(p *api.Pod) bool { return !podFinished(p) && p.DeletionTimestamp == nil }
 
-func readyCondition(p *api.Pod) *api.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == api.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
+func readyCondition(p *api.Pod) *api.PodCondition { return api.PodConditionOf(p, api.PodReady) }
 
 // podReady reports whether the pod's Ready condition is True.
-func podReady(p *api.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == api.ConditionTrue
-}
+func podReady(p *api.Pod) bool { return api.PodIsReady(p) }
 
 // podAvailable reports whether a pod has been ready for minReady seconds
 // at now; if it is ready but not yet available, wait is how long until it
