@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -44,14 +43,7 @@ func (a *Agent) stopAllPods(ctx context.Context) {
 		}
 		wg.Go(func() {
 			for _, st := range cs {
-				if st.State == runtime.StateRunning || st.State == runtime.StateCreated {
-					if err := a.rt.StopContainer(ctx, st.ID, g); err != nil {
-						a.log.Warn("stop container", "container", st.ID, "err", err)
-					}
-				}
-				if err := a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-					a.log.Warn("remove container", "container", st.ID, "err", err)
-				}
+				a.stopAndRemove(ctx, st, g, "pod_uid", uid)
 			}
 		})
 	}

@@ -457,15 +457,24 @@ func (a *Agent) stopContainers(ctx context.Context, pod *api.Pod, grace time.Dur
 		}
 		if st.State == runtime.StateRunning || st.State == runtime.StateCreated {
 			a.podEvent(pod, st.Labels[runtime.LabelContainer], eventNormal, "Killing", fmt.Sprintf("Stopping container %s (grace period %s)", st.Labels[runtime.LabelContainer], grace))
-			if err := a.rt.StopContainer(ctx, st.ID, grace); err != nil {
-				a.log.Warn("stop container", "pod", key, "container", st.ID, "err", err)
-			}
 		}
-		if err := a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-			a.log.Warn("remove container", "pod", key, "container", st.ID, "err", err)
-		}
+		a.stopAndRemove(ctx, st, grace, "pod", key)
 	}
 	a.log.Info("pod stopped", "pod", key, "grace", grace)
+}
+
+// stopAndRemove stops container st if it runs or was created (SIGTERM,
+// then SIGKILL after grace) and removes it; failures are logged with
+// logArgs, and a container already gone is not one.
+func (a *Agent) stopAndRemove(ctx context.Context, st runtime.ContainerStatus, grace time.Duration, logArgs ...any) {
+	if st.State == runtime.StateRunning || st.State == runtime.StateCreated {
+		if err := a.rt.StopContainer(ctx, st.ID, grace); err != nil {
+			a.log.Warn("stop container", append(logArgs, "container", st.ID, "err", err)...)
+		}
+	}
+	if err := a.rt.RemoveContainer(ctx, st.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		a.log.Warn("remove container", append(logArgs, "container", st.ID, "err", err)...)
+	}
 }
 
 func (w *worker) key() string { return w.pod.Namespace + "/" + w.pod.Name }
