@@ -88,8 +88,8 @@ func (s *Systemd) Reboot(ctx context.Context, reason string) error {
 		// login1.Conn.Reboot makes this call but drops its error, which
 		// is what tells to fall back.
 		err := s.bus.Object(login1Dest, login1Path).CallWithContext(ctx, login1Manager+".Reboot", 0, false).Err
-		if err == nil {
-			log.Info("reboot asked", "via", ViaLogind)
+		if err == nil || s.tookDespite(ctx, err) {
+			log.Info("reboot asked", "via", ViaLogind, "reply", errText(err))
 			return nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", ViaLogind, err))
@@ -100,8 +100,8 @@ func (s *Systemd) Reboot(ctx context.Context, reason string) error {
 	}
 
 	_, err = s.mgr.StartUnitContext(ctx, "reboot.target", "replace-irreversibly", nil)
-	if err == nil {
-		log.Info("reboot asked", "via", ViaManager)
+	if err == nil || s.tookDespite(ctx, err) {
+		log.Info("reboot asked", "via", ViaManager, "reply", errText(err))
 		return nil
 	}
 	errs = append(errs, fmt.Errorf("%s: %w", ViaManager, err))
@@ -119,6 +119,30 @@ func (s *Systemd) Reboot(ctx context.Context, reason string) error {
 	}
 	errs = append(errs, fmt.Errorf("%s: %w: %s", ViaSystemctl, err, bytes.TrimSpace(out)))
 	return fmt.Errorf("reboot (%s): %w", reason, errors.Join(errs...))
+}
+
+// tookDespite reports whether a reboot call that failed with err was
+// taken all the same: the bus connection ended before the reply came
+// (the shutdown it started stops D-Bus), and systemd says the system is
+// stopping. A refusal (a D-Bus error reply) was not taken. Falling back
+// after such a call would ask a second time while the host goes down.
+func (s *Systemd) tookDespite(ctx context.Context, err error) bool {
+	var refused dbus.Error
+	if errors.As(err, &refused) || ctx.Err() != nil {
+		return false
+	}
+	// systemctl talks to systemd over its private socket, which outlives
+	// the bus while the host stops.
+	out, _ := exec.CommandContext(ctx, s.opts.Systemctl, "is-system-running").Output()
+	return strings.TrimSpace(string(out)) == "stopping"
+}
+
+// errText is err's text for a log line, "ok" without one.
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 // logindGone reports whether logind is not on the bus: nobody owns its

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/godbus/dbus/v5"
 )
 
 func TestBlocking(t *testing.T) {
@@ -100,5 +106,37 @@ func TestWaitUnblocked(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A reboot call whose connection closed before the reply was taken when
+// systemd says it is stopping (CI saw logind's reply lost as the host
+// went down, and the fallback then asked twice); a refusal never is.
+func TestTookDespite(t *testing.T) {
+	dir := t.TempDir()
+	systemctl := func(state string) string {
+		p := filepath.Join(dir, "systemctl-"+state)
+		script := "#!/bin/sh\n[ \"$1\" = is-system-running ] || exit 2\necho " + state + "\n[ " + state + " = running ]\n"
+		if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	refused := dbus.Error{Name: "org.freedesktop.DBus.Error.AccessDenied", Body: []any{"no"}}
+	for _, tc := range []struct {
+		state string
+		err   error
+		want  bool
+	}{
+		{"stopping", io.EOF, true},
+		{"stopping", fmt.Errorf("read unix @->/run/dbus/system_bus_socket: %w", io.EOF), true},
+		{"stopping", refused, false},
+		{"running", io.EOF, false},
+		{"degraded", errors.New("dbus: connection closed by user"), false},
+	} {
+		s := &Systemd{opts: Options{Systemctl: systemctl(tc.state)}}
+		if got := s.tookDespite(t.Context(), tc.err); got != tc.want {
+			t.Errorf("state %s, error %v: took = %v, want %v", tc.state, tc.err, got, tc.want)
+		}
 	}
 }
