@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -81,10 +76,6 @@ func hbOne(ctx context.Context, bin string, nodes int, m hbMode, r *hbResult) er
 	}
 	defer bc.close()
 	root, c, leader, cl := bc.root, bc.c, bc.leader, bc.cl
-	nodesFile := filepath.Join(root, "nodes.yaml")
-	if err := os.WriteFile(nodesFile, []byte("apiVersion: v1\nkind: Node\nmetadata:\n  name: hb\n"), 0o600); err != nil {
-		return err
-	}
 	via := leader
 	if m.viaFollower {
 		for _, s := range c.Servers {
@@ -94,27 +85,12 @@ func hbOne(ctx context.Context, bin string, nodes int, m hbMode, r *hbResult) er
 			}
 		}
 	}
-	var stderr bytes.Buffer
-	args := append([]string{"sim", "agents", "--config", filepath.Join(via.Dir, "admin.conf"),
-		"-f", nodesFile, "--count", fmt.Sprint(nodes), "--heartbeat", hbPeriod.String(), "--pods=false", "-q"}, m.args...)
-	sim := exec.Command(bin, args...)
-	sim.Stderr = &stderr
-	sim.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	began := time.Now()
-	if err := sim.Start(); err != nil {
+	sim, err := startSimProcess(root, bin, via, "hb", nodes, hbPeriod, append([]string{"--pods=false"}, m.args...)...)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = sim.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = sim.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = sim.Process.Kill()
-			<-done
-		}
-	}()
+	defer sim.stop()
+	began, stderr := sim.began, sim.stderr
 	if err := waitNodes(ctx, cl, nodes, 10*time.Minute); err != nil {
 		return fmt.Errorf("%w (sim: %s)", err, lastLine(stderr.String()))
 	}
@@ -126,7 +102,7 @@ func hbOne(ctx context.Context, bin string, nodes int, m hbMode, r *hbResult) er
 	if err != nil {
 		return err
 	}
-	cpu0, cpuAll0, sim0 := leaderCPU(leader), cpuOf(c), pidCPU(sim.Process.Pid)
+	cpu0, cpuAll0, sim0 := leaderCPU(leader), cpuOf(c), pidCPU(sim.cmd.Process.Pid)
 	t0 := time.Now()
 	if err := sleepCtx(ctx, hbWindow); err != nil {
 		return err
@@ -136,7 +112,7 @@ func hbOne(ctx context.Context, bin string, nodes int, m hbMode, r *hbResult) er
 		return err
 	}
 	secs := time.Since(t0).Seconds()
-	cpu1, cpuAll1, sim1 := leaderCPU(leader), cpuOf(c), pidCPU(sim.Process.Pid)
+	cpu1, cpuAll1, sim1 := leaderCPU(leader), cpuOf(c), pidCPU(sim.cmd.Process.Pid)
 	r.raftPerSec = float64(idx1-idx0) / secs
 	r.leaderCPU = (cpu1 - cpu0).Seconds() / secs
 	r.otherCPU = ((cpuAll1 - cpuAll0) - (cpu1 - cpu0)).Seconds() / secs

@@ -59,18 +59,26 @@ func main() {
 		pnT      = flag.Int("podnet-trials", 50, "pods made ready and deleted in the pod network measurement")
 		etcdBin  = flag.String("etcd", "bin/etcd-bench", "etcd-bench binary (testing/bench/etcd; make bin/etcd-bench) that runs etcd beside outpost for the write table's etcd column; empty or missing: no etcd column")
 		watchC   = flag.Int("watch-conns", 100, "connections (each its own client, as separate agents have) the 100 watchers of the watch fan-out are spread over; 1 puts them all on the writer's connection")
+		scaleB   = flag.Bool("scale", true, "run the scale measurement (issue 16 item 3): simulated nodes and Running pods on 3 servers; API latency, RSS, snapshot install on a new member")
+		scaleO   = flag.Bool("scale-only", false, "run only the scale measurement")
+		scaleN   = flag.Int("scale-nodes", 5000, "simulated nodes in the scale measurement")
+		scaleP   = flag.Int("scale-pods", 150000, "pods bound to the nodes and Running in the scale measurement")
+		scaleD   = flag.Duration("scale-duration", 30*time.Second, "how long the scale measurement's reads and watches run")
+		scaleL   = flag.String("scale-load", scaleLoadScheduler, "how the scale measurement's pods get to their nodes: scheduler (created unbound, the default scheduler binds them, as in production) or direct (created with spec.nodeName, round-robin: fewer writes, no scheduler events)")
+		scaleW   = flag.Int("scale-watchers", 20, "nodes whose pods are watched (each as its agent would) in the scale measurement")
+		scaleR   = flag.Int("scale-readers", 4, "client goroutines sending gets, and as many sending lists by node, in the scale measurement")
 		writesO  = flag.Bool("writes-only", false, "run only the write levels and the watch fan-out (no bulk load, Go benchmarks or other sections)")
 	)
 	flag.Parse()
 	watchConns = *watchC
 	if *writesO {
-		*bulk, *gobench, *sched, *agentB, *hbB, *evB, *machB, *updB, *relB, *pnB = 0, false, false, false, false, false, false, false, false, false
+		*bulk, *gobench, *sched, *agentB, *hbB, *evB, *machB, *updB, *relB, *pnB, *scaleB = 0, false, false, false, false, false, false, false, false, false, false
 	}
 	ctx := context.Background()
 	profileDir = *profile
 	etcdBench = *etcdBin
 	r := &report{started: time.Now(), machine: machineInfo()}
-	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO
+	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO && !*scaleO
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -133,6 +141,11 @@ func main() {
 		r.podnet = podnetMarkdown(runPodnetBench(ctx, *bin, *pnN, *pnT),
 			fmt.Sprintf("go run ./testing/bench -bin %s -podnet-only -podnet-nodes %d -podnet-trials %d", *bin, *pnN, *pnT), r.machine, time.Now())
 	}
+	if (*scaleB && others && !*only && !*agentO) || *scaleO {
+		cmd := fmt.Sprintf("go run ./testing/bench -bin %s -scale-only -scale-nodes %d -scale-pods %d -scale-duration %s -scale-load %s -scale-watchers %d -scale-readers %d",
+			*bin, *scaleN, *scaleP, *scaleD, *scaleL, *scaleW, *scaleR)
+		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}, cmd))
+	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -171,6 +184,7 @@ type report struct {
 	updates    string
 	releases   string
 	podnet     string
+	scale      string
 	// etcd holds etcd's result per client count, measured in the same run.
 	etcd        map[int]etcdLevel
 	etcdVersion string
@@ -595,6 +609,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.updates)
 	b.WriteString(r.releases)
 	b.WriteString(r.podnet)
+	b.WriteString(r.scale)
 	return b.String()
 }
 

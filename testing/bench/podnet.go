@@ -408,31 +408,47 @@ func startWatchers(ctx context.Context, bc *benchCluster, names []string, tokens
 	var listed sync.WaitGroup
 	watchers := make([]*svcWatcher, len(names))
 	for i, name := range names {
-		s := bc.c.Servers[i%len(bc.c.Servers)]
-		cfg, err := s.AdminConfig()
+		cl, onLeader, err := bc.nodeClient(i, tokens[name])
 		if err != nil {
 			return nil, err
 		}
-		cfg.Token = tokens[name]
-		cl, err := client.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		w := &svcWatcher{idx: i, onLeader: s == bc.leader, cur: cur, svcs: map[string]api.Object{}, eps: map[string]api.Object{}}
+		w := &svcWatcher{idx: i, onLeader: onLeader, cur: cur, svcs: map[string]api.Object{}, eps: map[string]api.Object{}}
 		watchers[i] = w
 		listed.Add(2)
 		go w.follow(ctx, cl, api.ResourceForKind("Service"), w.svcs, listed.Done)
 		go w.follow(ctx, cl, api.ResourceForKind("EndpointSlice"), w.eps, listed.Done)
 	}
+	if err := waitListed(ctx, &listed); err != nil {
+		return nil, fmt.Errorf("%w: the watchers had not all listed Services and EndpointSlices: %w", errPodnetBench, err)
+	}
+	return watchers, nil
+}
+
+// nodeClient is a client with a node's credential tok on server i (of
+// the servers in turn, as agents join through any of them), and whether
+// that server leads.
+func (bc *benchCluster) nodeClient(i int, tok string) (*client.Client, bool, error) {
+	s := bc.c.Servers[i%len(bc.c.Servers)]
+	cfg, err := s.AdminConfig()
+	if err != nil {
+		return nil, false, err
+	}
+	cfg.Token = tok
+	cl, err := client.New(cfg)
+	return cl, s == bc.leader, err
+}
+
+// waitListed waits up to 2 minutes for listed, the watchers' first lists.
+func waitListed(ctx context.Context, listed *sync.WaitGroup) error {
 	all := make(chan struct{})
 	go func() { listed.Wait(); close(all) }()
 	select {
 	case <-all:
-		return watchers, nil
+		return nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	case <-time.After(2 * time.Minute):
-		return nil, fmt.Errorf("%w: the watchers had not all listed Services and EndpointSlices after 2 minutes", errPodnetBench)
+		return errors.New("not done after 2 minutes")
 	}
 }
 

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// The scale section judges each row against issue 16 item 3's targets:
+// p99 under 1 s for the three API operations, RSS at most 600 MiB on
+// every server, a new member caught up and ready within 10 s; errors,
+// lost events and wrong list counts make a row not met.
+func TestScaleMarkdownTargets(t *testing.T) {
+	r := scaleResult{
+		cfg: scaleConfig{nodes: 200, pods: 6000, duration: 30 * time.Second, load: scaleLoadDirect, watchers: 20, readers: 4},
+		cmd: "cmd", register: 3 * time.Second, creates: 2 * time.Second, running: 5 * time.Second, perNode: 30,
+		get:        opLat{leader: durs(1, 2, 3), follower: durs(4, 5, 900)},
+		list:       opLat{leader: durs(10), follower: durs(20, 1500)},
+		watch:      opLat{leader: durs(5), follower: durs(7)},
+		watchLost:  1,
+		readQPS:    [2]float64{100, 50},
+		memLoaded:  []serverMem{{id: "s1", leader: true, rss: 700 << 20, heap: 300 << 20}, {id: "s2", rss: 500 << 20, heapErr: "boom"}},
+		memMeasure: []serverMem{{id: "s1", leader: true, rss: 600 << 20}, {id: "s2", rss: 590 << 20}},
+		snapBytes:  5 << 20, snapIndex: 9000, joinIndex: 9500,
+		joinCaughtUp: 2 * time.Second, joinVoter: 3 * time.Second, joinReady: 11 * time.Second,
+	}
+	md := scaleMarkdown(r)
+	sectionHas(t, md,
+		"## Scale: 3 servers, simulated nodes and Running pods (issue 16 item 3)",
+		"`cmd`.",
+		"created with `spec.nodeName` set (30 a node)",
+		"| GET one pod | 4.0 ms | 900 ms | 900 ms | 6 | 0 | 3.0 ms | 900 ms | p99 < 1 s | met |",
+		"| LIST pods by node (all namespaces) | 20.0 ms | 1.50 s | 1.50 s | 3 | 0 | 10.0 ms | 1.50 s | p99 < 1 s | **not met** |",
+		"| watch: write → event at the node's watch | 7.0 ms | 7.0 ms | 7.0 ms | 2 | 0 + 1 lost |",
+		"| server RSS after the load, MiB | s1 (leader) 700, s2 500 | | | | | | | ≤ 600 MiB each | **not met** |",
+		"| server RSS after the measurement, MiB | s1 (leader) 600, s2 590 | | | | | | | ≤ 600 MiB each | met |",
+		"| new member: start → holds the leader's index at its start | 2.00 s | | | | | | | < 10 s | met |",
+		"| new member: start → /readyz answers | 11.00 s | | | | | | | < 10 s | **not met** |",
+		"s1 300 MiB, s2 not read (boom)",
+		"snapshot of 5.0 MiB at index 9000, the leader being at index 9500 when it started (500 entries replayed",
+		"Every node stayed Ready",
+		"All 6000 pods were still Running",
+	)
+
+	r.cfg.load, r.perNodeMin, r.perNodeMax = scaleLoadScheduler, 29, 31
+	sectionHas(t, scaleMarkdown(r), "created unbound and bound by the default scheduler (29 to 31 a node)")
+
+	// A failed section says so, and what was not measured is not met.
+	md = scaleMarkdown(scaleResult{cfg: r.cfg, cmd: "cmd", err: "nodes did not register", maxNotReady: 2})
+	sectionHas(t, md, "**Failed:** nodes did not register", "| GET one pod | not measured | | | 0 | 0 | | | p99 < 1 s | **not met** |")
+
+	// Nodes that went NotReady and pods lost are reported.
+	r.maxNotReady, r.notReadySeen, r.maxTainted, r.notRunning, r.deleted = 2, []string{"scale-0001", "scale-0002"}, 1, 30, 3
+	sectionHas(t, scaleMarkdown(r), "up to 2 nodes were not Ready at one time (scale-0001, scale-0002), up to 1 carried",
+		"at the end 30 pods were not Running, 3 had been deleted")
+}
+
+func TestParseHeapAlloc(t *testing.T) {
+	body := []byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n...\n# runtime.MemStats\n# Alloc = 123\n# TotalAlloc = 999\n# HeapAlloc = 314572800\n# HeapSys = 1\n")
+	if v, err := parseHeapAlloc(body); err != "" || v != 300<<20 {
+		t.Fatalf("parseHeapAlloc = %d, %q; want %d", v, err, 300<<20)
+	}
+	if _, err := parseHeapAlloc([]byte("nothing")); err == "" {
+		t.Fatal("a profile without HeapAlloc was read")
+	}
+}
