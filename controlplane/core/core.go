@@ -125,10 +125,21 @@ func (c *Core) Get(r *api.Resource, ns, name string) (api.Object, []byte, error)
 	return c.st.Get(r, ns, name)
 }
 
+// GetObject returns the stored object, as Get does, without its JSON
+// (which the store may have to encode again: store.Store.Get).
+func (c *Core) GetObject(r *api.Resource, ns, name string) (api.Object, error) {
+	return c.st.GetObject(r, ns, name)
+}
+
 // List returns the stored objects of r in ns ("" for all) that opts
 // select, and the store's index they were read at; shared as Get's are.
 func (c *Core) List(r *api.Resource, ns string, opts store.ListOptions) ([]store.Item, uint64, error) {
 	return c.st.List(r, ns, opts)
+}
+
+// ListObjects returns what List does without the JSON (see GetObject).
+func (c *Core) ListObjects(r *api.Resource, ns string, opts store.ListOptions) ([]api.Object, uint64, error) {
+	return c.st.ListObjects(r, ns, opts)
 }
 
 // Watch streams the changes to r in ns after fromRV (see store.Watch);
@@ -140,7 +151,7 @@ func (c *Core) Watch(ctx context.Context, r *api.Resource, ns string, opts store
 // GetToken returns the stored token id, or nil when there is none
 // (auth.TokenLookup).
 func (c *Core) GetToken(id string) (*api.Token, error) {
-	obj, _, err := c.st.Get(tokensResource, "", id)
+	obj, err := c.st.GetObject(tokensResource, "", id)
 	if err != nil {
 		if api.IsNotFound(err) {
 			return nil, nil
@@ -153,7 +164,7 @@ func (c *Core) GetToken(id string) (*api.Token, error) {
 
 // PodNodeName returns the node pod ns/name is bound to (auth.PodLookup).
 func (c *Core) PodNodeName(ns, name string) (string, bool) {
-	obj, _, err := c.st.Get(podsResource, ns, name)
+	obj, err := c.st.GetObject(podsResource, ns, name)
 	if err != nil {
 		return "", false
 	}
@@ -167,7 +178,7 @@ func (c *Core) PodNodeName(ns, name string) (string, bool) {
 // namespace returns the stored namespace name, for admission steps that
 // read its annotations (PodNodeSelector).
 func (c *Core) namespace(name string) (*api.Namespace, error) {
-	obj, _, err := c.st.Get(namespacesResource, "", name)
+	obj, err := c.st.GetObject(namespacesResource, "", name)
 	if err != nil {
 		return nil, err
 	}

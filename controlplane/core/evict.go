@@ -30,7 +30,7 @@ func (c *Core) Evict(ctx context.Context, id *auth.Identity, ns, name string, op
 	}
 	c.evictMu.Lock()
 	defer c.evictMu.Unlock()
-	obj, _, err := c.st.Get(podsResource, ns, name)
+	obj, err := c.st.GetObject(podsResource, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -137,13 +137,13 @@ func (c *Core) podsOf(b *api.PodDisruptionBudget) ([]*api.Pod, error) {
 	if err != nil {
 		return nil, api.NewInternalError(err)
 	}
-	items, _, err := c.st.List(podsResource, b.Namespace, store.ListOptions{Label: sel})
+	objs, _, err := c.st.ListObjects(podsResource, b.Namespace, store.ListOptions{Label: sel})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*api.Pod, len(items))
-	for i, it := range items {
-		out[i] = it.Object.(*api.Pod)
+	out := make([]*api.Pod, len(objs))
+	for i, obj := range objs {
+		out[i] = obj.(*api.Pod)
 	}
 	return out, nil
 }
@@ -152,7 +152,7 @@ func (c *Core) podsOf(b *api.PodDisruptionBudget) ([]*api.Pod, error) {
 // set's desired pods.
 func (c *Core) scale(ns string, ref *api.OwnerReference) (string, int32, bool) {
 	return api.ResolveScale(func(kind, ns, name string) (api.Object, bool) {
-		obj, _, err := c.st.Get(api.ResourceForKind(kind), ns, name)
+		obj, err := c.st.GetObject(api.ResourceForKind(kind), ns, name)
 		return obj, err == nil
 	}, ns, ref)
 }

@@ -234,7 +234,7 @@ func eventSweepInterval(ttl time.Duration) time.Duration {
 func (c *Core) bootstrap(ctx context.Context) error {
 	now := time.Now()
 	for _, name := range []string{NamespaceDefault, NamespaceSystem} {
-		if _, _, err := c.st.Get(namespacesResource, "", name); err == nil {
+		if _, err := c.st.GetObject(namespacesResource, "", name); err == nil {
 			continue
 		}
 		ns := &api.Namespace{ObjectMeta: api.ObjectMeta{Name: name, UID: NewUID(), CreationTimestamp: api.NewTime(now)}}
@@ -244,7 +244,7 @@ func (c *Core) bootstrap(ctx context.Context) error {
 	}
 	// The cluster's one ClusterVersion (UPD-1), as OpenShift always has
 	// it; its status is the cluster version controller's.
-	if _, _, err := c.st.Get(clusterVersionsResource, "", api.ClusterVersionName); err != nil {
+	if _, err := c.st.GetObject(clusterVersionsResource, "", api.ClusterVersionName); err != nil {
 		cv := &api.ClusterVersion{ObjectMeta: api.ObjectMeta{Name: api.ClusterVersionName, UID: NewUID(), CreationTimestamp: api.NewTime(now)},
 			Spec: api.ClusterVersionSpec{ClusterID: NewUID()}}
 		if err := c.Ensure(ctx, cv); err != nil {
@@ -258,7 +258,7 @@ func (c *Core) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	if _, _, err := c.st.Get(tokensResource, "", c.cfg.AdminTokenID); err == nil {
+	if _, err := c.st.GetObject(tokensResource, "", c.cfg.AdminTokenID); err == nil {
 		return nil
 	}
 	tok := &api.Token{

@@ -175,7 +175,7 @@ func (c *Core) mayAllocate(res *api.Resource, ns, name string) bool {
 	if res != nodesResource {
 		return true
 	}
-	cur, _, err := c.st.Get(res, ns, name)
+	cur, err := c.st.GetObject(res, ns, name)
 	if err != nil {
 		return true
 	}

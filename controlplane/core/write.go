@@ -128,7 +128,7 @@ func (c *Core) Create(ctx context.Context, id *auth.Identity, obj api.Object) (*
 	// The store checks the namespace again when it applies the create;
 	// checking here first keeps a doomed write out of the raft log.
 	if res.Namespaced {
-		nsObj, _, err := c.st.Get(namespacesResource, "", m.Namespace)
+		nsObj, err := c.st.GetObject(namespacesResource, "", m.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -386,7 +386,7 @@ func (c *Core) Delete(ctx context.Context, id *auth.Identity, res *api.Resource,
 // generation of its secret (auth.AdminTokenGeneration); nil before the
 // leader's bootstrap wrote it.
 func (c *Core) AdminToken() (*api.Token, int) {
-	obj, _, err := c.st.Get(tokensResource, "", c.cfg.AdminTokenID)
+	obj, err := c.st.GetObject(tokensResource, "", c.cfg.AdminTokenID)
 	if err != nil {
 		return nil, 0
 	}

@@ -130,7 +130,7 @@ func (s *Server) serveFleetLock(w *recorder, r *http.Request, id *auth.Identity,
 	s.poolMu.Lock()
 	defer s.poolMu.Unlock()
 	for range 5 {
-		obj, _, err := s.core.Get(mcpResource, "", group)
+		obj, err := s.core.GetObject(mcpResource, "", group)
 		if api.IsNotFound(err) {
 			writeFleetLockError(w, http.StatusNotFound, "unknown_group", fmt.Sprintf("no machine config pool %q for group %q", group, req.ClientParams.Group))
 			return

@@ -66,10 +66,10 @@ func (s *Server) notReady(ctx context.Context) string {
 	if err := s.node.WaitApplied(ctx, idx); err != nil {
 		return fmt.Sprintf("this server has applied index %d of %d", s.node.AppliedIndex(), idx)
 	}
-	if _, _, err := s.core.Get(namespacesResource, "", "default"); err != nil {
+	if _, err := s.core.GetObject(namespacesResource, "", "default"); err != nil {
 		return "the cluster is not bootstrapped yet: namespace default does not exist"
 	}
-	if _, _, err := s.core.Get(tokensResource, "", s.adminTokenID); err != nil {
+	if _, err := s.core.GetObject(tokensResource, "", s.adminTokenID); err != nil {
 		return "the cluster is not bootstrapped yet: the admin token does not exist"
 	}
 	return ""

@@ -70,7 +70,7 @@ func (s *Server) serveNodeHeartbeat(w *recorder, r *http.Request, id *auth.Ident
 		writeError(w, unavailable("the leader is starting; retry", 1))
 		return
 	}
-	obj, _, err := s.core.Get(nodesResource, "", name)
+	obj, err := s.core.GetObject(nodesResource, "", name)
 	if err != nil {
 		writeError(w, api.NewNotFound(nodesResource, name))
 		return
@@ -102,7 +102,7 @@ func (s *Server) serveNodeHeartbeat(w *recorder, r *http.Request, id *auth.Ident
 // chose the host and it is no raft member yet; stop outpost's roles once
 // the machine's deletion reached its provider (Terminable=True).
 func (s *Server) machineRequests(hb *api.NodeHeartbeat) {
-	obj, _, err := s.core.Get(machinesResource, "", hb.NodeName)
+	obj, err := s.core.GetObject(machinesResource, "", hb.NodeName)
 	if err != nil {
 		return
 	}

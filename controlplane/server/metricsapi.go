@@ -208,7 +208,7 @@ func metricsNotFound(plural, name string) *api.StatusError {
 // it). A named object that does not exist is the object's 404.
 func (s *Server) metricsObjects(res *api.Resource, ns, name string, opts store.ListOptions) ([]api.Object, error) {
 	if name != "" {
-		obj, _, err := s.core.Get(res, ns, name)
+		obj, err := s.core.GetObject(res, ns, name)
 		if err != nil {
 			return nil, err
 		}
@@ -217,15 +217,8 @@ func (s *Server) metricsObjects(res *api.Resource, ns, name string, opts store.L
 		}
 		return []api.Object{obj}, nil
 	}
-	items, _, err := s.core.List(res, ns, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]api.Object, 0, len(items))
-	for _, it := range items {
-		out = append(out, it.Object)
-	}
-	return out, nil
+	objs, _, err := s.core.ListObjects(res, ns, opts)
+	return objs, err
 }
 
 // fetchSummaries asks the agents of nodes for their summaries, at most
@@ -411,7 +404,7 @@ func (s *Server) serveNodeAgentMetrics(w *recorder, r *http.Request, id *auth.Id
 		writeError(w, err)
 		return
 	}
-	if _, _, err := s.core.Get(nodesResource, "", node); err != nil {
+	if _, err := s.core.GetObject(nodesResource, "", node); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -177,7 +177,7 @@ func (s *Server) serveNodeImages(w *recorder, r *http.Request, id *auth.Identity
 		writeError(w, err)
 		return
 	}
-	if _, _, err := s.core.Get(nodesResource, "", node); err != nil {
+	if _, err := s.core.GetObject(nodesResource, "", node); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -235,7 +235,7 @@ func (s *Server) streamPod(ctx context.Context, ns, name string) (*api.Pod, erro
 	if err != nil {
 		s.log.Debug("reading a pod for a stream from the local store", "pod", ns+"/"+name, "err", err)
 	}
-	obj, _, err := s.core.Get(podsResource, ns, name)
+	obj, err := s.core.GetObject(podsResource, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func waitingToStart(pod *api.Pod, container string) string {
 
 // agentAddr finds where node's agent listens, from the Node's status.
 func (s *Server) agentAddr(node string) (string, error) {
-	obj, _, err := s.core.Get(nodesResource, "", node)
+	obj, err := s.core.GetObject(nodesResource, "", node)
 	if err != nil {
 		if api.IsNotFound(err) {
 			return "", unavailable(fmt.Sprintf("node %s is not registered: its agent cannot be reached", node), 5)

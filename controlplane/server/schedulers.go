@@ -143,7 +143,7 @@ func (ss *schedulerSet) seeds() map[string]string {
 // file that differs from it is only logged; a reload puts it in force.
 func (s *Server) seedSchedulerPolicies(ctx context.Context) error {
 	for name, doc := range s.schedulers.seeds() {
-		obj, _, err := s.core.Get(schedulerPoliciesResource, "", name)
+		obj, err := s.core.GetObject(schedulerPoliciesResource, "", name)
 		if err == nil {
 			if sp, ok := obj.(*api.SchedulerPolicy); ok && sp.Spec.Policy != doc {
 				s.log.Warn("the policy in force differs from this server's policy file; send SIGHUP or POST /apis/outpost.io/v1/schedulers/reload to put the file in force",

@@ -206,7 +206,7 @@ func (tx *txn) create(body []byte, handed api.Object) *Result {
 	if plant.On(plant.LostWrite) && tx.index%16 == 0 {
 		return &Result{Object: obj, Raw: raw}
 	}
-	e := &entry{obj: obj, raw: raw, node: podNode(obj)}
+	e := newEntry(t, obj, raw)
 	tx.lock()
 	tx.put(t, e, nil)
 	return &Result{Object: obj, Raw: raw}
@@ -270,7 +270,7 @@ func (tx *txn) update(body []byte) *Result {
 	// Kubernetes: no new resourceVersion, no event.
 	nm.ResourceVersion = sm.ResourceVersion
 	if reflect.DeepEqual(next, stored.obj) {
-		return &Result{Object: stored.obj, Raw: stored.raw}
+		return storedResult(stored)
 	}
 	nm.ResourceVersion = tx.rv
 
@@ -278,13 +278,13 @@ func (tx *txn) update(body []byte) *Result {
 	if err != nil {
 		return &Result{Err: api.NewInternalError(fmt.Errorf("encode %s %q: %w", t.res.Kind, name, err))}
 	}
-	e := &entry{obj: next, raw: raw, node: podNode(next)}
+	e := newEntry(t, next, raw)
 	tx.lock()
 	// The last finalizer removed from an object being deleted lets it go,
 	// unless it is a pod its node has yet to stop (a grace period left).
 	if nm.DeletionTimestamp != nil && !hasFinalizers(next) && (t != tx.s.nsTable || tx.s.namespaceEmpty(name)) &&
 		(nm.DeletionGracePeriodSeconds == nil || *nm.DeletionGracePeriodSeconds == 0) {
-		tx.remove(t, stored, e)
+		tx.remove(t, stored, next, raw)
 		return &Result{Object: next, Raw: raw}
 	}
 	tx.put(t, e, stored)
@@ -360,7 +360,7 @@ func podGrace(p *api.Pod, grace int64) int64 {
 func (tx *txn) terminatePod(t *table, e *entry, p *api.Pod, now *api.Time, grace int64) *Result {
 	deadline := api.NewTime(now.Add(time.Duration(grace) * time.Second))
 	if p.DeletionTimestamp != nil && !deadline.Before(p.DeletionTimestamp.Time) {
-		return &Result{Object: e.obj, Raw: e.raw}
+		return storedResult(e)
 	}
 	return tx.markDeleting(t, e, p, deadline, grace)
 }
@@ -372,7 +372,7 @@ func (tx *txn) forceDeletePod(t *table, e *entry, p *api.Pod, now *api.Time) *Re
 		return tx.deleteObject(t, e, now)
 	}
 	if g := p.DeletionGracePeriodSeconds; g != nil && *g == 0 {
-		return &Result{Object: e.obj, Raw: e.raw}
+		return storedResult(e)
 	}
 	return tx.markDeleting(t, e, p, p.DeletionTimestamp, 0)
 }
@@ -388,7 +388,7 @@ func (tx *txn) markDeleting(t *table, e *entry, p *api.Pod, at *api.Time, grace 
 		return &Result{Err: api.NewInternalError(fmt.Errorf("encode pod %q: %w", p.Name, err))}
 	}
 	tx.lock()
-	tx.put(t, &entry{obj: &next, raw: raw, node: e.node}, e)
+	tx.put(t, newEntry(t, &next, raw), e)
 	return &Result{Object: &next, Raw: raw}
 }
 
@@ -396,7 +396,7 @@ func (tx *txn) markDeleting(t *table, e *entry, p *api.Pod, at *api.Time, grace 
 func (tx *txn) deleteObject(t *table, e *entry, now *api.Time) *Result {
 	if hasFinalizers(e.obj) {
 		if e.obj.GetObjectMeta().DeletionTimestamp != nil {
-			return &Result{Object: e.obj, Raw: e.raw}
+			return storedResult(e)
 		}
 		next := shallowCopy(e.obj)
 		m := next.GetObjectMeta()
@@ -407,15 +407,15 @@ func (tx *txn) deleteObject(t *table, e *entry, now *api.Time) *Result {
 			return &Result{Err: api.NewInternalError(fmt.Errorf("encode %s %q: %w", t.res.Kind, m.Name, err))}
 		}
 		tx.lock()
-		tx.put(t, &entry{obj: next, raw: raw, node: e.node}, e)
+		tx.put(t, newEntry(t, next, raw), e)
 		return &Result{Object: next, Raw: raw}
 	}
-	final, raw, err := withRV(e.obj, e.raw, tx.index)
+	final, raw, err := withRV(e.obj, e.kept(), tx.index)
 	if err != nil {
 		return &Result{Err: api.NewInternalError(fmt.Errorf("encode %s %q: %w", t.res.Kind, e.obj.GetObjectMeta().Name, err))}
 	}
 	tx.lock()
-	tx.remove(t, e, &entry{obj: final, raw: raw, node: e.node})
+	tx.remove(t, e, final, raw)
 	return &Result{Object: final, Raw: raw}
 }
 
@@ -423,7 +423,7 @@ func (tx *txn) deleteObject(t *table, e *entry, now *api.Time) *Result {
 // it (marking what finalizers hold), and removes it if nothing is left.
 func (tx *txn) deleteNamespace(e *entry, now *api.Time) *Result {
 	if e.obj.GetObjectMeta().DeletionTimestamp != nil {
-		return &Result{Object: e.obj, Raw: e.raw}
+		return storedResult(e)
 	}
 	name := e.obj.GetObjectMeta().Name
 	tx.lock()
@@ -458,11 +458,10 @@ func (tx *txn) deleteNamespace(e *entry, now *api.Time) *Result {
 	if err != nil {
 		return &Result{Err: api.NewInternalError(fmt.Errorf("encode namespace %q: %w", name, err))}
 	}
-	ne := &entry{obj: next, raw: raw}
 	if !hasFinalizers(next) && tx.s.namespaceEmpty(name) {
-		tx.remove(tx.s.nsTable, e, ne)
+		tx.remove(tx.s.nsTable, e, next, raw)
 	} else {
-		tx.put(tx.s.nsTable, ne, e)
+		tx.put(tx.s.nsTable, newEntry(tx.s.nsTable, next, raw), e)
 	}
 	return &Result{Object: next, Raw: raw}
 }
@@ -495,12 +494,12 @@ func (tx *txn) expireEvents(body []byte) *Result {
 	})
 	tx.lock()
 	for _, e := range victims {
-		final, raw, err := withRV(e.obj, e.raw, tx.index)
+		final, raw, err := withRV(e.obj, e.kept(), tx.index)
 		if err != nil {
 			tx.s.log.Error("event not expired", "namespace", e.obj.GetObjectMeta().Namespace, "name", e.obj.GetObjectMeta().Name, "err", err)
 			continue
 		}
-		tx.remove(t, e, &entry{obj: final, raw: raw})
+		tx.remove(t, e, final, raw)
 	}
 	return &Result{}
 }
@@ -583,15 +582,15 @@ func (tx *txn) put(t *table, e *entry, prev *entry) {
 	}
 	names[m.Name] = e
 	typ := Modified
-	tx.s.sum += entryHash(t, e)
+	tx.s.sum += e.sum
 	if detectMutations() && prev != nil {
-		checkUnchanged(t.res.Plural, prev)
+		checkUnchanged(t, prev)
 	}
 	if prev == nil {
 		t.n++
 		typ = Added
 	} else {
-		tx.s.sum -= entryHash(t, prev)
+		tx.s.sum -= prev.sum
 	}
 	if t.byNode != nil {
 		if prev != nil {
@@ -599,12 +598,12 @@ func (tx *txn) put(t *table, e *entry, prev *entry) {
 		}
 		t.indexNode(e)
 	}
-	tx.s.emit(t, event{typ: typ, obj: e.obj, raw: e.raw, prev: prevObj, rv: tx.index})
+	tx.s.emit(t, event{typ: typ, obj: e.obj, raw: e.kept(), prev: prevObj, rv: tx.index, e: e})
 }
 
-// remove drops stored and emits a DELETED event with final, its last
-// state at this entry's resourceVersion.
-func (tx *txn) remove(t *table, stored, final *entry) {
+// remove drops stored and emits a DELETED event with final and its JSON,
+// its last state at this entry's resourceVersion.
+func (tx *txn) remove(t *table, stored *entry, final api.Object, raw []byte) {
 	m := stored.obj.GetObjectMeta()
 	names := t.ns[m.Namespace]
 	delete(names, m.Name)
@@ -612,20 +611,29 @@ func (tx *txn) remove(t *table, stored, final *entry) {
 		delete(t.ns, m.Namespace)
 	}
 	t.n--
-	tx.s.sum -= entryHash(t, stored)
+	tx.s.sum -= stored.sum
 	if detectMutations() {
-		checkUnchanged(t.res.Plural, stored)
+		checkUnchanged(t, stored)
 	}
 	if t.byNode != nil {
 		t.unindexNode(stored)
 	}
-	tx.s.emit(t, event{typ: Deleted, obj: final.obj, raw: final.raw, prev: stored.obj, rv: tx.index})
+	tx.s.emit(t, event{typ: Deleted, obj: final, raw: raw, prev: stored.obj, rv: tx.index})
 	if t.res.Namespaced {
 		if tx.touched == nil {
 			tx.touched = make(map[string]struct{})
 		}
 		tx.touched[m.Namespace] = struct{}{}
 	}
+}
+
+// storedResult is the result of a command that left e as it was.
+func storedResult(e *entry) *Result {
+	raw, err := e.json()
+	if err != nil {
+		return &Result{Err: err}
+	}
+	return &Result{Object: e.obj, Raw: raw}
 }
 
 // finishNamespaces removes the terminating namespaces that this entry
@@ -636,13 +644,13 @@ func (tx *txn) finishNamespaces() {
 		if e == nil || e.obj.GetObjectMeta().DeletionTimestamp == nil || hasFinalizers(e.obj) || !tx.s.namespaceEmpty(name) {
 			continue
 		}
-		final, raw, err := withRV(e.obj, e.raw, tx.index)
+		final, raw, err := withRV(e.obj, e.kept(), tx.index)
 		if err != nil {
 			tx.s.log.Error("terminating namespace not removed", "namespace", name, "err", err)
 			continue
 		}
 		tx.lock()
-		tx.remove(tx.s.nsTable, e, &entry{obj: final, raw: raw})
+		tx.remove(tx.s.nsTable, e, final, raw)
 	}
 }
 

@@ -100,14 +100,15 @@ func (tx *txn) bind(body []byte) *Result {
 		cond.LastTransitionTime = api.NewTime(time.Unix(0, nano))
 	}
 	next.Status.Conditions = withCondition(pod.Status.Conditions, cond)
-	raw, ok := bindRaw(stored.raw, &next)
+	// A pod bound soon after its create still keeps its JSON (entry).
+	raw, ok := bindRaw(stored.kept(), &next)
 	if !ok {
 		var err error
 		if raw, err = encode(&next); err != nil {
 			return &Result{Err: api.NewInternalError(fmt.Errorf("encode pod %q: %w", name, err))}
 		}
 	}
-	e := &entry{obj: &next, raw: raw, node: node}
+	e := newEntry(t, &next, raw)
 	tx.lock()
 	tx.put(t, e, stored)
 	return &Result{Object: &next, Raw: raw}

@@ -1,5 +1,6 @@
 // Package store is the raft state machine of outpost's control plane: every
-// API object, typed and in memory, together with the JSON a GET returns.
+// API object, typed and in memory, with the JSON a GET returns kept for the
+// recently written ones and encoded again for the others.
 //
 // The leader turns each write into a versioned command (CreateCmd,
 // UpdateCmd, DeleteCmd, BindCmd, ExpireEventsCmd, BatchCmd); raft

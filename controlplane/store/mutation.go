@@ -19,7 +19,8 @@ import (
 // for the server processes the end-to-end tests start). The stored bytes
 // are the reference: they are the encoding of the stored object
 // (TestLeaderShortcutsMatchFollowers), so an object that no longer
-// encodes to them was changed behind the store's back. It checks an
+// encodes to them, or to bytes of their hash once the entry dropped them,
+// was changed behind the store's back. It checks an
 // entry when a write replaces or removes it, and every entry when a
 // snapshot is written; a change fails loudly, naming the object.
 //
@@ -34,20 +35,36 @@ var detectMutations = sync.OnceValue(func() bool {
 // detector does, so that the test that made it fails with the message.
 var onMutation = func(msg string) { panic(msg) }
 
-// checkUnchanged reports a change to e's object since it was stored.
-func checkUnchanged(plural string, e *entry) {
+// checkUnchanged reports a change to e's object since it was stored, and
+// returns the object's encoding now. An entry that still keeps its JSON
+// is compared byte for byte; one that dropped it (see entry) by its hash,
+// the state hash's part (entry.sum).
+func checkUnchanged(t *table, e *entry) []byte {
 	now, err := api.Marshal(e.obj)
-	if err == nil && bytes.Equal(now, e.raw) {
-		return
+	stored := e.kept()
+	switch {
+	case err != nil:
+	case stored != nil && bytes.Equal(now, stored):
+		return now
+	case stored == nil && hashJSON(t, now) == e.sum:
+		return now
 	}
 	m := e.obj.GetObjectMeta()
 	name := m.Name
 	if m.Namespace != "" {
 		name = m.Namespace + "/" + name
 	}
+	var diff string
+	if stored != nil || err != nil {
+		diff = firstDifference(stored, now, err)
+	} else {
+		// Without the stored bytes only the new encoding can be shown.
+		diff = fmt.Sprintf("its encoding no longer has the stored hash; it is now %.600s", now)
+	}
 	msg := fmt.Sprintf("store: %s %s (resourceVersion %s) was changed after the store handed it out; "+
-		"a caller must change a copy, never a stored object: %s", plural, name, m.ResourceVersion, firstDifference(e.raw, now, err))
+		"a caller must change a copy, never a stored object: %s", t.res.Plural, name, m.ResourceVersion, diff)
 	onMutation(msg)
+	return now
 }
 
 // firstDifference shows where two encodings part, with some context.

@@ -35,7 +35,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 type snapTable struct {
-	plural string
+	t      *table
 	n      int
 	groups []snapGroup
 }
@@ -67,7 +67,7 @@ func (s *Store) Snapshot() (FSMSnapshot, error) {
 		if t.n == 0 {
 			continue
 		}
-		st := snapTable{plural: t.res.Plural, n: t.n, groups: make([]snapGroup, 0, len(t.ns))}
+		st := snapTable{t: t, n: t.n, groups: make([]snapGroup, 0, len(t.ns))}
 		for ns, m := range t.ns {
 			g := snapGroup{namespace: ns, entries: make([]namedEntry, 0, len(m))}
 			for name, e := range m {
@@ -91,16 +91,28 @@ func (snap *snapshot) Persist(w io.Writer) error {
 	sw.buf = binary.AppendUvarint(sw.buf, snap.index)
 	for _, st := range snap.tables {
 		slices.SortFunc(st.groups, func(a, b snapGroup) int { return strings.Compare(a.namespace, b.namespace) })
-		sw.buf = appendString(sw.buf, st.plural)
+		sw.buf = appendString(sw.buf, st.t.res.Plural)
 		sw.buf = binary.AppendUvarint(sw.buf, uint64(st.n))
 		for _, g := range st.groups {
 			slices.SortFunc(g.entries, func(a, b namedEntry) int { return strings.Compare(a.name, b.name) })
 			for _, ne := range g.entries {
+				// An entry that dropped its JSON is encoded again, to the
+				// same bytes (see entry).
+				raw := ne.e.kept()
 				if detectMutations() {
-					checkUnchanged(st.plural, ne.e)
+					now := checkUnchanged(st.t, ne.e)
+					if raw == nil {
+						raw = now
+					}
 				}
-				sw.buf = binary.AppendUvarint(sw.buf, uint64(len(ne.e.raw)))
-				sw.buf = append(sw.buf, ne.e.raw...)
+				if raw == nil {
+					var err error
+					if raw, err = ne.e.json(); err != nil {
+						return fmt.Errorf("write snapshot: %w", err)
+					}
+				}
+				sw.buf = binary.AppendUvarint(sw.buf, uint64(len(raw)))
+				sw.buf = append(sw.buf, raw...)
 				if len(sw.buf) >= 1<<20 {
 					if err := sw.flush(); err != nil {
 						return err
@@ -296,10 +308,12 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		if names[m.Name] != nil {
 			return fmt.Errorf("%w: %s %s/%s twice", ErrBadSnapshot, rec.t.res.Plural, m.Namespace, m.Name)
 		}
-		e := &entry{obj: rec.obj, raw: rec.raw, node: podNode(rec.obj)}
+		// A restored entry keeps no JSON: the windows start empty (see
+		// entry), and the stream's buffers can go.
+		e := &entry{obj: rec.obj, node: podNode(rec.obj), sum: hashJSON(rec.t, rec.raw)}
 		names[m.Name] = e
 		c.n++
-		stateSum += entryHash(rec.t, e)
+		stateSum += e.sum
 		if c.byNode != nil {
 			set := c.byNode[e.node]
 			if set == nil {

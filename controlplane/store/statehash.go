@@ -24,13 +24,15 @@ import (
 // for a server thousands of entries ahead of the one asking.
 const hashLogSize = 8192
 
-// entryHash is one stored object's part of the state hash.
-func entryHash(t *table, e *entry) uint64 {
+// hashJSON is the part of the state hash of a stored object of t whose
+// JSON is raw. An entry keeps its own (entry.sum), so that replacing or
+// removing it needs no JSON.
+func hashJSON(t *table, raw []byte) uint64 {
 	var d xxhash.Digest
 	d.Reset()
 	_, _ = d.WriteString(t.res.Plural)
 	_, _ = d.Write([]byte{0})
-	_, _ = d.Write(e.raw)
+	_, _ = d.Write(raw)
 	return d.Sum64()
 }
 

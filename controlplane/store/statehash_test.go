@@ -12,7 +12,12 @@ func wholeHash(s *Store) uint64 {
 	for _, t := range s.tables {
 		for _, names := range t.ns {
 			for _, e := range names {
-				sum += entryHash(t, e)
+				// From the JSON readers get, not the sums entries keep.
+				raw, err := e.json()
+				if err != nil {
+					panic(err)
+				}
+				sum += hashJSON(t, raw)
 			}
 		}
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -94,13 +96,20 @@ type Item struct {
 // at, for in-process clients (the leader's loops, their test fake). The
 // objects are shared: read them, never change them.
 func (s *Store) Objects(r *api.Resource) ([]api.Object, uint64, error) {
-	items, rv, err := s.List(r, "", ListOptions{})
+	return s.ListObjects(r, "", ListOptions{})
+}
+
+// ListObjects returns what List does without the JSON, which the store
+// may have to encode again (see entry): for callers that read only the
+// objects.
+func (s *Store) ListObjects(r *api.Resource, namespace string, opts ListOptions) ([]api.Object, uint64, error) {
+	entries, rv, err := s.selected(r, namespace, opts)
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]api.Object, len(items))
-	for i, it := range items {
-		out[i] = it.Object
+	out := make([]api.Object, len(entries))
+	for i, e := range entries {
+		out[i] = e.obj
 	}
 	return out, rv, nil
 }
@@ -111,12 +120,62 @@ type ListOptions struct {
 	Field api.FieldSelector
 }
 
-// entry is one stored object version. Entries are never changed once
-// stored; a write stores a new entry.
+// entry is one stored object version. A write stores a new entry; an
+// entry's object is never changed once stored, and the one thing that
+// changes in an entry is that it lets go of its JSON.
+//
+// The JSON of a version is what its write encoded (for its Result and its
+// watch event). The entry keeps it only while that write's event is in the
+// resource's watch window, which holds those bytes anyway: GET, LIST and
+// watches of recently written objects send them as they are, and a bind
+// splices into them (bind.go). When the event leaves the window the entry
+// drops them, and readers encode the object again (json): the encoding is
+// deterministic, the same bytes on every server, so nothing tells the two
+// apart but the time it takes. At 150,000 running pods the JSON was more
+// than half of the store's heap (BenchmarkMemory150kPods).
 type entry struct {
 	obj  api.Object
-	raw  []byte
 	node string // spec.nodeName of a pod, for the node index
+	// sum is the version's part of the state hash (statehash.go), kept so
+	// that replacing or removing it needs no JSON.
+	sum uint64
+	// hot is the first byte of the version's JSON, n bytes long, while the
+	// entry keeps it; nil once dropped. Readers load it without s.mu (Get
+	// after unlocking, Persist while Apply goes on).
+	hot atomic.Pointer[byte]
+	n   int
+}
+
+// newEntry is a stored version of obj whose JSON is raw, keeping raw.
+func newEntry(t *table, obj api.Object, raw []byte) *entry {
+	e := &entry{obj: obj, node: podNode(obj), sum: hashJSON(t, raw), n: len(raw)}
+	e.hot.Store(unsafe.SliceData(raw))
+	return e
+}
+
+// kept returns the JSON the entry still keeps, or nil.
+func (e *entry) kept() []byte {
+	if p := e.hot.Load(); p != nil {
+		return unsafe.Slice(p, e.n)
+	}
+	return nil
+}
+
+// drop lets go of the entry's JSON.
+func (e *entry) drop() { e.hot.Store(nil) }
+
+// json returns the entry's JSON: the kept bytes, or the object encoded
+// again, which gives the same bytes (the mutation detector checks it).
+func (e *entry) json() ([]byte, error) {
+	if raw := e.kept(); raw != nil {
+		return raw, nil
+	}
+	raw, err := encode(e.obj)
+	if err != nil {
+		m := e.obj.GetObjectMeta()
+		return nil, api.NewInternalError(fmt.Errorf("encode stored %s %s/%s: %w", e.obj.GetTypeMeta().Kind, m.Namespace, m.Name, err))
+	}
+	return raw, nil
 }
 
 // table holds the objects of one resource.
@@ -286,11 +345,34 @@ func (s *Store) notifyApplied() {
 
 // Get returns the stored object namespace/name (namespace is ignored for
 // cluster-scoped resources) and its JSON. The object is shared: do not
-// change it.
+// change it. The JSON is encoded again if the entry no longer keeps it; a
+// caller that needs only the object calls GetObject.
 func (s *Store) Get(r *api.Resource, namespace, name string) (api.Object, []byte, error) {
-	t, err := s.table(r)
+	e, err := s.getEntry(r, namespace, name)
 	if err != nil {
 		return nil, nil, err
+	}
+	raw, err := e.json()
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.obj, raw, nil
+}
+
+// GetObject returns the stored object namespace/name, as Get does, without
+// its JSON.
+func (s *Store) GetObject(r *api.Resource, namespace, name string) (api.Object, error) {
+	e, err := s.getEntry(r, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.obj, nil
+}
+
+func (s *Store) getEntry(r *api.Resource, namespace, name string) (*entry, error) {
+	t, err := s.table(r)
+	if err != nil {
+		return nil, err
 	}
 	if !t.res.Namespaced {
 		namespace = ""
@@ -299,15 +381,33 @@ func (s *Store) Get(r *api.Resource, namespace, name string) (api.Object, []byte
 	e := t.get(namespace, name)
 	s.mu.RUnlock()
 	if e == nil {
-		return nil, nil, api.NewNotFound(t.res, name)
+		return nil, api.NewNotFound(t.res, name)
 	}
-	return e.obj, e.raw, nil
+	return e, nil
 }
 
 // List returns the objects of r in namespace ("" for all) that match opts,
 // sorted by namespace and name, and the resourceVersion they were read at.
-// The objects are shared: do not change them.
+// The objects are shared: do not change them. The JSON of entries that no
+// longer keep it is encoded after the lock is let go, on every core for a
+// long list.
 func (s *Store) List(r *api.Resource, namespace string, opts ListOptions) ([]Item, uint64, error) {
+	entries, rv, err := s.selected(r, namespace, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	items := make([]Item, len(entries))
+	if err := encodeEntries(entries, func(i int, raw []byte) {
+		items[i] = Item{Object: entries[i].obj, Raw: raw}
+	}); err != nil {
+		return nil, 0, err
+	}
+	return items, rv, nil
+}
+
+// selected returns the entries of r in namespace that match opts, sorted
+// by namespace and name, and the index they were read at.
+func (s *Store) selected(r *api.Resource, namespace string, opts ListOptions) ([]*entry, uint64, error) {
 	t, err := s.table(r)
 	if err != nil {
 		return nil, 0, err
@@ -316,44 +416,98 @@ func (s *Store) List(r *api.Resource, namespace string, opts ListOptions) ([]Ite
 		namespace = ""
 	}
 	f := newFilter(t, namespace, opts)
-	var items []Item
 	s.mu.RLock()
 	rv := s.applied.Load()
+	entries := t.selected(&f)
+	s.mu.RUnlock()
+	sortEntries(entries)
+	return entries, rv, nil
+}
+
+// selected returns t's entries that f matches, in no order. The caller
+// holds s.mu.
+func (t *table) selected(f *filter) []*entry {
+	var out []*entry
 	add := func(e *entry) {
 		if f.matches(e.obj) {
-			items = append(items, Item{Object: e.obj, Raw: e.raw})
+			out = append(out, e)
 		}
 	}
 	switch {
 	case f.hasNode && t.byNode != nil:
 		set := t.byNode[f.node]
-		items = make([]Item, 0, len(set))
+		out = make([]*entry, 0, len(set))
 		for e := range set {
 			add(e)
 		}
 	case f.namespace != "":
 		m := t.ns[f.namespace]
-		items = make([]Item, 0, len(m))
+		out = make([]*entry, 0, len(m))
 		for _, e := range m {
 			add(e)
 		}
 	default:
-		items = make([]Item, 0, t.n)
+		out = make([]*entry, 0, t.n)
 		for _, m := range t.ns {
 			for _, e := range m {
 				add(e)
 			}
 		}
 	}
-	s.mu.RUnlock()
-	slices.SortFunc(items, func(a, b Item) int {
-		am, bm := a.Object.GetObjectMeta(), b.Object.GetObjectMeta()
+	return out
+}
+
+// sortEntries sorts entries by namespace and name.
+func sortEntries(entries []*entry) {
+	slices.SortFunc(entries, func(a, b *entry) int {
+		am, bm := a.obj.GetObjectMeta(), b.obj.GetObjectMeta()
 		if c := cmp.Compare(am.Namespace, bm.Namespace); c != 0 {
 			return c
 		}
 		return cmp.Compare(am.Name, bm.Name)
 	})
-	return items, rv, nil
+}
+
+// encodeParallelMin is the number of entries from which encodeEntries
+// spreads the work over the cores: below it, starting goroutines costs
+// more than it saves.
+const encodeParallelMin = 1024
+
+// encodeEntries calls put with each entry's index and JSON. The objects
+// are immutable, so encoding them needs no lock and may run on every core.
+func encodeEntries(entries []*entry, put func(int, []byte)) error {
+	workers := 1
+	if len(entries) >= encodeParallelMin {
+		workers = min(runtime.GOMAXPROCS(0), len(entries)/(encodeParallelMin/2))
+	}
+	if workers <= 1 {
+		for i, e := range entries {
+			raw, err := e.json()
+			if err != nil {
+				return err
+			}
+			put(i, raw)
+		}
+		return nil
+	}
+	errs := make([]error, workers)
+	chunk := (len(entries) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(entries))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				raw, err := entries[i].json()
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				put(i, raw)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // OldestEventTime is when the oldest stored Event was last seen, or the

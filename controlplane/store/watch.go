@@ -1,10 +1,9 @@
 package store
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -26,12 +25,15 @@ type WatchEvent = api.WatchEvent
 // event is one change in a resource's window. prev is the object before a
 // MODIFIED (or the last stored version before a DELETED), so that a watch
 // with a selector can tell an object entering or leaving its selection.
+// e is the entry an ADDED or MODIFIED stored, which keeps raw while the
+// event is in the window.
 type event struct {
 	typ  string
 	obj  api.Object
 	raw  []byte
 	prev api.Object
 	rv   uint64
+	e    *entry
 }
 
 // window keeps a resource's most recent events, oldest first, in a ring.
@@ -52,17 +54,20 @@ func (w *window) init(size int, horizon uint64) {
 	w.horizon = horizon
 }
 
-func (w *window) push(ev event) {
+// push adds ev and returns the entry of the event it pushed out, if any.
+func (w *window) push(ev event) *entry {
 	if len(w.buf) < w.size {
 		w.buf = append(w.buf, ev)
-		return
+		return nil
 	}
 	w.horizon = w.buf[w.head].rv
+	out := w.buf[w.head].e
 	w.buf[w.head] = ev
 	w.head++
 	if w.head == len(w.buf) {
 		w.head = 0
 	}
+	return out
 }
 
 func (w *window) len() int { return len(w.buf) }
@@ -197,32 +202,13 @@ func (s *Store) Watch(ctx context.Context, r *api.Resource, namespace string, op
 	}
 	w := &watcher{t: t, f: newFilter(t, namespace, opts), wake: make(chan struct{}, 1)}
 	var backlog []WatchEvent
+	var initial []*entry // sendInitial: the objects, encoded as they are sent
 
 	s.mu.RLock()
 	cur := s.applied.Load()
 	switch {
 	case sendInitial:
-		add := func(e *entry) {
-			if w.f.matches(e.obj) {
-				backlog = append(backlog, WatchEvent{Type: Added, Object: e.obj, Raw: e.raw, RV: cur})
-			}
-		}
-		switch {
-		case w.f.hasNode && t.byNode != nil:
-			for e := range t.byNode[w.f.node] {
-				add(e)
-			}
-		case w.f.namespace != "":
-			for _, e := range t.ns[w.f.namespace] {
-				add(e)
-			}
-		default:
-			for _, m := range t.ns {
-				for _, e := range m {
-					add(e)
-				}
-			}
-		}
+		initial = t.selected(&w.f)
 	case fromRV > 0:
 		if fromRV < t.win.horizon {
 			h := t.win.horizon
@@ -237,21 +223,13 @@ func (s *Store) Watch(ctx context.Context, r *api.Resource, namespace string, op
 	}
 	// The limit grows with the backlog, so that a large initial list does
 	// not by itself make the watcher too slow.
-	w.limit = s.watcherBuffer + len(backlog)
+	w.limit = s.watcherBuffer + len(backlog) + len(initial)
 	s.register(w)
 	s.mu.RUnlock()
 
-	if sendInitial {
-		slices.SortFunc(backlog, func(a, b WatchEvent) int {
-			am, bm := a.Object.GetObjectMeta(), b.Object.GetObjectMeta()
-			if c := cmp.Compare(am.Namespace, bm.Namespace); c != 0 {
-				return c
-			}
-			return cmp.Compare(am.Name, bm.Name)
-		})
-	}
+	sortEntries(initial)
 	out := make(chan WatchEvent, 64)
-	go s.run(ctx, w, backlog, out)
+	go s.run(ctx, w, initial, cur, backlog, out)
 	return out, nil
 }
 
@@ -298,9 +276,12 @@ func (s *Store) unregisterLocked(w *watcher) {
 	s.m.watcherAdded(-1)
 }
 
-// run is the watcher's goroutine: it moves events from the backlog and the
-// pending queue to the consumer, and ends the watch.
-func (s *Store) run(ctx context.Context, w *watcher, backlog []WatchEvent, out chan<- WatchEvent) {
+// run is the watcher's goroutine: it sends an ADDED at index cur for each
+// initial entry, then the backlog, then moves events from the pending
+// queue to the consumer, and ends the watch. The initial entries' JSON is
+// encoded here, one at a time as the consumer takes them, for those that
+// no longer keep it.
+func (s *Store) run(ctx context.Context, w *watcher, initial []*entry, cur uint64, backlog []WatchEvent, out chan<- WatchEvent) {
 	defer close(out)
 	defer s.unregister(w)
 	send := func(ev WatchEvent) bool {
@@ -310,6 +291,23 @@ func (s *Store) run(ctx context.Context, w *watcher, backlog []WatchEvent, out c
 		case <-ctx.Done():
 			return false
 		}
+	}
+	for i, e := range initial {
+		raw, err := e.json()
+		if err != nil {
+			s.log.Error("watch: stored object not encoded", "resource", w.t.res.Plural, "err", err)
+			se, ok := errors.AsType[*api.StatusError](err)
+			if !ok {
+				se = api.NewInternalError(err)
+			}
+			raw, _ = api.Marshal(&se.Status)
+			send(WatchEvent{Type: Error, Raw: raw, Err: se})
+			return
+		}
+		if !send(WatchEvent{Type: Added, Object: e.obj, Raw: raw, RV: cur}) {
+			return
+		}
+		initial[i] = nil
 	}
 	for i := range backlog {
 		if !send(backlog[i]) {
@@ -346,10 +344,13 @@ func (s *Store) run(ctx context.Context, w *watcher, backlog []WatchEvent, out c
 	}
 }
 
-// emit records ev in t's window and hands it to t's watchers. Called by
+// emit records ev in t's window and hands it to t's watchers. The entry
+// whose event leaves the window drops its JSON (see entry). Called by
 // Apply with s.mu held.
 func (s *Store) emit(t *table, ev event) {
-	t.win.push(ev)
+	if old := t.win.push(ev); old != nil {
+		old.drop()
+	}
 	t.wmu.Lock()
 	for w := range t.watchers {
 		w.deliver(&ev, s.m)
