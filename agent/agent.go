@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/exepages"
+
 	"github.com/outpost-edge/outpost/agent/clusterdns"
 	"github.com/outpost-edge/outpost/agent/host"
 	"github.com/outpost-edge/outpost/agent/stats"
@@ -301,6 +303,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	})
 	a.wg.Go(func() { a.binaryUpdateLoop(runCtx) })
+	// The binary holds the server and the CLI too; the agent runs
+	// little of it (issue 16 item 4: its idle RSS).
+	a.wg.Go(func() { exepages.TrimAfter(runCtx, exepages.StartupDelay, log) })
 	log.Info("agent running", "server", a.cred.Server, "address", a.address, "pods", a.podCount())
 	select {
 	case <-ctx.Done():

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outpost-edge/outpost/internal/exepages"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -195,6 +197,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 				return err
 			}
 			notifyServerStarted(cmd.Context(), s, cfg.Logger)
+			go exepages.TrimAfter(cmd.Context(), exepages.StartupDelay, cfg.Logger)
 			return s.Wait(cmd.Context())
 		},
 	}

@@ -32,7 +32,6 @@ const (
 	agentNode   = "bench-agent"
 	agentNS     = "agentbench"
 	agentImage  = "outpost.local/demo:1"
-	idleSettle  = 20 * time.Second // after Ready, before the idle RSS
 	busySettle  = 20 * time.Second // after the 100th pod Running, before the loaded RSS
 	startPods   = 50
 	startRuns   = 3
@@ -46,6 +45,9 @@ const (
 )
 
 var (
+	// idleSettle is how long the idle agent runs after Ready before its
+	// RSS is read (-agent-idle).
+	idleSettle = 20 * time.Second
 	// errAgentBench marks a measurement that could not be made.
 	errAgentBench = errors.New("agent benchmark")
 )
@@ -161,7 +163,7 @@ type agentEnv struct {
 func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 	r.binBytes, r.binStripped, r.binErr = binaryInfo(bin)
 	r.versions = toolVersions([]string{"containerd", "--version"}, []string{"runc", "--version"}, []string{"crun", "--version"})
-	ctx, cancel := context.WithTimeout(ctx, agentBudget)
+	ctx, cancel := context.WithTimeout(ctx, agentBudget+idleSettle)
 	defer cancel()
 	e := &agentEnv{bin: bin}
 	defer func() { r.cleanup = e.close() }()
@@ -1146,7 +1148,7 @@ func agentMarkdown(r agentResult, cmdline string) string {
 			fmt.Fprintf(&b, "| %s | %.1f MiB | ≤ %.0f MiB | %s |\n", what, mib(s.agent.rss), target, yesNo(mib(s.agent.rss) <= target))
 		}
 	}
-	memRow("agent RSS, idle (no pods, 20 s after Ready)", r.idle, 30)
+	memRow(fmt.Sprintf("agent RSS, idle (no pods, %s after Ready)", idleSettle), r.idle, 30)
 	memRow(fmt.Sprintf("agent RSS, %d pods Running (20 s after the last)", loadedPods), r.loaded, 50)
 	med, medErr := medianRun(r.runs)
 	switch {

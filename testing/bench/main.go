@@ -39,6 +39,7 @@ func main() {
 		schedW   = flag.String("scheduler-workloads", "", "run only the scheduler workloads whose name contains this")
 		agentB   = flag.Bool("agent", true, "run the node agent measurements (issue 4; needs root, containerd, runc)")
 		agentO   = flag.Bool("agent-only", false, "run only the node agent measurements")
+		agentI   = flag.Duration("agent-idle", 20*time.Second, "how long the idle agent runs after Ready before its RSS is read")
 		hbB      = flag.Bool("heartbeats", true, "run the node heartbeat measurement (issue 9 item 8)")
 		hbN      = flag.Int("heartbeat-nodes", 5000, "simulated nodes in the heartbeat measurement")
 		hbO      = flag.Bool("heartbeats-only", false, "run only the node heartbeat measurement")
@@ -71,6 +72,7 @@ func main() {
 	)
 	flag.Parse()
 	watchConns = *watchC
+	idleSettle = *agentI
 	if *writesO {
 		*bulk, *gobench, *sched, *agentB, *hbB, *evB, *machB, *updB, *relB, *pnB, *scaleB = 0, false, false, false, false, false, false, false, false, false, false
 	}
