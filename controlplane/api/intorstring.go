@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // IntOrString holds a JSON number or string, as Kubernetes' intstr does
@@ -28,6 +30,15 @@ func (v IntOrString) MarshalJSON() ([]byte, error) {
 		return json.Marshal(v.StrVal)
 	}
 	return strconv.AppendInt(nil, int64(v.IntVal), 10), nil
+}
+
+// MarshalJSONTo writes what MarshalJSON does without a buffer of its
+// own (see Time.MarshalJSONTo).
+func (v IntOrString) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if v.IsString {
+		return enc.WriteToken(jsontext.String(v.StrVal))
+	}
+	return enc.WriteValue(strconv.AppendInt(enc.AvailableBuffer(), int64(v.IntVal), 10))
 }
 
 // UnmarshalJSON reads a number or a string.

@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
 
 // TypeMeta names an object's kind and API version.
 type TypeMeta struct {
@@ -64,6 +68,18 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, time.RFC3339)
 	return append(b, '"'), nil
+}
+
+// MarshalJSONTo writes what MarshalJSON does, in the encoder's own
+// buffer: the store encodes stored objects again on reads (each pod has a
+// dozen times), and this spares an allocation and a second parse each.
+func (t Time) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if t.IsZero() {
+		return enc.WriteToken(jsontext.Null)
+	}
+	b := append(enc.AvailableBuffer(), '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339)
+	return enc.WriteValue(append(b, '"'))
 }
 
 // UnmarshalJSON accepts RFC 3339 strings and null.

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Quantity is a resource amount as Kubernetes writes it ("100m", "500Mi",
@@ -75,6 +77,12 @@ func (q Quantity) String() string {
 // MarshalJSON writes the quantity as a JSON string.
 func (q Quantity) MarshalJSON() ([]byte, error) {
 	return strconv.AppendQuote(nil, q.String()), nil
+}
+
+// MarshalJSONTo writes what MarshalJSON does without a buffer of its
+// own (see Time.MarshalJSONTo).
+func (q Quantity) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return enc.WriteToken(jsontext.String(q.String()))
 }
 
 // UnmarshalJSON reads a quantity from a JSON string or number.
