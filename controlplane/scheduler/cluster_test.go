@@ -414,3 +414,32 @@ func TestTerminatingPodsLeaveViews(t *testing.T) {
 	}
 	checkConsistent(t, c)
 }
+
+// RefreshPod lets the cluster count a newer version of a pod (a status
+// update) without deriving anything again, so the version it replaced can
+// be collected; a pod of another UID is not touched.
+func TestRefreshPod(t *testing.T) {
+	c := NewCluster()
+	c.SetNode(mkNode("n1", nodeAlloc("cpu", "4", "memory", "8Gi", "pods", "10")))
+	bound := mkPod("p", onNode("n1"), podLabels("app", "web"), podRequest("cpu", "1"))
+	bound.UID = "u1"
+	if err := c.SetPod(bound); err != nil {
+		t.Fatal(err)
+	}
+	running := *bound
+	running.Status.Phase = api.PodRunning
+	c.RefreshPod(&running)
+	if got := c.pods[podKey{"default", "p"}].Pod(); got != &running {
+		t.Errorf("the cluster counts %p after RefreshPod, want the newer version %p", got, &running)
+	}
+	other := running
+	other.UID = "u2"
+	c.RefreshPod(&other)
+	if got := c.pods[podKey{"default", "p"}].Pod(); got != &running {
+		t.Error("RefreshPod of another UID replaced the counted pod")
+	}
+	checkConsistent(t, c)
+	if req := c.Node("n1").Requested(); req.MilliCPU != 1000 {
+		t.Errorf("requested %+v after RefreshPod, want 1 CPU as before", req)
+	}
+}

@@ -434,6 +434,8 @@ func (r *runner) onPod(in *input) {
 			if err := r.cluster.SetPod(pod); err != nil {
 				r.l.log.Warn("placed pod counted without its affinity terms", "pod", key.namespace+"/"+key.name, "err", err)
 			}
+		} else {
+			r.cluster.RefreshPod(pod)
 		}
 		if e != nil {
 			r.remove(e)
