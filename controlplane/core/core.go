@@ -137,6 +137,12 @@ func (c *Core) List(r *api.Resource, ns string, opts store.ListOptions) ([]store
 	return c.st.List(r, ns, opts)
 }
 
+// ListItems returns what List does with the JSON left to the reader (see
+// store.Items), for replies written piece by piece.
+func (c *Core) ListItems(r *api.Resource, ns string, opts store.ListOptions) (store.Items, uint64, error) {
+	return c.st.ListItems(r, ns, opts)
+}
+
 // ListObjects returns what List does without the JSON (see GetObject).
 func (c *Core) ListObjects(r *api.Resource, ns string, opts store.ListOptions) ([]api.Object, uint64, error) {
 	return c.st.ListObjects(r, ns, opts)

@@ -242,30 +242,56 @@ func (s *Server) serveList(w *recorder, r *http.Request, id *auth.Identity, rt *
 		writeError(w, err)
 		return
 	}
-	items, rv, err := s.core.List(rt.res, rt.ns, opts)
+	items, rv, err := s.core.ListItems(rt.res, rt.ns, opts)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	// The items are the store's encodings, joined without decoding.
-	prefix := listPrefixes[rt.res]
-	n := len(prefix) + 40 + len(items)
-	for i := range items {
-		n += len(items[i].Raw)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, prefix...)
+	// The items are the store's encodings, joined without decoding, and
+	// written a piece at a time: a list of every pod at scale is hundreds
+	// of MB, which the reply would otherwise hold whole.
+	b := make([]byte, 0, min(listChunkBytes*2, 4<<10+items.Len()*2<<10))
+	b = append(b, listPrefixes[rt.res]...)
 	b = strconv.AppendUint(b, rv, 10)
 	b = append(b, `"},"items":[`...)
-	for i := range items {
+	streaming := false
+	for i := range items.Len() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, items[i].Raw...)
+		if b, err = items.AppendJSON(b, i); err != nil {
+			if !streaming {
+				writeError(w, err)
+				return
+			}
+			// Part of the reply is out: cut it off, so that the client
+			// sees a broken reply and not a short list.
+			s.log.Error("list cut off", "resource", rt.res.Plural, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		if len(b) >= listChunkBytes {
+			if !streaming {
+				w.Header()["Content-Type"] = headerJSON
+				w.WriteHeader(http.StatusOK)
+				streaming = true
+			}
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+			b = b[:0]
+		}
 	}
 	b = append(b, "]}"...)
-	writeRaw(w, http.StatusOK, b)
+	if !streaming {
+		writeRaw(w, http.StatusOK, b)
+		return
+	}
+	_, _ = w.Write(b)
 }
+
+// listChunkBytes is how much of a list reply is gathered before it is
+// written; a reply shorter than that goes out whole, with its length.
+const listChunkBytes = 256 << 10
 
 // watchFlushBytes is how much a watch buffers before it writes even though
 // more events are waiting; below it, events go out as soon as none is

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -313,6 +314,39 @@ func TestListWithSelectors(t *testing.T) {
 	// Across namespaces.
 	if got := names(c.must(http.StatusOK, "GET", "/api/v1/pods?labelSelector=app%3Db", nil)); got != "b1" {
 		t.Errorf("all-namespace list: %q", got)
+	}
+}
+
+// A list reply longer than listChunkBytes is written a piece at a time
+// (no Content-Length: the server does not hold it whole) and is the same
+// list; a short one goes out whole with its length.
+func TestLongListIsStreamed(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := admin(t, s)
+	const path = "/api/v1/namespaces/default/pods"
+	long := strings.Repeat("x", 4000)
+	n := listChunkBytes/4000 + 20
+	for i := range n {
+		pod := podJSON(fmt.Sprintf("p%03d", i), nil)
+		pod["metadata"].(map[string]any)["annotations"] = map[string]string{"note": long}
+		c.must(http.StatusCreated, "POST", path, pod)
+	}
+	r := c.must(http.StatusOK, "GET", path, nil)
+	if cl := r.header.Get("Content-Length"); cl != "" {
+		t.Errorf("a %d-byte list was sent with Content-Length %s: held whole", len(r.body), cl)
+	}
+	l := decode[api.List[api.Pod]](t, r)
+	if len(l.Items) != n || l.Kind != "PodList" || l.ResourceVersion == "" {
+		t.Fatalf("streamed list: %d items, kind %q, rv %q; want %d", len(l.Items), l.Kind, l.ResourceVersion, n)
+	}
+	for i, p := range l.Items {
+		if want := fmt.Sprintf("p%03d", i); p.Name != want || p.Annotations["note"] != long {
+			t.Fatalf("item %d is %q, want %s with its annotation", i, p.Name, want)
+		}
+	}
+	short := c.must(http.StatusOK, "GET", path+"?fieldSelector=metadata.name%3Dp001", nil)
+	if cl := short.header.Get("Content-Length"); cl != strconv.Itoa(len(short.body)) {
+		t.Errorf("a short list has Content-Length %q, want %d", cl, len(short.body))
 	}
 }
 

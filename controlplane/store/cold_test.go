@@ -77,9 +77,19 @@ func TestColdEntriesKeepNoJSONAndServeTheSameBytes(t *testing.T) {
 		if err != nil || len(a) != len(b) {
 			t.Fatalf("node %q: %d pods and %d (%v)", node, len(a), len(b), err)
 		}
+		// ListItems, which the API's list replies are written from,
+		// appends the same bytes.
+		c, _, err := cold.ListItems(rPods, "", opts)
+		if err != nil || c.Len() != len(a) {
+			t.Fatalf("node %q: ListItems gave %d pods (%v), List %d", node, c.Len(), err, len(a))
+		}
 		for i := range a {
 			if !bytes.Equal(a[i].Raw, b[i].Raw) {
 				t.Fatalf("node %q pod %d:\n%s\n%s", node, i, a[i].Raw, b[i].Raw)
+			}
+			got, err := c.AppendJSON([]byte("x"), i)
+			if err != nil || string(got) != "x"+string(a[i].Raw) || c.Object(i) != b[i].Object {
+				t.Fatalf("node %q pod %d: ListItems appended %s (%v), want x%s", node, i, got, err, a[i].Raw)
 			}
 		}
 	}

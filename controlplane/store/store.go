@@ -405,6 +405,39 @@ func (s *Store) List(r *api.Resource, namespace string, opts ListOptions) ([]Ite
 	return items, rv, nil
 }
 
+// Items is what ListItems returns: a List whose JSON is produced as it is
+// read, so that a reply of many objects is written piece by piece rather
+// than held whole (150,000 pods are 330 MB of JSON).
+type Items struct{ entries []*entry }
+
+// Len is the number of objects.
+func (it Items) Len() int { return len(it.entries) }
+
+// Object returns the i-th object, shared as List's are.
+func (it Items) Object(i int) api.Object { return it.entries[i].obj }
+
+// AppendJSON appends the i-th object's JSON to b: the bytes the entry
+// keeps, or the object encoded into b, the same bytes (see entry).
+func (it Items) AppendJSON(b []byte, i int) ([]byte, error) {
+	e := it.entries[i]
+	if raw := e.kept(); raw != nil {
+		return append(b, raw...), nil
+	}
+	out, err := api.MarshalAppend(b, e.obj)
+	if err != nil {
+		m := e.obj.GetObjectMeta()
+		return b, api.NewInternalError(fmt.Errorf("encode stored %s %s/%s: %w", e.obj.GetTypeMeta().Kind, m.Namespace, m.Name, err))
+	}
+	return out, nil
+}
+
+// ListItems returns what List does, sorted the same way, with the JSON
+// left to be appended by the reader (Items.AppendJSON).
+func (s *Store) ListItems(r *api.Resource, namespace string, opts ListOptions) (Items, uint64, error) {
+	entries, rv, err := s.selected(r, namespace, opts)
+	return Items{entries}, rv, err
+}
+
 // selected returns the entries of r in namespace that match opts, sorted
 // by namespace and name, and the index they were read at.
 func (s *Store) selected(r *api.Resource, namespace string, opts ListOptions) ([]*entry, uint64, error) {
