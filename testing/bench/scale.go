@@ -807,7 +807,33 @@ func liveHeap(ctx context.Context, s *proc.Server) (int64, string) {
 	if err != nil {
 		return 0, err.Error()
 	}
+	if heapDir != "" {
+		saveHeap(ctx, cl, s.ID, body)
+	}
 	return parseHeapAlloc(body)
+}
+
+// heapDir, when set (-scale-heap-dir), receives each server's heap
+// profile at each reading: SERVER-N.pprof, and SERVER-N.txt with the
+// runtime's memory statistics.
+var (
+	heapDir   string
+	heapSaved atomic.Int64
+)
+
+func saveHeap(ctx context.Context, cl *client.Client, id string, text []byte) {
+	n := heapSaved.Add(1)
+	base := filepath.Join(heapDir, fmt.Sprintf("%s-%d", id, n))
+	if err := os.WriteFile(base+".txt", text, 0o600); err != nil {
+		log.Printf("scale bench: save heap statistics: %v", err)
+	}
+	prof, _, err := cl.Do(ctx, "GET", "/debug/pprof/heap", nil, nil)
+	if err == nil {
+		err = os.WriteFile(base+".pprof", prof, 0o600)
+	}
+	if err != nil {
+		log.Printf("scale bench: save heap profile: %v", err)
+	}
 }
 
 func parseHeapAlloc(body []byte) (int64, string) {
