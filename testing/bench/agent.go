@@ -1246,7 +1246,7 @@ func agentMarkdown(r agentResult, cmdline string) string {
 				mib(w.file)/float64(w.n), mib(w.anon)/float64(w.n))
 		}
 		fmt.Fprintf(&b, "The file part is reclaimable and depends on how the kernel (%s here) maps a binary's pages; the anon part is what the agent itself holds. ", kernelRelease())
-		b.WriteString("On this kernel a fault maps the whole page-cache folio it hits (up to 2 MiB; a freshly built binary's page cache is in large folios): touching one byte of `bin/outpost` maps 2 MiB, where a copy written by `cp` maps 64 KiB (the fault-around window). So the file part is about the binary's text and read-only data (13.4 + 16.1 MiB) whatever the agent touches: dropping the mappings with MADV_DONTNEED had the idle agent map 28 MiB back within 30 s, and MADV_NOHUGEPAGE or MADV_RANDOM change nothing. Only a smaller binary lowers it: built without cgo (issue 16) it lost the 7 MB dynamic symbol table that a dependency's import of `plugin` made the external linker export, and libc.\n")
+		b.WriteString("On this kernel a fault maps the whole page-cache folio it hits (up to 2 MiB; a freshly built binary's page cache is in large folios), so code the agent runs maps most of the binary's text (13.4 MiB). Ten seconds after start the agent drops its mappings of the binary's read-only segments and asks for single-page faults from then on (internal/exepages, MADV_DONTNEED after MADV_RANDOM): the text comes back whole on this kernel, but of the read-only data (16.1 MiB: tables, type data) only what it touches again. An image import's buffers are given back when it ends (debug.FreeOSMemory).\n")
 	}
 	for _, s := range []struct {
 		what string
