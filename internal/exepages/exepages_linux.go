@@ -30,11 +30,11 @@ func Trim() (Result, error) {
 	if err := unix.Stat("/proc/self/exe", &st); err != nil {
 		return res, fmt.Errorf("stat executable: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return res, fmt.Errorf("read mappings: %w", err)
 	}
-	regions, err := readOnlyRegions(maps, uint64(st.Dev), st.Ino)
+	regions, err := readOnlyRegions(smaps, uint64(st.Dev), st.Ino)
 	if err != nil {
 		return res, err
 	}
@@ -63,41 +63,63 @@ func madvise(addr, length uint64, advice int) error {
 	return nil
 }
 
-type region struct{ start, end uint64 }
+type region struct {
+	start, end uint64
+	anon       bool // holds pages of its own: never dropped
+}
 
-// readOnlyRegions returns the mappings in maps (the text of
-// /proc/PID/maps) of the file with device dev and inode ino that are not
-// writable.
-func readOnlyRegions(maps []byte, dev, ino uint64) ([]region, error) {
+// readOnlyRegions returns the mappings in smaps (the text of
+// /proc/PID/smaps) of the file with device dev and inode ino that are not
+// writable and hold no page of their own (Anonymous: 0 kB). A read-only
+// mapping can hold written pages: a dynamically linked binary's
+// relocations (RELRO) are written at load and then made read-only, and
+// dropping them would bring back the file's unrelocated bytes.
+func readOnlyRegions(smaps []byte, dev, ino uint64) ([]region, error) {
 	var out []region
-	sc := bufio.NewScanner(bytes.NewReader(maps))
+	var cur *region // the mapping being read, if it is a candidate
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
-		// address perms offset dev inode path
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			// address perms offset dev inode path
+			cur = nil
+			if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino {
+				continue
+			}
+			if d, ok := parseDev(f[3]); !ok || d != dev {
+				continue
+			}
+			if len(f[1]) < 2 || f[1][1] == 'w' {
+				continue
+			}
+			lo, hi, ok := strings.Cut(f[0], "-")
+			if !ok {
+				return nil, fmt.Errorf("mapping %q: no address range", line)
+			}
+			start, err1 := strconv.ParseUint(lo, 16, 64)
+			end, err2 := strconv.ParseUint(hi, 16, 64)
+			if err1 != nil || err2 != nil || end <= start {
+				return nil, fmt.Errorf("mapping %q: bad address range", line)
+			}
+			out = append(out, region{start: start, end: end})
+			cur = &out[len(out)-1]
 			continue
 		}
-		if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino {
-			continue
+		if cur != nil && len(f) >= 2 && f[0] == "Anonymous:" {
+			cur.anon = f[1] != "0"
 		}
-		if d, ok := parseDev(f[3]); !ok || d != dev {
-			continue
-		}
-		if len(f[1]) < 2 || f[1][1] == 'w' {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			return nil, fmt.Errorf("mapping %q: no address range", sc.Text())
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			return nil, fmt.Errorf("mapping %q: bad address range", sc.Text())
-		}
-		out = append(out, region{start, end})
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, r := range out {
+		if !r.anon {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
 }
 
 // parseDev reads maps' "major:minor" (hex) as the kernel's encoding of a

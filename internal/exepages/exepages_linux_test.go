@@ -4,30 +4,48 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
 func TestReadOnlyRegions(t *testing.T) {
-	maps := []byte(`00400000-01200000 r-xp 00000000 fe:00 1234 /usr/local/bin/outpost
+	smaps := []byte(`00400000-01200000 r-xp 00000000 fe:00 1234 /usr/local/bin/outpost
+Size:              14336 kB
+Rss:               13000 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
 01200000-02200000 r--p 00e00000 fe:00 1234 /usr/local/bin/outpost
-02200000-02300000 rw-p 01e00000 fe:00 1234 /usr/local/bin/outpost
+Size:              16384 kB
+Anonymous:             0 kB
+02200000-02210000 r--p 01e00000 fe:00 1234 /usr/local/bin/outpost
+Size:                 64 kB
+Anonymous:             8 kB
+02210000-02300000 rw-p 01e10000 fe:00 1234 /usr/local/bin/outpost
+Anonymous:            40 kB
 02300000-02400000 rw-p 00000000 00:00 0
+Anonymous:          1024 kB
 03000000-03001000 r--p 00000000 fe:00 999 /usr/lib/other
+Anonymous:             0 kB
 04000000-04001000 r--p 00000000 fe:01 1234 /mnt/same-inode-other-device
+Anonymous:             0 kB
 7ffc0000-7ffc1000 r-xp 00000000 00:00 0 [vdso]
 `)
-	got, err := readOnlyRegions(maps, unix.Mkdev(0xfe, 0), 1234)
+	got, err := readOnlyRegions(smaps, unix.Mkdev(0xfe, 0), 1234)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []region{{0x400000, 0x1200000}, {0x1200000, 0x2200000}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("regions %#x, want the executable's two read-only ones %#x (not its data segment, nor another file)", got, want)
+	want := []region{{start: 0x400000, end: 0x1200000}, {start: 0x1200000, end: 0x2200000}}
+	if !slices.Equal(got, want) {
+		t.Errorf("regions %+v, want the executable's two read-only ones %+v (not its relocated read-only page, its data segment, nor another file)", got, want)
 	}
 	if _, err := readOnlyRegions([]byte("zz-yy r--p 0 fe:00 1234 /x\n"), unix.Mkdev(0xfe, 0), 1234); err == nil {
 		t.Error("a bad address range gave no error")
@@ -112,8 +130,26 @@ func TestTrim(t *testing.T) {
 	// folios (this one), so only the data shows the drop everywhere.
 	b, a := readOnlyData(before), readOnlyData(after)
 	t.Logf("read-only data resident: %d KiB before, %d KiB after", b>>10, a>>10)
-	if a*4 > b*3 {
-		t.Errorf("read-only data resident %d KiB after Trim, %d KiB before: want under three quarters", a>>10, b>>10)
+	// Measured: 40-60 % of before stays (what this test and the runtime
+	// touch again at once); without Trim all of it does.
+	if a*10 > b*9 {
+		t.Errorf("read-only data resident %d KiB after Trim, %d KiB before: want under nine tenths", a>>10, b>>10)
+	}
+	// New threads, which a binary linked with libc starts through its
+	// relocated symbol table (RELRO): a dropped relocated page would
+	// send them to address 0.
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			<-release
+		})
+	}
+	close(release)
+	wg.Wait()
+	if _, err := user.Current(); err != nil {
+		t.Logf("user.Current after Trim: %v", err)
 	}
 	var sb strings.Builder
 	for i := range 1000 {
@@ -122,4 +158,31 @@ func TestTrim(t *testing.T) {
 	if sb.Len() != 2890 {
 		t.Errorf("formatting after Trim gave %d bytes", sb.Len())
 	}
+}
+
+// A binary linked by the system linker has relocated pages in a read-only
+// mapping (RELRO); Trim must leave them, or the next thread start or C
+// call jumps to an unrelocated address (the agent's race-built tests
+// crashed so). The helper is built that way, trims, then starts threads
+// and calls C.
+func TestTrimExternallyLinked(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "exttrim")
+	build := exec.Command("go", "build", "-ldflags=-linkmode=external", "-o", bin, "./testdata/exttrim")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the externally linked helper: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	got := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(got, "ok ") || !strings.HasSuffix(got, " 14") {
+		t.Fatalf("helper after Trim: %v\n%s", err, lastLines(got, 20))
+	}
+	if got == "ok 0 14" {
+		t.Error("the helper trimmed no mapping: the test shows nothing")
+	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
