@@ -51,7 +51,9 @@ deps:
 # no v1 hierarchy took (hugetlb on hosts that mount only some v1
 # controllers): each such controller is mounted as a v1 hierarchy, as
 # systemd's hybrid layout does, which runc is fine with too.
-HOST_PKGS := crun containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables chromium
+# gcc: the race detector (cgo) and the test of a binary linked by the system
+# linker (internal/exepages) need a C compiler.
+HOST_PKGS := gcc crun containerd runc iproute2 procps debootstrap systemd-container openssl containernetworking-plugins iptables nftables chromium
 host-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		need=""; for p in $(HOST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || need="$$need $$p"; done; \
