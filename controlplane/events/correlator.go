@@ -110,6 +110,11 @@ func (c *Correlator) Record(ctx context.Context, ev *api.Event) (*api.Event, err
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// The time is read again under the entry's lock: read before it, a
+	// Record that waited for the lock would be older than the write it
+	// waited for, and a repeat with no interval to keep would be held
+	// for Flush (20 concurrent repeats wrote a count of 19).
+	now = c.now()
 	if e.stored != nil && now.Sub(e.lastSeen) < c.Window {
 		e.lastSeen = now
 		e.pending += max(ev.Count, 1)

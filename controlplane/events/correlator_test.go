@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,6 +211,47 @@ func TestConcurrentRepeats(t *testing.T) {
 	wg.Wait()
 	if ev := sink.all(); len(ev) != 1 || ev[0].Count != 20 {
 		t.Errorf("%d events (count %d), want 1 with count 20", len(ev), ev[0].Count)
+	}
+}
+
+// A Record that read the clock, then waited for another Record's write
+// of the same event, writes its repeat: without a MinInterval nothing may
+// be held, however the two interleave (CI once saw a count of 19 for 20
+// concurrent repeats). The clock makes the interleaving certain: the
+// first Record's first reading waits until the second Record is done.
+func TestRepeatAfterWaitingIsWritten(t *testing.T) {
+	ctx := context.Background()
+	sink := newMemSink()
+	base := time.Unix(1000, 0)
+	var calls atomic.Int32
+	inFirst, release := make(chan struct{}), make(chan struct{})
+	c := New(sink, func() time.Time {
+		n := calls.Add(1)
+		if n == 1 {
+			close(inFirst)
+			<-release
+			return base
+		}
+		return base.Add(time.Duration(n) * time.Second)
+	})
+	first := make(chan *api.Event, 1)
+	go func() {
+		out, err := c.Record(ctx, backOff("web", "m"))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- out
+	}()
+	<-inFirst
+	if _, err := c.Record(ctx, backOff("web", "m")); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if out := <-first; out == nil {
+		t.Error("the repeat that waited was held, with no MinInterval to keep")
+	}
+	if ev := sink.all(); len(ev) != 1 || ev[0].Count != 2 {
+		t.Errorf("%d events (count %d), want 1 with count 2", len(ev), ev[0].Count)
 	}
 }
 
