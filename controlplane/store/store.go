@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -170,12 +169,32 @@ func (e *entry) json() ([]byte, error) {
 	if raw := e.kept(); raw != nil {
 		return raw, nil
 	}
-	raw, err := encode(e.obj)
+	return e.encodeAppend(nil)
+}
+
+// appendJSON appends the entry's JSON to b (see json).
+func (e *entry) appendJSON(b []byte) ([]byte, error) {
+	if raw := e.kept(); raw != nil {
+		return append(b, raw...), nil
+	}
+	return e.encodeAppend(b)
+}
+
+// encodeAppend encodes the object onto b; onto nil, api.Marshal sizes the
+// result itself (appending to nil would grow it step by step).
+func (e *entry) encodeAppend(b []byte) ([]byte, error) {
+	var out []byte
+	var err error
+	if b == nil {
+		out, err = encode(e.obj)
+	} else {
+		out, err = api.MarshalAppend(b, e.obj)
+	}
 	if err != nil {
 		m := e.obj.GetObjectMeta()
-		return nil, api.NewInternalError(fmt.Errorf("encode stored %s %s/%s: %w", e.obj.GetTypeMeta().Kind, m.Namespace, m.Name, err))
+		return b, api.NewInternalError(fmt.Errorf("encode stored %s %s/%s: %w", e.obj.GetTypeMeta().Kind, m.Namespace, m.Name, err))
 	}
-	return raw, nil
+	return out, nil
 }
 
 // table holds the objects of one resource.
@@ -389,18 +408,20 @@ func (s *Store) getEntry(r *api.Resource, namespace, name string) (*entry, error
 // List returns the objects of r in namespace ("" for all) that match opts,
 // sorted by namespace and name, and the resourceVersion they were read at.
 // The objects are shared: do not change them. The JSON of entries that no
-// longer keep it is encoded after the lock is let go, on every core for a
-// long list.
+// longer keep it is encoded after the lock is let go; a reply of many
+// objects reads ListItems instead, which holds no JSON.
 func (s *Store) List(r *api.Resource, namespace string, opts ListOptions) ([]Item, uint64, error) {
 	entries, rv, err := s.selected(r, namespace, opts)
 	if err != nil {
 		return nil, 0, err
 	}
 	items := make([]Item, len(entries))
-	if err := encodeEntries(entries, func(i int, raw []byte) {
-		items[i] = Item{Object: entries[i].obj, Raw: raw}
-	}); err != nil {
-		return nil, 0, err
+	for i, e := range entries {
+		raw, err := e.json()
+		if err != nil {
+			return nil, 0, err
+		}
+		items[i] = Item{Object: e.obj, Raw: raw}
 	}
 	return items, rv, nil
 }
@@ -418,18 +439,7 @@ func (it Items) Object(i int) api.Object { return it.entries[i].obj }
 
 // AppendJSON appends the i-th object's JSON to b: the bytes the entry
 // keeps, or the object encoded into b, the same bytes (see entry).
-func (it Items) AppendJSON(b []byte, i int) ([]byte, error) {
-	e := it.entries[i]
-	if raw := e.kept(); raw != nil {
-		return append(b, raw...), nil
-	}
-	out, err := api.MarshalAppend(b, e.obj)
-	if err != nil {
-		m := e.obj.GetObjectMeta()
-		return b, api.NewInternalError(fmt.Errorf("encode stored %s %s/%s: %w", e.obj.GetTypeMeta().Kind, m.Namespace, m.Name, err))
-	}
-	return out, nil
-}
+func (it Items) AppendJSON(b []byte, i int) ([]byte, error) { return it.entries[i].appendJSON(b) }
 
 // ListItems returns what List does, sorted the same way, with the JSON
 // left to be appended by the reader (Items.AppendJSON).
@@ -499,48 +509,6 @@ func sortEntries(entries []*entry) {
 		}
 		return cmp.Compare(am.Name, bm.Name)
 	})
-}
-
-// encodeParallelMin is the number of entries from which encodeEntries
-// spreads the work over the cores: below it, starting goroutines costs
-// more than it saves.
-const encodeParallelMin = 1024
-
-// encodeEntries calls put with each entry's index and JSON. The objects
-// are immutable, so encoding them needs no lock and may run on every core.
-func encodeEntries(entries []*entry, put func(int, []byte)) error {
-	workers := 1
-	if len(entries) >= encodeParallelMin {
-		workers = min(runtime.GOMAXPROCS(0), len(entries)/(encodeParallelMin/2))
-	}
-	if workers <= 1 {
-		for i, e := range entries {
-			raw, err := e.json()
-			if err != nil {
-				return err
-			}
-			put(i, raw)
-		}
-		return nil
-	}
-	errs := make([]error, workers)
-	chunk := (len(entries) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*chunk, min((w+1)*chunk, len(entries))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				raw, err := entries[i].json()
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				put(i, raw)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // OldestEventTime is when the oldest stored Event was last seen, or the
