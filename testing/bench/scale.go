@@ -745,6 +745,10 @@ func (w *nodeWatcher) change(ctx context.Context, cl *client.Client) (time.Durat
 		pod = p // map order: a random pod of the node
 		break
 	}
+	if pod == nil {
+		w.mu.Unlock()
+		return 0, fmt.Errorf("%w: node %s has no pod to change", errScaleBench, w.node)
+	}
 	upd := *pod
 	upd.Annotations = map[string]string{}
 	for k, v := range pod.Annotations {
