@@ -14,7 +14,7 @@ RACE_PKGS := ./raftstore/... ./controlplane/store/... ./controlplane/core/... ./
 	./runtime/... ./gossip/... ./osupdate/... ./controlplane/release/... ./selfupdate/... ./controlplane/events/...
 OTHER_PKGS := ./controlplane/api/... ./controlplane/admission/... ./controlplane/scheduler ./controlplane/scheduler/policy/... \
 	./controlplane/scheduler/taints/... ./controlplane/auth/... ./controlplane/pki/... ./controlplane/cli/... ./cmd/... ./internal/realtest ./internal/portcheck ./internal/exepages \
-	./internal/install ./controlplane/console
+	./internal/install ./controlplane/console ./internal/memlimit
 
 .PHONY: all build run stop test test-deps host-deps deps vet unit race fuzz bench soak clean demo-image man completions package
 

@@ -106,6 +106,7 @@ type serverFlags struct {
 	evict evictionFlags
 	nets  networkFlags
 	conf  configFile
+	mem   memoryLimitFlag
 	// secretFile holds the cluster secret, out of ps's sight.
 	secretFile string
 	// installed is the cluster secret install gives the unit, for its
@@ -152,7 +153,7 @@ func (sf *serverFlags) config(cmd *cobra.Command) (server.Config, error) {
 		errs = append(errs, fmt.Errorf("--raft-heartbeat-timeout %s: must be at least 5ms", cfg.HeartbeatTimeout))
 	}
 	errs = append(errs, sf.sched.apply(&cfg), sf.gf.apply(cmd, &cfg), sf.conf.apply(cmd, &cfg),
-		sf.evict.apply(&cfg), sf.tol.apply(&cfg), sf.nets.apply(&cfg))
+		sf.evict.apply(&cfg), sf.tol.apply(&cfg), sf.nets.apply(&cfg), sf.mem.check())
 	if cfg.DataDir != "" { // else the server's check says it again
 		errs = append(errs, cfg.Check())
 	}
@@ -191,6 +192,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 			if err != nil {
 				return err
 			}
+			sf.mem.apply(cfg.Logger)
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			s, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
@@ -230,6 +232,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.BoolVar(&cfg.UnsafeNoFsync, "unsafe-no-fsync", false, "do not fsync the raft log (loses acknowledged writes on power loss; tests only)")
 	_ = f.MarkHidden("unsafe-no-fsync")
 	sf.gf.add(cmd, "")
+	sf.mem.add(cmd)
 	sf.conf.add(cmd)
 	sf.tol.add(cmd)
 	sf.evict.add(cmd)
@@ -262,6 +265,7 @@ func newDevCommand() *cobra.Command {
 		nets             networkFlags
 		devGossip        gossipFlags
 		conf             configFile
+		mem              memoryLimitFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -313,6 +317,9 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 			if err := nets.apply(&cfg); err != nil {
 				return err
 			}
+			if err := mem.check(); err != nil {
+				return err
+			}
 			if !noAgent {
 				// The agent's flags are checked before anything
 				// starts: a typo is said at once, not in a log line.
@@ -326,6 +333,7 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 			if err := portcheck.Check(devPorts(&cfg, &devAgent, noAgent)); err != nil {
 				return fmt.Errorf("%w\n(is another outpost dev running? stop it, or move this one with the flags named)", err)
 			}
+			mem.apply(log)
 			cfg.Reload = reloadOnHangup(cmd.Context())
 			s, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
@@ -364,6 +372,7 @@ ports: --api-addr, --raft-addr, --gossip-addr, --agent-listen and
 	f.BoolVar(&noAgent, "no-agent", false, "run the control plane only, without a node agent for this host")
 	f.StringVar(&containerdSocket, "containerd-socket", "", "the agent's containerd socket (default: start a private containerd)")
 	devAgent.add(cmd)
+	mem.add(cmd)
 	nets.register(cmd.Flags())
 	tol.add(cmd)
 	evict.add(cmd)

@@ -59,6 +59,9 @@ func TestServerEvictionFlags(t *testing.T) {
 		{[]string{"--machine-provider", "ipmi"}, `--machine-provider "ipmi": must be manual or exec`},
 		{[]string{"--machine-provider", "exec"}, "--machine-provider exec needs --machine-release-command"},
 		{[]string{"--machine-release-command", "true"}, "--machine-release-command is for --machine-provider exec"},
+		// And the soft memory limit (issue 16 item 3).
+		{[]string{"--memory-limit", "lots"}, `--memory-limit "lots": not a size`},
+		{[]string{"--memory-limit", "1Mi"}, `--memory-limit "1Mi": at least 64Mi, or none`},
 	} {
 		for _, mk := range []func() *cobra.Command{newServerCommand, newDevCommand} {
 			cmd := mk()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -272,4 +273,96 @@ func meminfo(b []byte, keys ...string) ([]uint64, error) {
 		return nil, fmt.Errorf("%w: meminfo lacks one of %v", ErrFormat, keys)
 	}
 	return out, nil
+}
+
+// unlimitedV1 is the least value cgroup v1 reports for "no limit": the
+// kernel rounds LONG_MAX down to its page size.
+const unlimitedV1 = 1 << 62
+
+// MemoryLimit returns the lowest memory limit that applies to the
+// process pid ("self" for this one): on v2 memory.max and memory.high of
+// its cgroup and every ancestor (a systemd unit's MemoryMax and
+// MemoryHigh, and its slice's), on v1 memory.limit_in_bytes of its memory
+// cgroup and its ancestors. ok is false when none is set. A cgroup path
+// that is not under the mount (the process is in a cgroup namespace) is
+// read from the mount's root down as far as it exists.
+func (f FS) MemoryLimit(pid string) (limit uint64, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(f.proc(), pid, "cgroup"))
+	if err != nil {
+		return 0, false, fmt.Errorf("memory limit: %w", err)
+	}
+	unified := f.Unified()
+	var path string
+	found := false
+	for line := range strings.Lines(string(b)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if unified && parts[0] == "0" && parts[1] == "" {
+			path, found = parts[2], true
+			break
+		}
+		if !unified && slices.Contains(strings.Split(parts[1], ","), "memory") {
+			path, found = parts[2], true
+			break
+		}
+	}
+	if !found {
+		return 0, false, fmt.Errorf("%w: %s/%s/cgroup names no memory cgroup", ErrFormat, f.proc(), pid)
+	}
+	base := f.root()
+	files := []string{"memory.max", "memory.high"}
+	if !unified {
+		base = filepath.Join(base, "memory")
+		files = []string{"memory.limit_in_bytes"}
+	}
+	dir := base
+	if err := f.lowerLimit(dir, files, &limit, &ok); err != nil {
+		return 0, false, err
+	}
+	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
+		if part == "" {
+			continue
+		}
+		dir = filepath.Join(dir, part)
+		if _, err := os.Stat(dir); err != nil {
+			// Outside the mount's view: what was read so far is all there
+			// is to read.
+			break
+		}
+		if err := f.lowerLimit(dir, files, &limit, &ok); err != nil {
+			return 0, false, err
+		}
+	}
+	return limit, ok, nil
+}
+
+// lowerLimit lowers *limit to the limits files set in dir; a file that
+// is absent (the root has none) or says "max" sets none.
+func (f FS) lowerLimit(dir string, files []string, limit *uint64, ok *bool) error {
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("memory limit: %w", err)
+		}
+		s := string(bytes.TrimSpace(b))
+		if s == "max" {
+			continue
+		}
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrFormat, filepath.Join(dir, name), err)
+		}
+		if n >= unlimitedV1 {
+			continue
+		}
+		if !*ok || n < *limit {
+			*limit, *ok = n, true
+		}
+	}
+	return nil
 }

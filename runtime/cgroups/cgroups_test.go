@@ -3,6 +3,7 @@ package cgroups
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -112,4 +113,101 @@ func TestHost(t *testing.T) {
 	if a.CPUNanos == 0 || a.WorkingSetBytes == 0 {
 		t.Errorf("node reading %+v: want CPU time and memory in use", a)
 	}
+}
+
+// tree writes files (path relative to the root → content) under a new
+// directory and returns it.
+func tree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestMemoryLimit reads the limits that a systemd unit's MemoryMax and
+// MemoryHigh (and its slice's) set, for the server's soft memory limit
+// (issue 16 item 3).
+func TestMemoryLimit(t *testing.T) {
+	const unlimited = "9223372036854771712\n"
+	for _, tc := range []struct {
+		name   string
+		files  map[string]string
+		want   uint64
+		wantOK bool
+	}{
+		{"v2 unit MemoryMax", map[string]string{
+			"proc/self/cgroup":                                   "0::/system.slice/outpost-server.service\n",
+			"cg/cgroup.controllers":                              "cpu memory\n",
+			"cg/system.slice/memory.max":                         "max\n",
+			"cg/system.slice/memory.high":                        "max\n",
+			"cg/system.slice/outpost-server.service/memory.max":  "629145600\n",
+			"cg/system.slice/outpost-server.service/memory.high": "max\n",
+		}, 629145600, true},
+		// The lowest of MemoryHigh, MemoryMax and the slice's counts.
+		{"v2 slice and high", map[string]string{
+			"proc/self/cgroup":                                   "0::/system.slice/outpost-server.service\n",
+			"cg/cgroup.controllers":                              "cpu memory\n",
+			"cg/system.slice/memory.max":                         "1073741824\n",
+			"cg/system.slice/outpost-server.service/memory.max":  "2147483648\n",
+			"cg/system.slice/outpost-server.service/memory.high": "536870912\n",
+		}, 536870912, true},
+		{"v2 none", map[string]string{
+			"proc/self/cgroup":           "0::/user.slice\n",
+			"cg/cgroup.controllers":      "cpu memory\n",
+			"cg/user.slice/memory.max":   "max\n",
+			"cg/user.slice/memory.high":  "max\n",
+			"cg/user.slice/memory.peak":  "1\n",
+			"cg/user.slice/cgroup.procs": "1\n",
+		}, 0, false},
+		// A cgroup namespace: the path is not under the mount, whose root
+		// is the process's own cgroup.
+		{"v2 namespaced", map[string]string{
+			"proc/self/cgroup":      "0::/kubepods/pod1/c1\n",
+			"cg/cgroup.controllers": "cpu memory\n",
+			"cg/memory.max":         "268435456\n",
+		}, 268435456, true},
+		{"v1", map[string]string{
+			"proc/self/cgroup":                                                    "5:devices:/\n4:memory:/system.slice/outpost-server.service\n1:cpu,cpuacct:/\n",
+			"cg/memory/memory.limit_in_bytes":                                     unlimited,
+			"cg/memory/system.slice/memory.limit_in_bytes":                        unlimited,
+			"cg/memory/system.slice/outpost-server.service/memory.limit_in_bytes": "629145600\n",
+		}, 629145600, true},
+		{"v1 none", map[string]string{
+			"proc/self/cgroup":                "4:memory:/\n",
+			"cg/memory/memory.limit_in_bytes": unlimited,
+		}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tree(t, tc.files)
+			fs := FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
+			got, ok, err := fs.MemoryLimit("self")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("MemoryLimit = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		for name, files := range map[string]map[string]string{
+			"no memory line": {"proc/self/cgroup": "1:cpu:/\n", "cg/memory/memory.limit_in_bytes": "1\n"},
+			"not a number": {"proc/self/cgroup": "0::/a\n", "cg/cgroup.controllers": "memory\n",
+				"cg/a/memory.max": "lots\n"},
+		} {
+			root := tree(t, files)
+			fs := FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
+			if _, _, err := fs.MemoryLimit("self"); err == nil {
+				t.Errorf("%s: no error", name)
+			}
+		}
+	})
 }

@@ -68,6 +68,7 @@ func main() {
 		scaleD    = flag.Duration("scale-duration", 30*time.Second, "how long the scale measurement's reads and watches run")
 		scaleL    = flag.String("scale-load", scaleLoadScheduler, "how the scale measurement's pods get to their nodes: scheduler (created unbound, the default scheduler binds them, as in production) or direct (created with spec.nodeName, round-robin: fewer writes, no scheduler events)")
 		scaleW    = flag.Int("scale-watchers", 20, "nodes whose pods are watched (each as its agent would) in the scale measurement")
+		scaleM    = flag.String("scale-memory-limit", "", "--memory-limit of the scale measurement's servers (empty: their default, auto, which on this host sets none)")
 		scaleR    = flag.Int("scale-readers", 4, "client goroutines sending gets, and as many sending lists by node, in the scale measurement")
 		writesO   = flag.Bool("writes-only", false, "run only the write levels and the watch fan-out (no bulk load, Go benchmarks or other sections)")
 	)
@@ -148,7 +149,7 @@ func main() {
 	if (*scaleB && others && !*only && !*agentO) || *scaleO {
 		cmd := fmt.Sprintf("go run ./testing/bench -bin %s -scale-only -scale-nodes %d -scale-pods %d -scale-duration %s -scale-load %s -scale-watchers %d -scale-readers %d",
 			*bin, *scaleN, *scaleP, *scaleD, *scaleL, *scaleW, *scaleR)
-		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}, cmd))
+		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR, memLimit: *scaleM}, cmd))
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
