@@ -16,6 +16,7 @@ import (
 const FlagUsage = `soft memory limit of this process: a size (600Mi, 1Gi, 500M), "auto" or "none". ` +
 	`The Go collector works harder as the heap nears it, instead of letting the heap grow to twice what is live. ` +
 	`auto: GOMEMLIMIT if set, else 90% of the memory limit of the cgroup this process runs in (a systemd unit's MemoryMax= or MemoryHigh=), else none. ` +
+	`With a limit (and no GOGC) the collector runs at GOGC=200 below it. ` +
 	`Set it well above what the process holds live (a server with 150,000 pods holds about 450 MiB): below that the collector runs without pause`
 
 // Auto is the default value of the flag.
@@ -25,6 +26,11 @@ const Auto = "auto"
 // rest is for what the runtime does not count, the binary's pages and the
 // bbolt files' page cache charged to the same cgroup.
 const cgroupShare = 0.9
+
+// gcPercentUnderLimit is GOGC while a limit is set (and GOGC is not):
+// the limit bounds the heap, so below it the collector may wait for more
+// garbage than GOGC=100 would, and spends less CPU on small heaps.
+const gcPercentUnderLimit = 200
 
 // minLimit is the least limit accepted: below it even an idle server
 // would collect without pause.
@@ -62,6 +68,8 @@ type Limit struct {
 	Bytes int64
 	// From says where it came from, for the log.
 	From string
+	// GCPercent is GOGC to set with it; 0 leaves GOGC alone.
+	GCPercent int
 }
 
 // String is the limit for people.
@@ -69,12 +77,23 @@ func (l Limit) String() string {
 	if l.Bytes == 0 {
 		return "none (" + l.From + ")"
 	}
+	if l.GCPercent > 0 {
+		return fmt.Sprintf("%d MiB (%s), GOGC=%d below it", l.Bytes>>20, l.From, l.GCPercent)
+	}
 	return fmt.Sprintf("%d MiB (%s)", l.Bytes>>20, l.From)
 }
 
 // Resolve decides the limit of s: getenv reads the environment and fs the
 // process's cgroup.
 func (s Spec) Resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) {
+	l, err := s.resolve(getenv, fs)
+	if l.Bytes > 0 && getenv("GOGC") == "" {
+		l.GCPercent = gcPercentUnderLimit
+	}
+	return l, err
+}
+
+func (s Spec) resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) {
 	if !s.auto {
 		if s.bytes == 0 {
 			return Limit{From: "--memory-limit none"}, nil
@@ -101,8 +120,12 @@ func (s Spec) Resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) 
 	}, nil
 }
 
-// Apply sets the runtime's soft limit to l (none: no limit at all).
+// Apply sets the runtime's soft limit to l (none: no limit at all), and
+// GOGC to l.GCPercent if set.
 func Apply(l Limit) {
+	if l.GCPercent > 0 {
+		debug.SetGCPercent(l.GCPercent)
+	}
 	if l.Bytes == 0 {
 		if !strings.HasPrefix(l.From, "GOMEMLIMIT") {
 			debug.SetMemoryLimit(math.MaxInt64)

@@ -74,12 +74,31 @@ func TestResolve(t *testing.T) {
 	none, _ := Parse("--memory-limit", "none")
 
 	// The flag wins over the cgroup and the environment.
-	l, err := fixed.Resolve(func(string) string { return "1GiB" }, fakeCgroup(t, 1<<30))
+	l, err := fixed.Resolve(func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "1GiB"
+		}
+		return ""
+	}, fakeCgroup(t, 1<<30))
 	if err != nil || l.Bytes != 512<<20 {
 		t.Errorf("512Mi: %+v, %v", l, err)
 	}
+	// Under a limit the collector waits for more garbage, unless GOGC
+	// says otherwise.
+	if l.GCPercent != 200 {
+		t.Errorf("GOGC under a limit: %d, want 200", l.GCPercent)
+	}
+	l, _ = fixed.Resolve(func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	}, fakeCgroup(t, 0))
+	if l.GCPercent != 0 {
+		t.Errorf("GOGC=50 set: GCPercent %d, want 0 (left alone)", l.GCPercent)
+	}
 	l, err = none.Resolve(noEnv, fakeCgroup(t, 1<<30))
-	if err != nil || l.Bytes != 0 {
+	if err != nil || l.Bytes != 0 || l.GCPercent != 0 {
 		t.Errorf("none: %+v, %v", l, err)
 	}
 	// auto: 90% of a unit's MemoryMax.
@@ -109,9 +128,14 @@ func TestResolve(t *testing.T) {
 func TestApply(t *testing.T) {
 	old := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(old) })
-	Apply(Limit{Bytes: 300 << 20, From: "--memory-limit"})
+	oldGC := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(oldGC) })
+	Apply(Limit{Bytes: 300 << 20, From: "--memory-limit", GCPercent: 200})
 	if got := debug.SetMemoryLimit(-1); got != 300<<20 {
 		t.Errorf("limit %d, want %d", got, 300<<20)
+	}
+	if got := debug.SetGCPercent(100); got != 200 {
+		t.Errorf("GOGC %d under a limit, want 200", got)
 	}
 	Apply(Limit{From: "--memory-limit none"})
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {

@@ -345,7 +345,7 @@ func startBenchCluster(ctx context.Context, bin, prefix string, args ...string) 
 			bc.close()
 		}
 	}()
-	if bc.c, err = proc.StartCluster(ctx, bin, bc.root, 3, args...); err != nil {
+	if bc.c, err = proc.StartCluster(ctx, bin, bc.root, 3, withMemLimit(args...)...); err != nil {
 		return nil, err
 	}
 	if bc.leader, bc.cl, err = leaderClient(ctx, bc.c); err != nil {

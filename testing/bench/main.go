@@ -39,6 +39,7 @@ func main() {
 		schedW    = flag.String("scheduler-workloads", "", "run only the scheduler workloads whose name contains this")
 		agentB    = flag.Bool("agent", true, "run the node agent measurements (issue 4; needs root, containerd, runc)")
 		agentO    = flag.Bool("agent-only", false, "run only the node agent measurements")
+		memLim    = flag.String("memory-limit", "", "--memory-limit of every 3-server cluster's servers (writes, watch, scale and the other cluster sections); empty: their default, auto, which sets none on a host whose cgroup has no memory limit")
 		scaleHeap = flag.String("scale-heap-dir", "", "directory to save every server's heap profile and memory statistics at each reading of the scale section")
 		agentI    = flag.Duration("agent-idle", 20*time.Second, "how long the idle agent runs after Ready before its RSS is read")
 		hbB       = flag.Bool("heartbeats", true, "run the node heartbeat measurement (issue 9 item 8)")
@@ -68,7 +69,6 @@ func main() {
 		scaleD    = flag.Duration("scale-duration", 30*time.Second, "how long the scale measurement's reads and watches run")
 		scaleL    = flag.String("scale-load", scaleLoadScheduler, "how the scale measurement's pods get to their nodes: scheduler (created unbound, the default scheduler binds them, as in production) or direct (created with spec.nodeName, round-robin: fewer writes, no scheduler events)")
 		scaleW    = flag.Int("scale-watchers", 20, "nodes whose pods are watched (each as its agent would) in the scale measurement")
-		scaleM    = flag.String("scale-memory-limit", "", "--memory-limit of the scale measurement's servers (empty: their default, auto, which on this host sets none)")
 		scaleR    = flag.Int("scale-readers", 4, "client goroutines sending gets, and as many sending lists by node, in the scale measurement")
 		writesO   = flag.Bool("writes-only", false, "run only the write levels and the watch fan-out (no bulk load, Go benchmarks or other sections)")
 	)
@@ -76,6 +76,7 @@ func main() {
 	watchConns = *watchC
 	idleSettle = *agentI
 	heapDir = *scaleHeap
+	memLimit = *memLim
 	if *writesO {
 		*bulk, *gobench, *sched, *agentB, *hbB, *evB, *machB, *updB, *relB, *pnB, *scaleB = 0, false, false, false, false, false, false, false, false, false, false
 	}
@@ -149,7 +150,7 @@ func main() {
 	if (*scaleB && others && !*only && !*agentO) || *scaleO {
 		cmd := fmt.Sprintf("go run ./testing/bench -bin %s -scale-only -scale-nodes %d -scale-pods %d -scale-duration %s -scale-load %s -scale-watchers %d -scale-readers %d",
 			*bin, *scaleN, *scaleP, *scaleD, *scaleL, *scaleW, *scaleR)
-		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR, memLimit: *scaleM}, cmd))
+		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}, cmd))
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)
@@ -198,6 +199,28 @@ type report struct {
 // watchConns is how many connections the fan-out's watchers use.
 var watchConns = 100
 
+// memLimit is the servers' --memory-limit (-memory-limit); "" leaves
+// their default.
+var memLimit string
+
+// withMemLimit is args with --memory-limit added when -memory-limit is
+// set.
+func withMemLimit(args ...string) []string {
+	if memLimit == "" {
+		return args
+	}
+	return append(args, "--memory-limit", memLimit)
+}
+
+// memLimitNote says how the servers' memory limit was set, for the
+// sections' text.
+func memLimitNote() string {
+	if memLimit == "" {
+		return ""
+	}
+	return fmt.Sprintf("The servers run with `--memory-limit %s`: a soft limit, under which the Go collector works harder rather than let the heap grow to twice what is live, and with a limit set, collects at GOGC=200 below it (without the flag, the default `auto` sets none here: the bench runs in no cgroup with a memory limit).\n\n", memLimit)
+}
+
 // profileDir, when set, receives every server's CPU profile per level.
 var profileDir string
 
@@ -218,7 +241,7 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 	}
 	// No scheduler: the pods have no nodes to go to, and its status and
 	// event writes would mingle with the measured ones.
-	c, err := proc.StartCluster(ctx, bin, root, 3, "--raft-snapshot-interval", "5s", "--no-default-scheduler")
+	c, err := proc.StartCluster(ctx, bin, root, 3, withMemLimit("--raft-snapshot-interval", "5s", "--no-default-scheduler")...)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +253,9 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 	r.notes = append(r.notes, fmt.Sprintf("clients send to the leader (%s) over HTTPS with the admin token; fsync on", leader.ID),
 		"servers run with --no-default-scheduler (the pods have no nodes; the scheduler section below measures scheduling) and --raft-snapshot-interval 5s, so snapshots and log compaction (every 8,192 entries) happen during the levels, as they do in production",
 		"ops/s is conditional creates (create-if-absent: POST of a new name) of ~1.3 KiB pods; CPU columns are per level from /proc; 'other' is everything else on the machine")
+	if memLimit != "" {
+		r.notes = append(r.notes, "servers run with --memory-limit "+memLimit+" (a soft limit; with one set they collect at GOGC=200 below it)")
+	}
 	if _, _, err := cl.Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bench"}}); err != nil && !api.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace: %w", err)
 	}

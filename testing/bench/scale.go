@@ -70,8 +70,6 @@ type scaleConfig struct {
 	load        string
 	watchers    int
 	readers     int // client goroutines for gets, and as many for lists
-	// memLimit is the servers' --memory-limit; "" leaves their default.
-	memLimit string
 }
 
 // opLat is one operation's latencies, by where the request went.
@@ -186,11 +184,7 @@ func scaleOne(ctx context.Context, bin string, r *scaleResult) error {
 	}
 	// The default scheduler runs in both ways of loading, as in
 	// production; with the direct load it has nothing to do.
-	args := []string{"--raft-snapshot-interval", scaleSnapInterval.String()}
-	if cfg.memLimit != "" {
-		args = append(args, "--memory-limit", cfg.memLimit)
-	}
-	bc, err := startBenchCluster(ctx, bin, "outpost-scale-bench-", args...)
+	bc, err := startBenchCluster(ctx, bin, "outpost-scale-bench-", "--raft-snapshot-interval", scaleSnapInterval.String())
 	if err != nil {
 		return err
 	}
@@ -999,9 +993,7 @@ func scaleMarkdown(r scaleResult) string {
 	b.WriteString("\n## Scale: 3 servers, simulated nodes and Running pods (issue 16 item 3)\n\n")
 	fmt.Fprintf(&b, "`%s`. Three `outpost server` processes on loopback (fsync on, controllers and the default scheduler on, `--raft-snapshot-interval %s`); one `outpost sim agents` process runs %d simulated nodes through the leader, each with its own node credential, heartbeating every %s (the heartbeat call), and posts each pod bound to them Running as an agent does (phase, conditions, container statuses, pod IP; through the status subresource with the node's credential; %d writes in flight).\n\n",
 		r.cmd, scaleSnapInterval, cfg.nodes, scaleHeartbeat, scaleSimWorkers)
-	if cfg.memLimit != "" {
-		fmt.Fprintf(&b, "The servers run with `--memory-limit %s`: a soft limit, under which the Go collector works harder rather than let the heap grow to twice what is live (without it, the default `auto` sets none on this host: the bench runs in no cgroup with a memory limit).\n\n", cfg.memLimit)
-	}
+	b.WriteString(memLimitNote())
 	if r.err != "" {
 		fmt.Fprintf(&b, "**Failed:** %s\n\n", r.err)
 	}
