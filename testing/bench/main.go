@@ -168,29 +168,32 @@ type levelResult struct {
 }
 
 type report struct {
-	started    time.Time
-	machine    string
-	levels     []levelResult
-	watchP50   time.Duration
-	watchP99   time.Duration
-	watchers   int
-	watchConns int
-	bulkPods   int
-	bulkSecs   float64
-	rss        []int64
-	snapBytes  int64
-	restartDur time.Duration
-	goBench    string
-	notes      []string
-	sched      string
-	agent      string
-	heartbeats string
-	eviction   string
-	machines   string
-	updates    string
-	releases   string
-	podnet     string
-	scale      string
+	started  time.Time
+	machine  string
+	levels   []levelResult
+	watchP50 time.Duration
+	watchP99 time.Duration
+	// watchSnapshots are the servers that started a raft snapshot during
+	// the watch measurement: each encodes every object, a burst of CPU.
+	watchSnapshots []string
+	watchers       int
+	watchConns     int
+	bulkPods       int
+	bulkSecs       float64
+	rss            []int64
+	snapBytes      int64
+	restartDur     time.Duration
+	goBench        string
+	notes          []string
+	sched          string
+	agent          string
+	heartbeats     string
+	eviction       string
+	machines       string
+	updates        string
+	releases       string
+	podnet         string
+	scale          string
 	// etcd holds etcd's result per client count, measured in the same run.
 	etcd        map[int]etcdLevel
 	etcdVersion string
@@ -273,15 +276,41 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 		r.levels = append(r.levels, lr)
 	}
 	r.watchConns = max(1, min(watchConns, 100))
+	watchStart := time.Now()
 	if r.watchP50, r.watchP99, r.watchers, err = watchFanout(ctx, leader, cl, 100, 200, watchConns); err != nil {
 		r.notes = append(r.notes, "watch fan-out failed: "+err.Error())
 	}
+	r.watchSnapshots = snapshotsStarted(c.Servers, watchStart, time.Now())
 	if bulk > 0 {
 		if err := bulkAndRestart(ctx, c, cl, bulk, &seq, r); err != nil {
 			r.notes = append(r.notes, "bulk/restart failed: "+err.Error())
 		}
 	}
 	return r, nil
+}
+
+// snapshotsStarted lists the servers (by ID) that started a raft
+// snapshot between from and to, read from the names of their snapshot
+// directories (TERM-INDEX-UNIXMILLI, with .tmp while one is written).
+func snapshotsStarted(servers []*proc.Server, from, to time.Time) []string {
+	var ids []string
+	for _, s := range servers {
+		dirs, _ := filepath.Glob(filepath.Join(s.Dir, "raft", "snapshots", "*"))
+		for _, d := range dirs {
+			parts := strings.Split(strings.TrimSuffix(filepath.Base(d), ".tmp"), "-")
+			if len(parts) != 3 {
+				continue
+			}
+			ms, err := strconv.ParseInt(parts[2], 10, 64)
+			if err != nil {
+				continue
+			}
+			if t := time.UnixMilli(ms); !t.Before(from) && !t.After(to) {
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	return ids
 }
 
 func leaderClient(ctx context.Context, c *proc.Cluster) (*proc.Server, *client.Client, error) {
@@ -617,6 +646,11 @@ func (r *report) markdown() string {
 	}
 	if r.watchers > 0 {
 		fmt.Fprintf(&b, "\n## Watch fan-out\n\n%d watchers on the leader over %d connection(s) of the bench process, one create at a time: time from sending the write to the event decoded into a Pod at each watcher: p50 %.2f ms, p99 %.2f ms (target p99 10 ms). This includes the write itself; delivery from the store to 100 watchers alone is BenchmarkWatchFanout100 below.\n", r.watchers, r.watchConns, ms(r.watchP50), ms(r.watchP99))
+		if len(r.watchSnapshots) > 0 {
+			fmt.Fprintf(&b, "\nRaft snapshots started during this measurement on %s (each encodes every stored object: the write levels left up to 50,000 pods).\n", strings.Join(r.watchSnapshots, ", "))
+		} else {
+			b.WriteString("\nNo raft snapshot started during this measurement.\n")
+		}
 	}
 	if r.bulkPods > 0 {
 		fmt.Fprintf(&b, "\n## %d pods stored\n\nLoaded in %.0f s. Server RSS: ", r.bulkPods, r.bulkSecs)
