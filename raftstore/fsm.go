@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -220,10 +221,13 @@ func (s *snapshotAdapter) Release() { s.snap.Release() }
 type snapshotStore struct {
 	raft.SnapshotStore
 	last atomic.Uint64
+	// dir is where the file store keeps snapshots ("" for none), for the
+	// sinks' write-behind.
+	dir string
 }
 
-func newSnapshotStore(inner raft.SnapshotStore) *snapshotStore {
-	s := &snapshotStore{SnapshotStore: inner}
+func newSnapshotStore(inner raft.SnapshotStore, dir string) *snapshotStore {
+	s := &snapshotStore{SnapshotStore: inner, dir: dir}
 	if metas, err := inner.List(); err == nil && len(metas) > 0 {
 		s.last.Store(metas[0].Index)
 	}
@@ -237,16 +241,34 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 	if err != nil {
 		return nil, err
 	}
-	return &snapshotSink{SnapshotSink: sink, store: s, index: index}, nil
+	ss := &snapshotSink{SnapshotSink: sink, store: s, index: index}
+	if s.dir != "" {
+		// raft's file store writes SNAPDIR/ID.tmp/state.bin until Close.
+		ss.wb = newWriteBehind(filepath.Join(s.dir, sink.ID()+".tmp", "state.bin"))
+	}
+	return ss, nil
 }
 
 type snapshotSink struct {
 	raft.SnapshotSink
 	store *snapshotStore
 	index uint64
+	wb    *writeBehind
+}
+
+func (s *snapshotSink) Write(p []byte) (int, error) {
+	n, err := s.SnapshotSink.Write(p)
+	s.wb.wrote(n)
+	return n, err
+}
+
+func (s *snapshotSink) Cancel() error {
+	s.wb.close()
+	return s.SnapshotSink.Cancel()
 }
 
 func (s *snapshotSink) Close() error {
+	s.wb.close()
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
 	}
