@@ -549,7 +549,13 @@ func (c *Cluster) addPod(pi *PodInfo) {
 		c.nodes[n.name] = n
 	}
 	pi.node = n
-	c.pods[pi.key] = pi
+	c.pods[pi.key()] = pi
+	// One slot per list the pod joins, allocated once at its size.
+	nslots := 2 + len(pi.pod.Labels) + pi.numTerms()
+	if pi.controller != "" {
+		nslots++
+	}
+	pi.slots = make([]slot, 0, nslots)
 	n.pods.add(pi)
 	n.requested.add(&pi.req, 1)
 	n.nonZeroCPU += pi.nonZeroCPU
@@ -573,10 +579,10 @@ func (c *Cluster) addPod(pi *PodInfo) {
 		}
 		n.devices[d.path] = dc
 	}
-	ns := c.namespaces[pi.key.namespace]
+	ns := c.namespaces[pi.pod.Namespace]
 	if ns == nil {
 		ns = &nsPods{byLabel: map[string]map[string]*podList{}}
-		c.namespaces[pi.key.namespace] = ns
+		c.namespaces[pi.pod.Namespace] = ns
 	}
 	ns.all.add(pi)
 	for k, v := range pi.pod.Labels {
@@ -608,7 +614,7 @@ func (c *Cluster) removePod(pi *PodInfo) {
 	n := pi.node
 	c.updateGroups(pi, -1)
 	c.removeTerms(pi)
-	delete(c.pods, pi.key)
+	delete(c.pods, pi.key())
 	n.requested.add(&pi.req, -1)
 	n.nonZeroCPU -= pi.nonZeroCPU
 	n.nonZeroMem -= pi.nonZeroMem
@@ -642,7 +648,7 @@ func (c *Cluster) removePod(pi *PodInfo) {
 		s.list.remove(s.idx)
 	}
 	c.dropEmptyTermGroups(pi)
-	ns := c.namespaces[pi.key.namespace]
+	ns := c.namespaces[pi.pod.Namespace]
 	for k, v := range pi.pod.Labels {
 		if vals := ns.byLabel[k]; vals != nil {
 			if l := vals[v]; l != nil && len(l.items) == 0 {
@@ -654,7 +660,7 @@ func (c *Cluster) removePod(pi *PodInfo) {
 		}
 	}
 	if len(ns.all.items) == 0 {
-		delete(c.namespaces, pi.key.namespace)
+		delete(c.namespaces, pi.pod.Namespace)
 	}
 	if pi.controller != "" {
 		if l := c.byCtrl[pi.controller]; l != nil && len(l.items) == 0 {

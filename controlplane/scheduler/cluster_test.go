@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
@@ -19,8 +20,14 @@ func checkConsistent(t *testing.T, c *Cluster) {
 		pods               int
 		ports              map[hostPort]int32
 	}
+	if !reflect.DeepEqual(noExtra, podExtra{}) {
+		t.Fatalf("the shared empty podExtra was written: %+v", noExtra)
+	}
 	want := map[string]*sums{}
 	for _, pi := range c.pods {
+		if cap(pi.slots) != len(pi.slots) {
+			t.Fatalf("pod %v: %d slots in room for %d", pi.key(), len(pi.slots), cap(pi.slots))
+		}
 		s := want[pi.node.name]
 		if s == nil {
 			s = &sums{ports: map[hostPort]int32{}}
@@ -34,11 +41,11 @@ func checkConsistent(t *testing.T, c *Cluster) {
 			s.ports[hp]++
 		}
 		if c.nodes[pi.node.name] != pi.node {
-			t.Fatalf("pod %v points at a node info the cluster does not hold", pi.key)
+			t.Fatalf("pod %v points at a node info the cluster does not hold", pi.key())
 		}
 		for _, sl := range pi.slots {
 			if sl.idx >= len(sl.list.items) || sl.list.items[sl.idx] != pi {
-				t.Fatalf("pod %v has a stale slot", pi.key)
+				t.Fatalf("pod %v has a stale slot", pi.key())
 			}
 		}
 	}
@@ -66,12 +73,12 @@ func checkConsistent(t *testing.T, c *Cluster) {
 	perNS := map[string]int{}
 	terms := 0
 	for _, pi := range c.pods {
-		perNS[pi.key.namespace]++
+		perNS[pi.pod.Namespace]++
 		terms += len(pi.reqAffinity) + len(pi.reqAnti) + len(pi.prefAffinity) + len(pi.prefAnti)
 		for k, v := range pi.pod.Labels {
-			l := c.namespaces[pi.key.namespace].byLabel[k][v]
+			l := c.namespaces[pi.pod.Namespace].byLabel[k][v]
 			if l == nil {
-				t.Fatalf("pod %v missing from label index %s=%s", pi.key, k, v)
+				t.Fatalf("pod %v missing from label index %s=%s", pi.key(), k, v)
 			}
 		}
 	}

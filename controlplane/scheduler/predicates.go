@@ -88,7 +88,7 @@ func (p flagPredicate) filter(_ *State, n *NodeInfo) bool { return n.flags&(1<<p
 type checkNodeMemoryPressure struct{}
 
 func (checkNodeMemoryPressure) prepare(st *State) bool {
-	return st.pi.bestEffort && st.c.anyNode(flagMemoryPressure)
+	return st.c.anyNode(flagMemoryPressure) && isBestEffort(&st.pod.Spec)
 }
 
 func (checkNodeMemoryPressure) filter(_ *State, n *NodeInfo) bool { return !n.cond.memoryPressure }
