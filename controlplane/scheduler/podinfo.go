@@ -167,7 +167,8 @@ func newPodInfo(pod *api.Pod) (*PodInfo, error) {
 	}
 	pi.podExtra = &noExtra
 	if len(x.ports)+len(x.devices)+len(x.claims)+x.numTerms() > 0 {
-		pi.podExtra = &x
+		own := x // x stays on the stack: most pods allocate no podExtra
+		pi.podExtra = &own
 	}
 	return pi, errors.Join(errs...)
 }
