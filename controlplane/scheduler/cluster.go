@@ -39,7 +39,7 @@ type Cluster struct {
 	nodeList   []*NodeInfo // nodes that exist (not ghosts), any order
 	order      []*NodeInfo // the scan order: zones interleaved
 	orderDirty bool
-	pods       map[podKey]*PodInfo
+	numPods    int
 	namespaces map[string]*nsPods
 	byCtrl     map[string]*podList
 	services   map[string]map[string]*serviceInfo
@@ -81,7 +81,6 @@ const (
 func NewCluster() *Cluster {
 	return &Cluster{
 		nodes:      map[string]*NodeInfo{},
-		pods:       map[podKey]*PodInfo{},
 		namespaces: map[string]*nsPods{},
 		byCtrl:     map[string]*podList{},
 		services:   map[string]map[string]*serviceInfo{},
@@ -168,10 +167,21 @@ type serviceInfo struct {
 	selStr string
 }
 
-// nsPods indexes the placed pods of one namespace by label.
+// nsPods indexes the placed pods of one namespace by name and label.
+// Keyed by name within its namespace, a pod costs its map 24 bytes,
+// where a cluster-wide map by namespace and name cost 40 (issue 16).
 type nsPods struct {
 	all     podList
+	byName  map[string]*PodInfo
 	byLabel map[string]map[string]*podList
+}
+
+// podFor returns the placed pod namespace/name, or nil.
+func (c *Cluster) podFor(namespace, name string) *PodInfo {
+	if ns := c.namespaces[namespace]; ns != nil {
+		return ns.byName[name]
+	}
+	return nil
 }
 
 // podList is a set of pods with O(1) removal: each pod remembers its
@@ -209,7 +219,7 @@ func (l *podList) remove(idx int) {
 func (c *Cluster) NumNodes() int { return len(c.nodeList) }
 
 // NumPods returns the number of placed pods.
-func (c *Cluster) NumPods() int { return len(c.pods) }
+func (c *Cluster) NumPods() int { return c.numPods }
 
 // Node returns a node's info, or nil.
 func (c *Cluster) Node(name string) *NodeInfo {
@@ -493,8 +503,7 @@ func (c *Cluster) scanOrder() []*NodeInfo {
 // affinity selector that does not parse is counted without it, and the
 // error (ErrInvalidPod) says so.
 func (c *Cluster) SetPod(pod *api.Pod) error {
-	key := podKey{pod.Namespace, pod.Name}
-	if old := c.pods[key]; old != nil {
+	if old := c.podFor(pod.Namespace, pod.Name); old != nil {
 		if old.pod == pod {
 			return nil
 		}
@@ -518,14 +527,14 @@ func (c *Cluster) SetPod(pod *api.Pod) error {
 // every pod's version of its binding alive beside the store's (at 150,000
 // pods that was a second copy of each on the leader).
 func (c *Cluster) RefreshPod(pod *api.Pod) {
-	if pi := c.pods[podKey{pod.Namespace, pod.Name}]; pi != nil && pi.pod.UID == pod.UID {
+	if pi := c.podFor(pod.Namespace, pod.Name); pi != nil && pi.pod.UID == pod.UID {
 		pi.pod = pod
 	}
 }
 
 // RemovePod removes a pod.
 func (c *Cluster) RemovePod(namespace, name string) {
-	if pi := c.pods[podKey{namespace, name}]; pi != nil {
+	if pi := c.podFor(namespace, name); pi != nil {
 		c.removePod(pi)
 	}
 }
@@ -549,7 +558,13 @@ func (c *Cluster) addPod(pi *PodInfo) {
 		c.nodes[n.name] = n
 	}
 	pi.node = n
-	c.pods[pi.key()] = pi
+	ns := c.namespaces[pi.pod.Namespace]
+	if ns == nil {
+		ns = &nsPods{byName: map[string]*PodInfo{}, byLabel: map[string]map[string]*podList{}}
+		c.namespaces[pi.pod.Namespace] = ns
+	}
+	ns.byName[pi.pod.Name] = pi
+	c.numPods++
 	// One slot per list the pod joins, allocated once at its size.
 	nslots := 2 + len(pi.pod.Labels) + pi.numTerms()
 	if pi.controller != "" {
@@ -578,11 +593,6 @@ func (c *Cluster) addPod(pi *PodInfo) {
 			dc.writers++
 		}
 		n.devices[d.path] = dc
-	}
-	ns := c.namespaces[pi.pod.Namespace]
-	if ns == nil {
-		ns = &nsPods{byLabel: map[string]map[string]*podList{}}
-		c.namespaces[pi.pod.Namespace] = ns
 	}
 	ns.all.add(pi)
 	for k, v := range pi.pod.Labels {
@@ -614,7 +624,9 @@ func (c *Cluster) removePod(pi *PodInfo) {
 	n := pi.node
 	c.updateGroups(pi, -1)
 	c.removeTerms(pi)
-	delete(c.pods, pi.key())
+	ns := c.namespaces[pi.pod.Namespace]
+	delete(ns.byName, pi.pod.Name)
+	c.numPods--
 	n.requested.add(&pi.req, -1)
 	n.nonZeroCPU -= pi.nonZeroCPU
 	n.nonZeroMem -= pi.nonZeroMem
@@ -648,7 +660,6 @@ func (c *Cluster) removePod(pi *PodInfo) {
 		s.list.remove(s.idx)
 	}
 	c.dropEmptyTermGroups(pi)
-	ns := c.namespaces[pi.pod.Namespace]
 	for k, v := range pi.pod.Labels {
 		if vals := ns.byLabel[k]; vals != nil {
 			if l := vals[v]; l != nil && len(l.items) == 0 {

@@ -10,6 +10,17 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
+// placedPods returns every pod the cluster holds, by its by-name maps.
+func placedPods(c *Cluster) []*PodInfo {
+	var out []*PodInfo
+	for _, ns := range c.namespaces {
+		for _, pi := range ns.byName {
+			out = append(out, pi)
+		}
+	}
+	return out
+}
+
 // checkConsistent recomputes every sum and index of the cluster from its
 // pods and nodes and compares.
 func checkConsistent(t *testing.T, c *Cluster) {
@@ -23,8 +34,11 @@ func checkConsistent(t *testing.T, c *Cluster) {
 	if !reflect.DeepEqual(noExtra, podExtra{}) {
 		t.Fatalf("the shared empty podExtra was written: %+v", noExtra)
 	}
+	if n := len(placedPods(c)); n != c.numPods {
+		t.Fatalf("%d pods by name, counted %d", n, c.numPods)
+	}
 	want := map[string]*sums{}
-	for _, pi := range c.pods {
+	for _, pi := range placedPods(c) {
 		if cap(pi.slots) != len(pi.slots) {
 			t.Fatalf("pod %v: %d slots in room for %d", pi.key(), len(pi.slots), cap(pi.slots))
 		}
@@ -72,7 +86,7 @@ func checkConsistent(t *testing.T, c *Cluster) {
 	}
 	perNS := map[string]int{}
 	terms := 0
-	for _, pi := range c.pods {
+	for _, pi := range placedPods(c) {
 		perNS[pi.pod.Namespace]++
 		terms += len(pi.reqAffinity) + len(pi.reqAnti) + len(pi.prefAffinity) + len(pi.prefAnti)
 		for k, v := range pi.pod.Labels {
@@ -125,7 +139,7 @@ func checkConsistent(t *testing.T, c *Cluster) {
 		var total int32
 		perNode := map[*NodeInfo]int32{}
 		var oldest *PodInfo
-		for _, p := range c.pods {
+		for _, p := range placedPods(c) {
 			if !counts(p) || !g.matches(p) {
 				continue
 			}
@@ -233,9 +247,9 @@ func TestClusterIncrementalConsistency(t *testing.T) {
 		c.RemoveNode(fmt.Sprintf("n%d", i))
 	}
 	checkConsistent(t, c)
-	if len(c.nodes)+len(c.pods)+len(c.namespaces)+len(c.byCtrl)+len(c.imageNodes)+len(c.termIndex) != 0 {
+	if len(c.nodes)+c.numPods+len(c.namespaces)+len(c.byCtrl)+len(c.imageNodes)+len(c.termIndex) != 0 {
 		t.Errorf("empty cluster still holds %d nodes, %d pods, %d namespaces, %d controllers, %d images",
-			len(c.nodes), len(c.pods), len(c.namespaces), len(c.byCtrl), len(c.imageNodes))
+			len(c.nodes), c.numPods, len(c.namespaces), len(c.byCtrl), len(c.imageNodes))
 	}
 }
 
@@ -436,13 +450,13 @@ func TestRefreshPod(t *testing.T) {
 	running := *bound
 	running.Status.Phase = api.PodRunning
 	c.RefreshPod(&running)
-	if got := c.pods[podKey{"default", "p"}].Pod(); got != &running {
+	if got := c.podFor("default", "p").Pod(); got != &running {
 		t.Errorf("the cluster counts %p after RefreshPod, want the newer version %p", got, &running)
 	}
 	other := running
 	other.UID = "u2"
 	c.RefreshPod(&other)
-	if got := c.pods[podKey{"default", "p"}].Pod(); got != &running {
+	if got := c.podFor("default", "p").Pod(); got != &running {
 		t.Error("RefreshPod of another UID replaced the counted pod")
 	}
 	checkConsistent(t, c)
