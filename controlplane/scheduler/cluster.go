@@ -572,7 +572,8 @@ func (c *Cluster) addPod(pi *PodInfo) {
 	}
 	pi.slots = make([]slot, 0, nslots)
 	n.pods.add(pi)
-	n.requested.add(&pi.req, 1)
+	req := pi.requests()
+	n.requested.add(&req, 1)
 	n.nonZeroCPU += pi.nonZeroCPU
 	n.nonZeroMem += pi.nonZeroMem
 	for _, hp := range pi.ports {
@@ -627,7 +628,8 @@ func (c *Cluster) removePod(pi *PodInfo) {
 	ns := c.namespaces[pi.pod.Namespace]
 	delete(ns.byName, pi.pod.Name)
 	c.numPods--
-	n.requested.add(&pi.req, -1)
+	req := pi.requests()
+	n.requested.add(&req, -1)
 	n.nonZeroCPU -= pi.nonZeroCPU
 	n.nonZeroMem -= pi.nonZeroMem
 	for _, hp := range pi.ports {

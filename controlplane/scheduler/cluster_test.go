@@ -47,7 +47,8 @@ func checkConsistent(t *testing.T, c *Cluster) {
 			s = &sums{ports: map[hostPort]int32{}}
 			want[pi.node.name] = s
 		}
-		s.req.add(&pi.req, 1)
+		req := pi.requests()
+		s.req.add(&req, 1)
 		s.nonZeroCPU += pi.nonZeroCPU
 		s.nonMem += pi.nonZeroMem
 		s.pods++

@@ -19,14 +19,17 @@ type podKey struct{ namespace, name string }
 //
 // At 150,000 placed pods these are most of the leader's scheduler cache,
 // so a PodInfo holds inline only what nearly every pod has (issue 16 item
-// 3): what most pods lack (host ports, devices, claims, affinity terms)
+// 3): what most pods lack (extended resources, host ports, devices,
+// claims, affinity terms)
 // is behind podExtra, which pods without any of it share.
 type PodInfo struct {
-	pod        *api.Pod
-	node       *NodeInfo
-	req        Resources
-	nonZeroCPU int64
-	nonZeroMem int64
+	pod  *api.Pod
+	node *NodeInfo
+	// The pod's requests but for extended resources (podExtra.scalar);
+	// requests() puts them together.
+	milliCPU, memory, ephemeral int64
+	nonZeroCPU                  int64
+	nonZeroMem                  int64
 	// controller is the UID of the owner reference marked controller.
 	controller string
 	// slots are the index lists the pod is in, for O(1) removal.
@@ -39,6 +42,7 @@ type PodInfo struct {
 // podExtra is what few pods have. Reading its fields through a PodInfo
 // reads noExtra's empty ones for most pods.
 type podExtra struct {
+	scalar  []ScalarResource // extended resources requested
 	ports   []hostPort
 	devices []deviceUse
 	claims  []string
@@ -55,6 +59,11 @@ type podExtra struct {
 // noExtra is the podExtra of every pod that has nothing of it; shared,
 // so never written.
 var noExtra podExtra
+
+// requests is what the pod asks of a node for PodFitsResources.
+func (p *PodInfo) requests() Resources {
+	return Resources{MilliCPU: p.milliCPU, Memory: p.memory, EphemeralStorage: p.ephemeral, Scalar: p.scalar}
+}
 
 // key names the pod within the cluster.
 func (p *PodInfo) key() podKey { return podKey{p.pod.Namespace, p.pod.Name} }
@@ -114,7 +123,9 @@ func newPodInfo(pod *api.Pod) (*PodInfo, error) {
 	pi := &PodInfo{pod: pod}
 	var x podExtra
 	spec := &pod.Spec
-	pi.req, pi.nonZeroCPU, pi.nonZeroMem = podRequests(spec)
+	var req Resources
+	req, pi.nonZeroCPU, pi.nonZeroMem = podRequests(spec)
+	pi.milliCPU, pi.memory, pi.ephemeral, x.scalar = req.MilliCPU, req.Memory, req.EphemeralStorage, req.Scalar
 	for _, cs := range [][]api.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			for _, p := range cs[i].Ports {
@@ -166,7 +177,7 @@ func newPodInfo(pod *api.Pod) (*PodInfo, error) {
 		}
 	}
 	pi.podExtra = &noExtra
-	if len(x.ports)+len(x.devices)+len(x.claims)+x.numTerms() > 0 {
+	if len(x.scalar)+len(x.ports)+len(x.devices)+len(x.claims)+x.numTerms() > 0 {
 		own := x // x stays on the stack: most pods allocate no podExtra
 		pi.podExtra = &own
 	}

@@ -160,7 +160,7 @@ type podFitsResources struct{}
 
 func (podFitsResources) prepare(*State) bool { return true }
 
-func (podFitsResources) filter(st *State, n *NodeInfo) bool { return resourcesFit(&st.pi.req, n) }
+func (podFitsResources) filter(st *State, n *NodeInfo) bool { return resourcesFit(&st.req, n) }
 
 func resourcesFit(req *Resources, n *NodeInfo) bool {
 	if int64(len(n.pods.items))+1 > n.allowedPods {
