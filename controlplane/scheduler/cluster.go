@@ -185,8 +185,22 @@ func (c *Cluster) podFor(namespace, name string) *PodInfo {
 }
 
 // podList is a set of pods with O(1) removal: each pod remembers its
-// position in every list it is in.
-type podList struct{ items []*PodInfo }
+// position in every list it is in. Every pod is in its node's list and
+// its namespace's, so those positions are fields of the pod (at says
+// which); its positions in the other lists are its slots.
+type podList struct {
+	items []*PodInfo
+	at    listAt
+}
+
+// listAt says where a pod keeps its position in a podList.
+type listAt uint8
+
+const (
+	atSlots listAt = iota // in PodInfo.slots (the zero value)
+	atNode                // in PodInfo.nodeIdx: NodeInfo.pods
+	atNS                  // in PodInfo.nsIdx: nsPods.all
+)
 
 // slot is a pod's position in one list.
 type slot struct {
@@ -195,8 +209,25 @@ type slot struct {
 }
 
 func (l *podList) add(p *PodInfo) {
-	p.slots = append(p.slots, slot{l, len(l.items)})
+	switch l.at {
+	case atNode:
+		p.nodeIdx = int32(len(l.items))
+	case atNS:
+		p.nsIdx = int32(len(l.items))
+	default:
+		p.slots = append(p.slots, slot{l, len(l.items)})
+	}
 	l.items = append(l.items, p)
+}
+
+// removeAt removes p from l, where its position is a field of p (the
+// node's and the namespace's lists).
+func (l *podList) removeAt(p *PodInfo) {
+	idx := int(p.nsIdx)
+	if l.at == atNode {
+		idx = int(p.nodeIdx)
+	}
+	l.remove(idx)
 }
 
 func (l *podList) remove(idx int) {
@@ -204,10 +235,17 @@ func (l *podList) remove(idx int) {
 	if idx != last {
 		moved := l.items[last]
 		l.items[idx] = moved
-		for i := range moved.slots {
-			if moved.slots[i].list == l {
-				moved.slots[i].idx = idx
-				break
+		switch l.at {
+		case atNode:
+			moved.nodeIdx = int32(idx)
+		case atNS:
+			moved.nsIdx = int32(idx)
+		default:
+			for i := range moved.slots {
+				if moved.slots[i].list == l {
+					moved.slots[i].idx = idx
+					break
+				}
 			}
 		}
 	}
@@ -234,7 +272,7 @@ func (c *Cluster) Node(name string) *NodeInfo {
 func (c *Cluster) SetNode(node *api.Node) {
 	n := c.nodes[node.Name]
 	if n == nil {
-		n = &NodeInfo{name: node.Name}
+		n = &NodeInfo{name: node.Name, pods: podList{at: atNode}}
 		c.nodes[node.Name] = n
 	}
 	old := n.node
@@ -554,19 +592,20 @@ func (c *Cluster) Forget(pod *api.Pod) { c.RemovePod(pod.Namespace, pod.Name) }
 func (c *Cluster) addPod(pi *PodInfo) {
 	n := c.nodes[pi.pod.Spec.NodeName]
 	if n == nil {
-		n = &NodeInfo{name: pi.pod.Spec.NodeName}
+		n = &NodeInfo{name: pi.pod.Spec.NodeName, pods: podList{at: atNode}}
 		c.nodes[n.name] = n
 	}
 	pi.node = n
 	ns := c.namespaces[pi.pod.Namespace]
 	if ns == nil {
-		ns = &nsPods{byName: map[string]*PodInfo{}, byLabel: map[string]map[string]*podList{}}
+		ns = &nsPods{all: podList{at: atNS}, byName: map[string]*PodInfo{}, byLabel: map[string]map[string]*podList{}}
 		c.namespaces[pi.pod.Namespace] = ns
 	}
 	ns.byName[pi.pod.Name] = pi
 	c.numPods++
-	// One slot per list the pod joins, allocated once at its size.
-	nslots := 2 + len(pi.pod.Labels) + pi.numTerms()
+	// One slot per list the pod joins but its node's and namespace's,
+	// allocated once at its size.
+	nslots := len(pi.pod.Labels) + pi.numTerms()
 	if pi.controller != "" {
 		nslots++
 	}
@@ -625,8 +664,7 @@ func (c *Cluster) removePod(pi *PodInfo) {
 	n := pi.node
 	c.updateGroups(pi, -1)
 	c.removeTerms(pi)
-	ns := c.namespaces[pi.pod.Namespace]
-	delete(ns.byName, pi.pod.Name)
+	delete(c.namespaces[pi.pod.Namespace].byName, pi.pod.Name)
 	c.numPods--
 	req := pi.requests()
 	n.requested.add(&req, -1)
@@ -654,6 +692,9 @@ func (c *Cluster) removePod(pi *PodInfo) {
 			n.devices[d.path] = dc
 		}
 	}
+	n.pods.removeAt(pi)
+	ns := c.namespaces[pi.pod.Namespace]
+	ns.all.removeAt(pi)
 	// Remove from the lists last to first: removing moves other pods'
 	// slots, never this pod's.
 	for len(pi.slots) > 0 {

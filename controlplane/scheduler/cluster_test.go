@@ -58,6 +58,12 @@ func checkConsistent(t *testing.T, c *Cluster) {
 		if c.nodes[pi.node.name] != pi.node {
 			t.Fatalf("pod %v points at a node info the cluster does not hold", pi.key())
 		}
+		if l := pi.node.pods.items; int(pi.nodeIdx) >= len(l) || l[pi.nodeIdx] != pi {
+			t.Fatalf("pod %v: stale position %d in its node's list", pi.key(), pi.nodeIdx)
+		}
+		if l := c.namespaces[pi.pod.Namespace].all.items; int(pi.nsIdx) >= len(l) || l[pi.nsIdx] != pi {
+			t.Fatalf("pod %v: stale position %d in its namespace's list", pi.key(), pi.nsIdx)
+		}
 		for _, sl := range pi.slots {
 			if sl.idx >= len(sl.list.items) || sl.list.items[sl.idx] != pi {
 				t.Fatalf("pod %v has a stale slot", pi.key())

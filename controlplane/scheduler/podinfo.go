@@ -32,8 +32,11 @@ type PodInfo struct {
 	nonZeroMem                  int64
 	// controller is the UID of the owner reference marked controller.
 	controller string
-	// slots are the index lists the pod is in, for O(1) removal.
-	slots []slot
+	// nodeIdx and nsIdx are the pod's positions in its node's and its
+	// namespace's lists; slots its positions in the other index lists it
+	// is in, for O(1) removal.
+	nodeIdx, nsIdx int32
+	slots          []slot
 	// *podExtra is never nil: pods with none of it point at noExtra,
 	// which must never be written (see newPodInfo and addTerms).
 	*podExtra
