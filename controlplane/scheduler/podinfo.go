@@ -20,8 +20,8 @@ type podKey struct{ namespace, name string }
 // At 150,000 placed pods these are most of the leader's scheduler cache,
 // so a PodInfo holds inline only what nearly every pod has (issue 16 item
 // 3): what most pods lack (extended resources, host ports, devices,
-// claims, affinity terms)
-// is behind podExtra, which pods without any of it share.
+// claims, affinity terms) is behind podExtra, which pods without any of
+// it share. 112 bytes a pod, where it was 384 with all of it inline.
 type PodInfo struct {
 	pod  *api.Pod
 	node *NodeInfo
@@ -68,7 +68,7 @@ func (p *PodInfo) requests() Resources {
 	return Resources{MilliCPU: p.milliCPU, Memory: p.memory, EphemeralStorage: p.ephemeral, Scalar: p.scalar}
 }
 
-// key names the pod within the cluster.
+// key names the pod within the cluster (for tests' messages).
 func (p *PodInfo) key() podKey { return podKey{p.pod.Namespace, p.pod.Name} }
 
 // Pod returns the pod.
