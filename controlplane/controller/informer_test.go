@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -139,5 +140,51 @@ func TestInformerRelistReportsMissedDelete(t *testing.T) {
 	waitFor(t, "missed delete reported", func() bool { return rec.has("DELETED default/b") })
 	if _, ok := inf.Get("default", "b"); ok {
 		t.Fatal("b still cached after relist")
+	}
+}
+
+// The cache answers by namespace, and forgets a namespace's last object.
+func TestInformerInNamespace(t *testing.T) {
+	f := controllertest.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, p := range []*api.Pod{pod("a"), pod("b"), pod("c")} {
+		if p.Name == "c" {
+			p.Namespace = "outpost-system"
+		}
+		if _, err := f.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inf := controller.NewInformer(f, podsR, nil)
+	rec := &recorder{}
+	go inf.Run(ctx, rec.on)
+	<-inf.Synced()
+	names := func(objs []api.Object) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.GetObjectMeta().Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(inf.InNamespace("default")); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("default holds %v, want [a b]", got)
+	}
+	if got := names(inf.List()); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("List = %v, want [a b c]", got)
+	}
+	if err := f.Delete(ctx, podsR, "outpost-system", "c", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "delete seen", func() bool { return rec.has("DELETED outpost-system/c") })
+	if got := inf.InNamespace("outpost-system"); len(got) != 0 {
+		t.Fatalf("outpost-system still holds %v", names(got))
+	}
+	if got := names(inf.List()); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("List = %v after the delete, want [a b]", got)
+	}
+	if _, ok := inf.Get("outpost-system", "c"); ok {
+		t.Fatal("deleted pod still cached")
 	}
 }

@@ -13,10 +13,14 @@ import (
 // AddRateLimited retries a key with a per-key exponential backoff that
 // Forget resets.
 type Queue struct {
-	mu         sync.Mutex
-	cond       chan struct{} // closed and replaced when a key becomes ready
-	order      []string
-	queued     map[string]bool
+	mu     sync.Mutex
+	cond   chan struct{} // closed and replaced when a key becomes ready
+	order  []string
+	queued map[string]bool
+	// queuedPeak is the most keys queued since queued was last made:
+	// a Go map keeps the room of its most entries, so once a burst (a
+	// list of 150,000 pods) has drained, queued is made anew.
+	queuedPeak int
 	processing map[string]bool
 	dirty      map[string]bool // added while processing
 	failures   map[string]int
@@ -25,6 +29,10 @@ type Queue struct {
 
 	baseDelay, maxDelay time.Duration
 }
+
+// shrinkAfter is how many keys a queue may have held before it lets the
+// room for them go once empty.
+const shrinkAfter = 1024
 
 // NewQueue returns a queue whose retries wait base, 2×base, ... up to max.
 func NewQueue(base, max time.Duration) *Queue {
@@ -62,6 +70,7 @@ func (q *Queue) addLocked(key string) {
 		return
 	}
 	q.queued[key] = true
+	q.queuedPeak = max(q.queuedPeak, len(q.queued))
 	q.order = append(q.order, key)
 	close(q.cond)
 	q.cond = make(chan struct{})
@@ -136,6 +145,9 @@ func (q *Queue) Get(ctx context.Context) (key string, ok bool) {
 			q.order[0] = ""
 			q.order = q.order[1:]
 			delete(q.queued, key)
+			if len(q.queued) == 0 && q.queuedPeak > shrinkAfter {
+				q.queued, q.queuedPeak, q.order = map[string]bool{}, 0, nil
+			}
 			q.processing[key] = true
 			q.mu.Unlock()
 			return key, true

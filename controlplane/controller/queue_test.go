@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -79,4 +80,26 @@ func TestQueueGetCancel(t *testing.T) {
 			t.Fatal("Get on an empty queue returned a key")
 		}
 	})
+}
+
+// Once a burst of keys (a relist of every pod) has drained, the queue
+// lets go of the room it took, and goes on deduplicating as before.
+func TestQueueLetsBurstRoomGo(t *testing.T) {
+	q := NewQueue(time.Millisecond, time.Second)
+	ctx := context.Background()
+	for i := range 3 * shrinkAfter {
+		q.Add(string(rune('a'+i%26)) + strconv.Itoa(i))
+	}
+	for range 3 * shrinkAfter {
+		k, _ := q.Get(ctx)
+		q.Done(k)
+	}
+	if q.queuedPeak != 0 || len(q.queued) != 0 || cap(q.order) != 0 {
+		t.Fatalf("drained queue still sized for its burst: peak %d, %d queued, order cap %d", q.queuedPeak, len(q.queued), cap(q.order))
+	}
+	q.Add("x")
+	q.Add("x")
+	if q.Len() != 1 {
+		t.Fatalf("Len = %d after adding x twice, want 1", q.Len())
+	}
 }

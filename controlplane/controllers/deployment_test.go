@@ -510,9 +510,11 @@ func TestFenceposts(t *testing.T) {
 // replicas-maxUnavailable.
 func TestRollingScaleDownCountsNoMoreThanSpec(t *testing.T) {
 	e := newEnv(t)
-	s := &shared{client: e.f, log: slogDiscard(), now: time.Now, sels: newSelectors(), pods: newIndex(), rss: newIndex()}
+	s := &shared{client: e.f, log: slogDiscard(), now: time.Now, sels: newSelectors()}
 	s.rec = newRecorder(e.f, s.log, s.now)
+	s.podInf = controller.NewInformer(e.f, podsRes, nil)
 	s.rsInf = controller.NewInformer(e.f, rsRes, nil)
+	s.pods, s.rss = newIndex(s.podInf), newIndex(s.rsInf)
 	s.deployInf = controller.NewInformer(e.f, deploymentsRes, nil)
 	c := newDeploymentController(s)
 	d := e.create(newDeployment("web", 3, "1", "1")).(*api.Deployment)

@@ -8,27 +8,36 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/controller"
 )
 
-// index keeps the objects of one informer by namespace and by the UID of
-// each of their owners, so that a reconcile looks at one namespace or one
-// owner's dependents instead of every object. It holds the informer's
-// (shared, never changed) objects.
+// index keeps the objects of one informer by the UID of each of their
+// owners, and the names of those without a controller, so that a
+// reconcile looks at one namespace or one owner's dependents instead of
+// every object. It holds the informer's (shared, never changed) objects;
+// by namespace, it reads the informer's own cache, which keeps them so,
+// rather than a second map of its own (at 150,000 pods each map of them
+// is megabytes on the leader; issue 16 item 3).
 type index struct {
+	inf     *controller.Informer
 	mu      sync.RWMutex
-	byNS    map[string]map[string]api.Object
-	byOwner map[string]map[string]api.Object // owner UID → namespace/name → object
-	// orphans holds, by namespace, the objects without a controller: the
-	// ones an owner may adopt.
-	orphans map[string]map[string]api.Object
+	byOwner map[string]map[objKey]api.Object // owner UID → dependents
+	// orphans holds, by namespace, the names of the objects without a
+	// controller: the ones an owner may adopt.
+	orphans map[string]map[string]struct{}
 }
 
-func newIndex() *index {
-	return &index{byNS: map[string]map[string]api.Object{}, byOwner: map[string]map[string]api.Object{}, orphans: map[string]map[string]api.Object{}}
+// objKey names a namespaced object with the object's own strings: a
+// map keyed by it allocates no "namespace/name" per object.
+type objKey struct{ namespace, name string }
+
+func keyOf(m *api.ObjectMeta) objKey { return objKey{m.Namespace, m.Name} }
+
+func newIndex(inf *controller.Informer) *index {
+	return &index{inf: inf, byOwner: map[string]map[objKey]api.Object{}, orphans: map[string]map[string]struct{}{}}
 }
 
 // apply follows one informer event.
 func (x *index) apply(ev controller.Event) {
 	m := ev.Object.GetObjectMeta()
-	key := controller.Key(m.Namespace, m.Name)
+	key := keyOf(m)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if ev.Old != nil {
@@ -36,47 +45,41 @@ func (x *index) apply(ev controller.Event) {
 	}
 	if ev.Type == api.Deleted {
 		x.unlinkOwners(key, m)
-		remove(x.byNS, m.Namespace, m.Name)
-		remove(x.orphans, m.Namespace, m.Name)
+		x.unlinkOrphan(m)
 		return
 	}
-	put(x.byNS, m.Namespace, m.Name, ev.Object)
 	if api.ControllerRef(m) == nil {
-		put(x.orphans, m.Namespace, m.Name, ev.Object)
+		names := x.orphans[m.Namespace]
+		if names == nil {
+			names = map[string]struct{}{}
+			x.orphans[m.Namespace] = names
+		}
+		names[m.Name] = struct{}{}
 	} else {
-		remove(x.orphans, m.Namespace, m.Name)
+		x.unlinkOrphan(m)
 	}
 	for i := range m.OwnerReferences {
 		uid := m.OwnerReferences[i].UID
 		deps := x.byOwner[uid]
 		if deps == nil {
-			deps = map[string]api.Object{}
+			deps = map[objKey]api.Object{}
 			x.byOwner[uid] = deps
 		}
 		deps[key] = ev.Object
 	}
 }
 
-func put(m map[string]map[string]api.Object, ns, name string, obj api.Object) {
-	inner := m[ns]
-	if inner == nil {
-		inner = map[string]api.Object{}
-		m[ns] = inner
-	}
-	inner[name] = obj
-}
-
-func remove(m map[string]map[string]api.Object, ns, name string) {
-	if inner := m[ns]; inner != nil {
-		delete(inner, name)
-		if len(inner) == 0 {
-			delete(m, ns)
+func (x *index) unlinkOrphan(m *api.ObjectMeta) {
+	if names := x.orphans[m.Namespace]; names != nil {
+		delete(names, m.Name)
+		if len(names) == 0 {
+			delete(x.orphans, m.Namespace)
 		}
 	}
 }
 
 // unlinkOwners removes key from the dependents of m's owners.
-func (x *index) unlinkOwners(key string, m *api.ObjectMeta) {
+func (x *index) unlinkOwners(key objKey, m *api.ObjectMeta) {
 	for i := range m.OwnerReferences {
 		uid := m.OwnerReferences[i].UID
 		if deps := x.byOwner[uid]; deps != nil {
@@ -89,33 +92,23 @@ func (x *index) unlinkOwners(key string, m *api.ObjectMeta) {
 }
 
 // get returns the object namespace/name.
-func (x *index) get(namespace, name string) (api.Object, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	obj, ok := x.byNS[namespace][name]
-	return obj, ok
-}
+func (x *index) get(namespace, name string) (api.Object, bool) { return x.inf.Get(namespace, name) }
 
 // inNamespace returns the objects of a namespace, in no order.
-func (x *index) inNamespace(namespace string) []api.Object {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	ns := x.byNS[namespace]
-	out := make([]api.Object, 0, len(ns))
-	for _, obj := range ns {
-		out = append(out, obj)
-	}
-	return out
-}
+func (x *index) inNamespace(namespace string) []api.Object { return x.inf.InNamespace(namespace) }
 
-// orphansIn returns the objects of a namespace without a controller.
+// orphansIn returns the objects of a namespace without a controller. The
+// informer's version is returned, as it is by get; one adopted since
+// (whose event is still on its way here) is no orphan any more.
 func (x *index) orphansIn(namespace string) []api.Object {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	ns := x.orphans[namespace]
-	out := make([]api.Object, 0, len(ns))
-	for _, obj := range ns {
-		out = append(out, obj)
+	names := x.orphans[namespace]
+	out := make([]api.Object, 0, len(names))
+	for name := range names {
+		if obj, ok := x.inf.Get(namespace, name); ok && api.ControllerRef(obj.GetObjectMeta()) == nil {
+			out = append(out, obj)
+		}
 	}
 	return out
 }

@@ -105,6 +105,9 @@ type hooks struct {
 	// a deadline minutes away passes when the test says (a progress
 	// deadline).
 	after func(d time.Duration, fire func()) bool
+	// running is called once the informers have listed and the workers
+	// started, with every controller's loop.
+	running func(loops []*loop)
 }
 
 // shared is what every controller of one Run uses: the client, the
@@ -154,8 +157,6 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		now:    cfg.Now,
 		rec:    newRecorder(cfg.Client, log, cfg.Now),
 		sels:   newSelectors(),
-		pods:   newIndex(),
-		rss:    newIndex(),
 	}
 	s.podInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Pod"), log)
 	s.rsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ReplicaSet"), log)
@@ -172,6 +173,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 	s.cvInf = controller.NewInformer(cfg.Client, clusterVersions, log)
 	s.svcInf = controller.NewInformer(cfg.Client, servicesRes, log)
 	s.epsInf = controller.NewInformer(cfg.Client, endpointSlicesRes, log)
+	s.pods, s.rss = newIndex(s.podInf), newIndex(s.rsInf)
 
 	// Daemon pods are checked with the default policy's predicates: the
 	// ones kube-controller-manager checks, and more (see DESIGN.md).
@@ -328,6 +330,9 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		for range n {
 			wg.Go(func() { l.work(ctx) })
 		}
+	}
+	if h.running != nil {
+		h.running(loops)
 	}
 	<-ctx.Done()
 	log.Info("workload controllers stopped")

@@ -50,8 +50,11 @@ type taintEviction struct {
 	margin time.Duration
 
 	mu sync.Mutex
-	// byNode holds the keys of the pods bound to each node.
-	byNode map[string]map[string]bool
+	// byNode holds the pods bound to each node, named by the pods' own
+	// strings, in no order. A slice, searched: a node holds tens of pods,
+	// and at 5,000 nodes of 30 pods a map (and a "namespace/name" string)
+	// per pod took 15 MB of the leader's heap, a slice 5 (issue 16 item 3).
+	byNode map[string][]objKey
 	// firstSeen is when a NoExecute taint without timeAdded (written
 	// by hand) was first seen, by node and key:effect.
 	firstSeen map[string]map[string]time.Time
@@ -61,7 +64,7 @@ func newTaintEviction(s *shared, lc *nodeLifecycle, margin time.Duration) *taint
 	if margin <= 0 {
 		margin = DefaultFenceMargin
 	}
-	c := &taintEviction{s: s, lc: lc, margin: margin, byNode: map[string]map[string]bool{}, firstSeen: map[string]map[string]time.Time{}}
+	c := &taintEviction{s: s, lc: lc, margin: margin, byNode: map[string][]objKey{}, firstSeen: map[string]map[string]time.Time{}}
 	c.loop = newLoop(s, "tainteviction", c.sync)
 	return c
 }
@@ -73,22 +76,17 @@ func (c *taintEviction) onPod(ev controller.Event) {
 	if !ok {
 		return
 	}
-	key := controller.KeyOf(p)
+	key := keyOf(&p.ObjectMeta)
 	var old *api.Pod
 	if ev.Old != nil {
 		old, _ = ev.Old.(*api.Pod)
 	}
 	c.mu.Lock()
 	if old != nil && old.Spec.NodeName != "" && (ev.Type == api.Deleted || old.Spec.NodeName != p.Spec.NodeName) {
-		delete(c.byNode[old.Spec.NodeName], key)
+		c.unlinkPod(old.Spec.NodeName, key)
 	}
-	if ev.Type != api.Deleted && p.Spec.NodeName != "" {
-		m := c.byNode[p.Spec.NodeName]
-		if m == nil {
-			m = map[string]bool{}
-			c.byNode[p.Spec.NodeName] = m
-		}
-		m[key] = true
+	if ev.Type != api.Deleted && p.Spec.NodeName != "" && !slices.Contains(c.byNode[p.Spec.NodeName], key) {
+		c.byNode[p.Spec.NodeName] = append(c.byNode[p.Spec.NodeName], key)
 	}
 	c.mu.Unlock()
 	if ev.Type == api.Deleted || p.Spec.NodeName == "" {
@@ -96,8 +94,24 @@ func (c *taintEviction) onPod(ev controller.Event) {
 	}
 	if old == nil || old.Spec.NodeName != p.Spec.NodeName || (old.DeletionTimestamp == nil) != (p.DeletionTimestamp == nil) ||
 		!slices.Equal(old.Spec.Tolerations, p.Spec.Tolerations) {
-		c.q.Add(key)
+		c.q.Add(controller.Key(key.namespace, key.name))
 	}
+}
+
+// unlinkPod forgets that pod key is bound to node; c.mu is held.
+func (c *taintEviction) unlinkPod(node string, key objKey) {
+	pods := c.byNode[node]
+	i := slices.Index(pods, key)
+	if i < 0 {
+		return
+	}
+	last := len(pods) - 1
+	pods[i], pods[last] = pods[last], objKey{}
+	if last == 0 {
+		delete(c.byNode, node)
+		return
+	}
+	c.byNode[node] = pods[:last]
 }
 
 // onNode queues the pods of a node whose NoExecute taints or Ready
@@ -134,8 +148,8 @@ func (c *taintEviction) sweep() {
 func (c *taintEviction) queueNode(name string) {
 	c.mu.Lock()
 	keys := make([]string, 0, len(c.byNode[name]))
-	for k := range c.byNode[name] {
-		keys = append(keys, k)
+	for _, k := range c.byNode[name] {
+		keys = append(keys, controller.Key(k.namespace, k.name))
 	}
 	c.mu.Unlock()
 	for _, k := range keys {

@@ -39,7 +39,7 @@ type Cluster struct {
 	nodeList   []*NodeInfo // nodes that exist (not ghosts), any order
 	order      []*NodeInfo // the scan order: zones interleaved
 	orderDirty bool
-	pods       map[podKey]*PodInfo
+	numPods    int
 	namespaces map[string]*nsPods
 	byCtrl     map[string]*podList
 	services   map[string]map[string]*serviceInfo
@@ -81,7 +81,6 @@ const (
 func NewCluster() *Cluster {
 	return &Cluster{
 		nodes:      map[string]*NodeInfo{},
-		pods:       map[podKey]*PodInfo{},
 		namespaces: map[string]*nsPods{},
 		byCtrl:     map[string]*podList{},
 		services:   map[string]map[string]*serviceInfo{},
@@ -168,15 +167,40 @@ type serviceInfo struct {
 	selStr string
 }
 
-// nsPods indexes the placed pods of one namespace by label.
+// nsPods indexes the placed pods of one namespace by name and label.
+// Keyed by name within its namespace, a pod costs its map 24 bytes,
+// where a cluster-wide map by namespace and name cost 40 (issue 16).
 type nsPods struct {
 	all     podList
+	byName  map[string]*PodInfo
 	byLabel map[string]map[string]*podList
 }
 
+// podFor returns the placed pod namespace/name, or nil.
+func (c *Cluster) podFor(namespace, name string) *PodInfo {
+	if ns := c.namespaces[namespace]; ns != nil {
+		return ns.byName[name]
+	}
+	return nil
+}
+
 // podList is a set of pods with O(1) removal: each pod remembers its
-// position in every list it is in.
-type podList struct{ items []*PodInfo }
+// position in every list it is in. Every pod is in its node's list and
+// its namespace's, so those positions are fields of the pod (at says
+// which); its positions in the other lists are its slots.
+type podList struct {
+	items []*PodInfo
+	at    listAt
+}
+
+// listAt says where a pod keeps its position in a podList.
+type listAt uint8
+
+const (
+	atSlots listAt = iota // in PodInfo.slots (the zero value)
+	atNode                // in PodInfo.nodeIdx: NodeInfo.pods
+	atNS                  // in PodInfo.nsIdx: nsPods.all
+)
 
 // slot is a pod's position in one list.
 type slot struct {
@@ -185,8 +209,25 @@ type slot struct {
 }
 
 func (l *podList) add(p *PodInfo) {
-	p.slots = append(p.slots, slot{l, len(l.items)})
+	switch l.at {
+	case atNode:
+		p.nodeIdx = int32(len(l.items))
+	case atNS:
+		p.nsIdx = int32(len(l.items))
+	default:
+		p.slots = append(p.slots, slot{l, len(l.items)})
+	}
 	l.items = append(l.items, p)
+}
+
+// removeAt removes p from l, where its position is a field of p (the
+// node's and the namespace's lists).
+func (l *podList) removeAt(p *PodInfo) {
+	idx := int(p.nsIdx)
+	if l.at == atNode {
+		idx = int(p.nodeIdx)
+	}
+	l.remove(idx)
 }
 
 func (l *podList) remove(idx int) {
@@ -194,10 +235,17 @@ func (l *podList) remove(idx int) {
 	if idx != last {
 		moved := l.items[last]
 		l.items[idx] = moved
-		for i := range moved.slots {
-			if moved.slots[i].list == l {
-				moved.slots[i].idx = idx
-				break
+		switch l.at {
+		case atNode:
+			moved.nodeIdx = int32(idx)
+		case atNS:
+			moved.nsIdx = int32(idx)
+		default:
+			for i := range moved.slots {
+				if moved.slots[i].list == l {
+					moved.slots[i].idx = idx
+					break
+				}
 			}
 		}
 	}
@@ -209,7 +257,7 @@ func (l *podList) remove(idx int) {
 func (c *Cluster) NumNodes() int { return len(c.nodeList) }
 
 // NumPods returns the number of placed pods.
-func (c *Cluster) NumPods() int { return len(c.pods) }
+func (c *Cluster) NumPods() int { return c.numPods }
 
 // Node returns a node's info, or nil.
 func (c *Cluster) Node(name string) *NodeInfo {
@@ -224,7 +272,7 @@ func (c *Cluster) Node(name string) *NodeInfo {
 func (c *Cluster) SetNode(node *api.Node) {
 	n := c.nodes[node.Name]
 	if n == nil {
-		n = &NodeInfo{name: node.Name}
+		n = &NodeInfo{name: node.Name, pods: podList{at: atNode}}
 		c.nodes[node.Name] = n
 	}
 	old := n.node
@@ -493,8 +541,7 @@ func (c *Cluster) scanOrder() []*NodeInfo {
 // affinity selector that does not parse is counted without it, and the
 // error (ErrInvalidPod) says so.
 func (c *Cluster) SetPod(pod *api.Pod) error {
-	key := podKey{pod.Namespace, pod.Name}
-	if old := c.pods[key]; old != nil {
+	if old := c.podFor(pod.Namespace, pod.Name); old != nil {
 		if old.pod == pod {
 			return nil
 		}
@@ -518,14 +565,14 @@ func (c *Cluster) SetPod(pod *api.Pod) error {
 // every pod's version of its binding alive beside the store's (at 150,000
 // pods that was a second copy of each on the leader).
 func (c *Cluster) RefreshPod(pod *api.Pod) {
-	if pi := c.pods[podKey{pod.Namespace, pod.Name}]; pi != nil && pi.pod.UID == pod.UID {
+	if pi := c.podFor(pod.Namespace, pod.Name); pi != nil && pi.pod.UID == pod.UID {
 		pi.pod = pod
 	}
 }
 
 // RemovePod removes a pod.
 func (c *Cluster) RemovePod(namespace, name string) {
-	if pi := c.pods[podKey{namespace, name}]; pi != nil {
+	if pi := c.podFor(namespace, name); pi != nil {
 		c.removePod(pi)
 	}
 }
@@ -545,13 +592,27 @@ func (c *Cluster) Forget(pod *api.Pod) { c.RemovePod(pod.Namespace, pod.Name) }
 func (c *Cluster) addPod(pi *PodInfo) {
 	n := c.nodes[pi.pod.Spec.NodeName]
 	if n == nil {
-		n = &NodeInfo{name: pi.pod.Spec.NodeName}
+		n = &NodeInfo{name: pi.pod.Spec.NodeName, pods: podList{at: atNode}}
 		c.nodes[n.name] = n
 	}
 	pi.node = n
-	c.pods[pi.key] = pi
+	ns := c.namespaces[pi.pod.Namespace]
+	if ns == nil {
+		ns = &nsPods{all: podList{at: atNS}, byName: map[string]*PodInfo{}, byLabel: map[string]map[string]*podList{}}
+		c.namespaces[pi.pod.Namespace] = ns
+	}
+	ns.byName[pi.pod.Name] = pi
+	c.numPods++
+	// One slot per list the pod joins but its node's and namespace's,
+	// allocated once at its size.
+	nslots := len(pi.pod.Labels) + pi.numTerms()
+	if pi.controller != "" {
+		nslots++
+	}
+	pi.slots = make([]slot, 0, nslots)
 	n.pods.add(pi)
-	n.requested.add(&pi.req, 1)
+	req := pi.requests()
+	n.requested.add(&req, 1)
 	n.nonZeroCPU += pi.nonZeroCPU
 	n.nonZeroMem += pi.nonZeroMem
 	for _, hp := range pi.ports {
@@ -572,11 +633,6 @@ func (c *Cluster) addPod(pi *PodInfo) {
 			dc.writers++
 		}
 		n.devices[d.path] = dc
-	}
-	ns := c.namespaces[pi.key.namespace]
-	if ns == nil {
-		ns = &nsPods{byLabel: map[string]map[string]*podList{}}
-		c.namespaces[pi.key.namespace] = ns
 	}
 	ns.all.add(pi)
 	for k, v := range pi.pod.Labels {
@@ -608,8 +664,10 @@ func (c *Cluster) removePod(pi *PodInfo) {
 	n := pi.node
 	c.updateGroups(pi, -1)
 	c.removeTerms(pi)
-	delete(c.pods, pi.key)
-	n.requested.add(&pi.req, -1)
+	delete(c.namespaces[pi.pod.Namespace].byName, pi.pod.Name)
+	c.numPods--
+	req := pi.requests()
+	n.requested.add(&req, -1)
 	n.nonZeroCPU -= pi.nonZeroCPU
 	n.nonZeroMem -= pi.nonZeroMem
 	for _, hp := range pi.ports {
@@ -634,6 +692,9 @@ func (c *Cluster) removePod(pi *PodInfo) {
 			n.devices[d.path] = dc
 		}
 	}
+	n.pods.removeAt(pi)
+	ns := c.namespaces[pi.pod.Namespace]
+	ns.all.removeAt(pi)
 	// Remove from the lists last to first: removing moves other pods'
 	// slots, never this pod's.
 	for len(pi.slots) > 0 {
@@ -642,7 +703,6 @@ func (c *Cluster) removePod(pi *PodInfo) {
 		s.list.remove(s.idx)
 	}
 	c.dropEmptyTermGroups(pi)
-	ns := c.namespaces[pi.key.namespace]
 	for k, v := range pi.pod.Labels {
 		if vals := ns.byLabel[k]; vals != nil {
 			if l := vals[v]; l != nil && len(l.items) == 0 {
@@ -654,7 +714,7 @@ func (c *Cluster) removePod(pi *PodInfo) {
 		}
 	}
 	if len(ns.all.items) == 0 {
-		delete(c.namespaces, pi.key.namespace)
+		delete(c.namespaces, pi.pod.Namespace)
 	}
 	if pi.controller != "" {
 		if l := c.byCtrl[pi.controller]; l != nil && len(l.items) == 0 {

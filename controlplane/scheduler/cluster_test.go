@@ -4,10 +4,22 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
+
+// placedPods returns every pod the cluster holds, by its by-name maps.
+func placedPods(c *Cluster) []*PodInfo {
+	var out []*PodInfo
+	for _, ns := range c.namespaces {
+		for _, pi := range ns.byName {
+			out = append(out, pi)
+		}
+	}
+	return out
+}
 
 // checkConsistent recomputes every sum and index of the cluster from its
 // pods and nodes and compares.
@@ -19,14 +31,24 @@ func checkConsistent(t *testing.T, c *Cluster) {
 		pods               int
 		ports              map[hostPort]int32
 	}
+	if !reflect.DeepEqual(noExtra, podExtra{}) {
+		t.Fatalf("the shared empty podExtra was written: %+v", noExtra)
+	}
+	if n := len(placedPods(c)); n != c.numPods {
+		t.Fatalf("%d pods by name, counted %d", n, c.numPods)
+	}
 	want := map[string]*sums{}
-	for _, pi := range c.pods {
+	for _, pi := range placedPods(c) {
+		if cap(pi.slots) != len(pi.slots) {
+			t.Fatalf("pod %v: %d slots in room for %d", pi.key(), len(pi.slots), cap(pi.slots))
+		}
 		s := want[pi.node.name]
 		if s == nil {
 			s = &sums{ports: map[hostPort]int32{}}
 			want[pi.node.name] = s
 		}
-		s.req.add(&pi.req, 1)
+		req := pi.requests()
+		s.req.add(&req, 1)
 		s.nonZeroCPU += pi.nonZeroCPU
 		s.nonMem += pi.nonZeroMem
 		s.pods++
@@ -34,11 +56,17 @@ func checkConsistent(t *testing.T, c *Cluster) {
 			s.ports[hp]++
 		}
 		if c.nodes[pi.node.name] != pi.node {
-			t.Fatalf("pod %v points at a node info the cluster does not hold", pi.key)
+			t.Fatalf("pod %v points at a node info the cluster does not hold", pi.key())
+		}
+		if l := pi.node.pods.items; int(pi.nodeIdx) >= len(l) || l[pi.nodeIdx] != pi {
+			t.Fatalf("pod %v: stale position %d in its node's list", pi.key(), pi.nodeIdx)
+		}
+		if l := c.namespaces[pi.pod.Namespace].all.items; int(pi.nsIdx) >= len(l) || l[pi.nsIdx] != pi {
+			t.Fatalf("pod %v: stale position %d in its namespace's list", pi.key(), pi.nsIdx)
 		}
 		for _, sl := range pi.slots {
 			if sl.idx >= len(sl.list.items) || sl.list.items[sl.idx] != pi {
-				t.Fatalf("pod %v has a stale slot", pi.key)
+				t.Fatalf("pod %v has a stale slot", pi.key())
 			}
 		}
 	}
@@ -65,13 +93,13 @@ func checkConsistent(t *testing.T, c *Cluster) {
 	}
 	perNS := map[string]int{}
 	terms := 0
-	for _, pi := range c.pods {
-		perNS[pi.key.namespace]++
+	for _, pi := range placedPods(c) {
+		perNS[pi.pod.Namespace]++
 		terms += len(pi.reqAffinity) + len(pi.reqAnti) + len(pi.prefAffinity) + len(pi.prefAnti)
 		for k, v := range pi.pod.Labels {
-			l := c.namespaces[pi.key.namespace].byLabel[k][v]
+			l := c.namespaces[pi.pod.Namespace].byLabel[k][v]
 			if l == nil {
-				t.Fatalf("pod %v missing from label index %s=%s", pi.key, k, v)
+				t.Fatalf("pod %v missing from label index %s=%s", pi.key(), k, v)
 			}
 		}
 	}
@@ -118,7 +146,7 @@ func checkConsistent(t *testing.T, c *Cluster) {
 		var total int32
 		perNode := map[*NodeInfo]int32{}
 		var oldest *PodInfo
-		for _, p := range c.pods {
+		for _, p := range placedPods(c) {
 			if !counts(p) || !g.matches(p) {
 				continue
 			}
@@ -226,9 +254,9 @@ func TestClusterIncrementalConsistency(t *testing.T) {
 		c.RemoveNode(fmt.Sprintf("n%d", i))
 	}
 	checkConsistent(t, c)
-	if len(c.nodes)+len(c.pods)+len(c.namespaces)+len(c.byCtrl)+len(c.imageNodes)+len(c.termIndex) != 0 {
+	if len(c.nodes)+c.numPods+len(c.namespaces)+len(c.byCtrl)+len(c.imageNodes)+len(c.termIndex) != 0 {
 		t.Errorf("empty cluster still holds %d nodes, %d pods, %d namespaces, %d controllers, %d images",
-			len(c.nodes), len(c.pods), len(c.namespaces), len(c.byCtrl), len(c.imageNodes))
+			len(c.nodes), c.numPods, len(c.namespaces), len(c.byCtrl), len(c.imageNodes))
 	}
 }
 
@@ -429,13 +457,13 @@ func TestRefreshPod(t *testing.T) {
 	running := *bound
 	running.Status.Phase = api.PodRunning
 	c.RefreshPod(&running)
-	if got := c.pods[podKey{"default", "p"}].Pod(); got != &running {
+	if got := c.podFor("default", "p").Pod(); got != &running {
 		t.Errorf("the cluster counts %p after RefreshPod, want the newer version %p", got, &running)
 	}
 	other := running
 	other.UID = "u2"
 	c.RefreshPod(&other)
-	if got := c.pods[podKey{"default", "p"}].Pod(); got != &running {
+	if got := c.podFor("default", "p").Pod(); got != &running {
 		t.Error("RefreshPod of another UID replaced the counted pod")
 	}
 	checkConsistent(t, c)

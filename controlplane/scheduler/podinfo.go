@@ -16,30 +16,60 @@ type podKey struct{ namespace, name string }
 // requests, host ports, devices, and its affinity terms with their
 // selectors parsed. The cluster keeps one per placed pod; a cycle makes
 // one for the pod it places.
+//
+// At 150,000 placed pods these are most of the leader's scheduler cache,
+// so a PodInfo holds inline only what nearly every pod has (issue 16 item
+// 3): what most pods lack (extended resources, host ports, devices,
+// claims, affinity terms) is behind podExtra, which pods without any of
+// it share. 112 bytes a pod, where it was 384 with all of it inline.
 type PodInfo struct {
-	pod        *api.Pod
-	key        podKey
-	node       *NodeInfo
-	req        Resources
-	nonZeroCPU int64
-	nonZeroMem int64
-	ports      []hostPort
-	devices    []deviceUse
-	claims     []string
-	bestEffort bool
+	pod  *api.Pod
+	node *NodeInfo
+	// The pod's requests but for extended resources (podExtra.scalar);
+	// requests() puts them together.
+	milliCPU, memory, ephemeral int64
+	nonZeroCPU                  int64
+	nonZeroMem                  int64
 	// controller is the UID of the owner reference marked controller.
-	controller     string
-	controllerKind string
+	controller string
+	// nodeIdx and nsIdx are the pod's positions in its node's and its
+	// namespace's lists; slots its positions in the other index lists it
+	// is in, for O(1) removal.
+	nodeIdx, nsIdx int32
+	slots          []slot
+	// *podExtra is never nil: pods with none of it point at noExtra,
+	// which must never be written (see newPodInfo and addTerms).
+	*podExtra
+}
+
+// podExtra is what few pods have. Reading its fields through a PodInfo
+// reads noExtra's empty ones for most pods.
+type podExtra struct {
+	scalar  []ScalarResource // extended resources requested
+	ports   []hostPort
+	devices []deviceUse
+	claims  []string
 	// Affinity terms, compiled. Namespaces default to the pod's own.
 	reqAffinity  []affinityTerm
 	reqAnti      []affinityTerm
 	prefAffinity []affinityTerm
 	prefAnti     []affinityTerm
-	// slots are the index lists the pod is in, for O(1) removal.
-	slots []slot
-	// termGroups are the groups of placed pods sharing each of its terms.
+	// termGroups are the groups of placed pods sharing each of its terms;
+	// a pod has some only if it has terms, so only with its own podExtra.
 	termGroups []*termGroup
 }
+
+// noExtra is the podExtra of every pod that has nothing of it; shared,
+// so never written.
+var noExtra podExtra
+
+// requests is what the pod asks of a node for PodFitsResources.
+func (p *PodInfo) requests() Resources {
+	return Resources{MilliCPU: p.milliCPU, Memory: p.memory, EphemeralStorage: p.ephemeral, Scalar: p.scalar}
+}
+
+// key names the pod within the cluster (for tests' messages).
+func (p *PodInfo) key() podKey { return podKey{p.pod.Namespace, p.pod.Name} }
 
 // Pod returns the pod.
 func (p *PodInfo) Pod() *api.Pod { return p.pod }
@@ -93,10 +123,12 @@ const wildcardIP = "0.0.0.0"
 // else); the PodInfo is still returned, without the terms that failed, so
 // that a placed pod's resources and ports keep counting.
 func newPodInfo(pod *api.Pod) (*PodInfo, error) {
-	pi := &PodInfo{pod: pod, key: podKey{pod.Namespace, pod.Name}}
+	pi := &PodInfo{pod: pod}
+	var x podExtra
 	spec := &pod.Spec
-	pi.req, pi.nonZeroCPU, pi.nonZeroMem = podRequests(spec)
-	pi.bestEffort = isBestEffort(spec)
+	var req Resources
+	req, pi.nonZeroCPU, pi.nonZeroMem = podRequests(spec)
+	pi.milliCPU, pi.memory, pi.ephemeral, x.scalar = req.MilliCPU, req.Memory, req.EphemeralStorage, req.Scalar
 	for _, cs := range [][]api.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			for _, p := range cs[i].Ports {
@@ -110,29 +142,24 @@ func newPodInfo(pod *api.Pod) (*PodInfo, error) {
 				if hp.protocol == "" {
 					hp.protocol = api.ProtocolTCP
 				}
-				pi.ports = append(pi.ports, hp)
+				x.ports = append(x.ports, hp)
 			}
 		}
 	}
 	for i := range spec.Volumes {
 		v := &spec.Volumes[i]
 		if v.PersistentVolumeClaim != nil {
-			pi.claims = append(pi.claims, v.PersistentVolumeClaim.ClaimName)
+			x.claims = append(x.claims, v.PersistentVolumeClaim.ClaimName)
 		}
 		if v.HostPath == nil || v.HostPath.Type != hostPathBlockDevice {
 			continue
 		}
 		used, readOnly := volumeMounts(spec, v.Name)
 		if used {
-			pi.devices = append(pi.devices, deviceUse{path: path.Clean(v.HostPath.Path), readOnly: readOnly})
+			x.devices = append(x.devices, deviceUse{path: path.Clean(v.HostPath.Path), readOnly: readOnly})
 		}
 	}
-	for _, o := range pod.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			pi.controller, pi.controllerKind = o.UID, o.Kind
-			break
-		}
-	}
+	pi.controller, _ = controllerOf(pod)
 	var errs []error
 	compile := func(dst *[]affinityTerm, field string, req []api.PodAffinityTerm, pref []api.WeightedPodAffinityTerm) {
 		terms, err := compileTerms(pod, req, pref)
@@ -144,15 +171,36 @@ func newPodInfo(pod *api.Pod) (*PodInfo, error) {
 	}
 	if a := spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
-			compile(&pi.reqAffinity, "podAffinity.requiredDuringSchedulingIgnoredDuringExecution", pa.RequiredDuringSchedulingIgnoredDuringExecution, nil)
-			compile(&pi.prefAffinity, "podAffinity.preferredDuringSchedulingIgnoredDuringExecution", nil, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+			compile(&x.reqAffinity, "podAffinity.requiredDuringSchedulingIgnoredDuringExecution", pa.RequiredDuringSchedulingIgnoredDuringExecution, nil)
+			compile(&x.prefAffinity, "podAffinity.preferredDuringSchedulingIgnoredDuringExecution", nil, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 		if pa := a.PodAntiAffinity; pa != nil {
-			compile(&pi.reqAnti, "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", pa.RequiredDuringSchedulingIgnoredDuringExecution, nil)
-			compile(&pi.prefAnti, "podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", nil, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+			compile(&x.reqAnti, "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", pa.RequiredDuringSchedulingIgnoredDuringExecution, nil)
+			compile(&x.prefAnti, "podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", nil, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
+	pi.podExtra = &noExtra
+	if len(x.scalar)+len(x.ports)+len(x.devices)+len(x.claims)+x.numTerms() > 0 {
+		own := x // x stays on the stack: most pods allocate no podExtra
+		pi.podExtra = &own
+	}
 	return pi, errors.Join(errs...)
+}
+
+// numTerms is how many affinity terms the pod has.
+func (x *podExtra) numTerms() int {
+	return len(x.reqAffinity) + len(x.reqAnti) + len(x.prefAffinity) + len(x.prefAnti)
+}
+
+// controllerOf returns the UID and kind of the pod's owner reference
+// marked controller (the first, should there be several), or "".
+func controllerOf(pod *api.Pod) (uid, kind string) {
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.UID, o.Kind
+		}
+	}
+	return "", ""
 }
 
 // hostPathBlockDevice is the hostPath type of a block device: the host's

@@ -88,7 +88,7 @@ func (p flagPredicate) filter(_ *State, n *NodeInfo) bool { return n.flags&(1<<p
 type checkNodeMemoryPressure struct{}
 
 func (checkNodeMemoryPressure) prepare(st *State) bool {
-	return st.pi.bestEffort && st.c.anyNode(flagMemoryPressure)
+	return st.c.anyNode(flagMemoryPressure) && isBestEffort(&st.pod.Spec)
 }
 
 func (checkNodeMemoryPressure) filter(_ *State, n *NodeInfo) bool { return !n.cond.memoryPressure }
@@ -160,7 +160,7 @@ type podFitsResources struct{}
 
 func (podFitsResources) prepare(*State) bool { return true }
 
-func (podFitsResources) filter(st *State, n *NodeInfo) bool { return resourcesFit(&st.pi.req, n) }
+func (podFitsResources) filter(st *State, n *NodeInfo) bool { return resourcesFit(&st.req, n) }
 
 func resourcesFit(req *Resources, n *NodeInfo) bool {
 	if int64(len(n.pods.items))+1 > n.allowedPods {

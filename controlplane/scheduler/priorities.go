@@ -252,17 +252,17 @@ func (imageLocality) score(st *State, nodes []*NodeInfo, out []int64) {
 type nodePreferAvoidPods struct{}
 
 func (nodePreferAvoidPods) prepare(st *State, _ []*NodeInfo) (int64, bool) {
-	pi := st.pi
-	affected := pi.controllerKind == "ReplicationController" || pi.controllerKind == "ReplicaSet"
+	_, kind := controllerOf(st.pod)
+	affected := kind == "ReplicationController" || kind == "ReplicaSet"
 	return MaxScore, affected && st.c.anyNode(flagPreferAvoid)
 }
 
 func (nodePreferAvoidPods) score(st *State, nodes []*NodeInfo, out []int64) {
-	pi := st.pi
+	uid, kind := controllerOf(st.pod)
 	for i, n := range nodes {
 		out[i] = MaxScore
 		for _, a := range n.avoid {
-			if a.kind == pi.controllerKind && a.uid == pi.controller {
+			if a.kind == kind && a.uid == uid {
 				out[i] = 0
 				break
 			}

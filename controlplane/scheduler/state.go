@@ -17,6 +17,7 @@ type State struct {
 	c   *Cluster
 	pod *api.Pod
 	pi  *PodInfo
+	req Resources // pi.requests()
 
 	servicesDone bool
 	services     []*serviceInfo
@@ -41,7 +42,7 @@ func (st *State) reset(c *Cluster, pod *api.Pod) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidPod, podName(pod), err)
 	}
-	st.c, st.pod, st.pi = c, pod, pi
+	st.c, st.pod, st.pi, st.req = c, pod, pi, pi.requests()
 	st.servicesDone, st.services = false, st.services[:0]
 	st.svcGroupDone, st.svcGroup = false, nil
 	st.imagesDone, st.images = false, st.images[:0]
@@ -51,7 +52,7 @@ func (st *State) reset(c *Cluster, pod *api.Pod) error {
 
 // clear drops the cycle's references so that objects can be collected.
 func (st *State) clear() {
-	st.c, st.pod, st.pi, st.svcGroup = nil, nil, nil, nil
+	st.c, st.pod, st.pi, st.svcGroup, st.req = nil, nil, nil, nil, Resources{}
 	clear(st.services)
 	clear(st.feasible[:cap(st.feasible)])
 }

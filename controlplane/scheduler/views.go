@@ -48,7 +48,7 @@ type podGroup struct {
 
 // matches reports whether the group counts pod p.
 func (g *podGroup) matches(p *PodInfo) bool {
-	if !slices.Contains(g.namespaces, p.key.namespace) {
+	if !slices.Contains(g.namespaces, p.pod.Namespace) {
 		return false
 	}
 	if g.ctrl != "" && p.controller == g.ctrl {
@@ -200,7 +200,7 @@ func (c *Cluster) updateGroups(p *PodInfo, d int32) {
 	if !counts(p) {
 		return
 	}
-	for _, g := range c.groupsByNS[p.key.namespace] {
+	for _, g := range c.groupsByNS[p.pod.Namespace] {
 		if g.gen == c.labelsGen && g.matches(p) {
 			g.add(p, d)
 		}
@@ -329,7 +329,9 @@ func (c *Cluster) dropEmptyTermGroups(p *PodInfo) {
 		l[last] = nil
 		c.termGroups[g.kind] = l[:last]
 	}
-	p.termGroups = nil
+	if p.termGroups != nil {
+		p.termGroups = nil // never noExtra's: a pod with groups has terms
+	}
 }
 
 // values returns the group's counts per value of its topology key,
