@@ -125,29 +125,20 @@ func (c *endpointSlices) sync(ctx context.Context, key string) (time.Duration, e
 	} else {
 		c.track.forget(key)
 	}
-	// Each slice wanted takes the first unused one there of its address
-	// type (a type cannot change), in order, so a change of one pod
-	// rewrites one slice and families do not trade slices.
-	used := make([]bool, len(have))
-	for _, w := range want {
-		match := -1
-		for i, h := range have {
-			if !used[i] && h.AddressType == w.AddressType {
-				match = i
-				break
-			}
-		}
-		if match < 0 {
+	// A wanted slice goes to the one there that holds its group (see
+	// matchSlices), else to a new one; those left over are deleted.
+	match, used := matchSlices(have, want)
+	for wi, w := range want {
+		if match[wi] < 0 {
 			if err := c.write(ctx, key, w, false); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		used[match] = true
-		if sameSlice(have[match], w) {
+		if sameSlice(have[match[wi]], w) {
 			continue
 		}
-		cp, err := controller.Copy(have[match])
+		cp, err := controller.Copy(have[match[wi]])
 		if err != nil {
 			return 0, err
 		}
@@ -301,15 +292,55 @@ func portsKey(ports []api.EndpointPort) string {
 	return b.String()
 }
 
-// sameSlice reports whether have already says what want does (an empty
-// list and none are the same: the stored form drops empty ones).
+// matchSlices is, for each slice wanted, the index of the slice there it
+// is written to (-1: a new one), and which of those there are kept. A
+// wanted slice keeps one that already says the same, else takes one of its address type (a type cannot
+// change) serving the same ports, else any of its type; each time the
+// first unused in name order. Names are generated, so their order says
+// nothing of what a slice holds: matched by position alone, a sync with
+// nothing changed would trade two groups' slices (two writes, and between
+// them one group listed twice and the other not at all). This way such a
+// sync writes nothing, a change of one pod rewrites one slice, and
+// families do not trade slices.
+func matchSlices(have, want []*api.EndpointSlice) (match []int, used []bool) {
+	match, used = make([]int, len(want)), make([]bool, len(have))
+	for i := range match {
+		match[i] = -1
+	}
+	fits := []func(h, w *api.EndpointSlice) bool{
+		sameSlice,
+		func(h, w *api.EndpointSlice) bool {
+			return h.AddressType == w.AddressType && sameList(h.Ports, w.Ports, len(h.Ports), len(w.Ports))
+		},
+		func(h, w *api.EndpointSlice) bool { return h.AddressType == w.AddressType },
+	}
+	for _, fit := range fits {
+		for wi, w := range want {
+			if match[wi] >= 0 {
+				continue
+			}
+			for hi, h := range have {
+				if !used[hi] && fit(h, w) {
+					match[wi], used[hi] = hi, true
+					break
+				}
+			}
+		}
+	}
+	return match, used
+}
+
+// sameSlice reports whether have already says what want does.
 func sameSlice(have, want *api.EndpointSlice) bool {
-	same := func(a, b any, n, m int) bool { return n == 0 && m == 0 || reflect.DeepEqual(a, b) }
 	return have.AddressType == want.AddressType &&
-		same(have.Endpoints, want.Endpoints, len(have.Endpoints), len(want.Endpoints)) &&
-		same(have.Ports, want.Ports, len(have.Ports), len(want.Ports)) &&
+		sameList(have.Endpoints, want.Endpoints, len(have.Endpoints), len(want.Endpoints)) &&
+		sameList(have.Ports, want.Ports, len(have.Ports), len(want.Ports)) &&
 		have.Labels[api.LabelServiceName] == want.Labels[api.LabelServiceName] &&
 		len(have.OwnerReferences) == 1 && have.OwnerReferences[0].UID == want.OwnerReferences[0].UID
 }
+
+// sameList reports whether lists a and b, of lengths n and m, are equal;
+// an empty list and none are the same (the stored form drops empty ones).
+func sameList(a, b any, n, m int) bool { return n == 0 && m == 0 || reflect.DeepEqual(a, b) }
 
 func ptr[T any](v T) *T { return &v }

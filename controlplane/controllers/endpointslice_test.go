@@ -207,3 +207,78 @@ func TestEndpointSlices(t *testing.T) {
 		return len(ss) == 1 && ss[0].Name == "web-manual", describeSlices(ss)
 	})
 }
+
+// A Service's slices that already say what they should are left alone
+// however their generated names sort: here the slice named first holds
+// the group that sorts second. Matched to the wanted slices by name order
+// alone, a sync with nothing changed rewrote both, and between the two
+// writes one group was listed twice and the other not at all (what made
+// TestEndpointSlices fail now and then).
+func TestEndpointSlicesNotTradedByNameOrder(t *testing.T) {
+	e := newEnv(t)
+	e.create(newNode("n1", map[string]string{"topology.kubernetes.io/zone": "z1"}))
+	web := map[string]string{"app": "web"}
+	e.create(&api.Service{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web"}, Spec: api.ServiceSpec{
+		Selector: web, Ports: []api.ServicePort{{Name: "http", Port: 80, Protocol: api.ProtocolTCP, TargetPort: api.FromString("http")}}}})
+	e.endpointPod("a", web, 8080, "10.42.0.5", true)
+	e.endpointPod("b", web, 8081, "10.42.0.6", true)
+	e.start(nil)
+	const desc = "IPv4 http/TCP/8080: a(10.42.0.5,true,true,false,n1,z1)\nIPv4 http/TCP/8081: b(10.42.0.6,true,true,false,n1,z1)"
+	e.waitFor("the pods' endpoints", func() (bool, string) {
+		got := describeSlices(e.slicesOf("web"))
+		return got == desc, "slices:\n" + got
+	})
+	e.stopControllers()
+
+	// The same slices again, under names that sort the other way round.
+	for _, es := range e.slicesOf("web") {
+		cp := &api.EndpointSlice{ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "web-b", Labels: es.Labels, OwnerReferences: es.OwnerReferences},
+			AddressType: es.AddressType, Endpoints: es.Endpoints, Ports: es.Ports}
+		if *es.Ports[0].Port == 8081 {
+			cp.Name = "web-a"
+		}
+		e.create(cp)
+		e.delete(slicesTestRes, "default", es.Name)
+	}
+	rvs := map[string]string{}
+	for _, es := range e.slicesOf("web") {
+		rvs[es.Name] = es.ResourceVersion
+	}
+	if len(rvs) != 2 || rvs["web-a"] == "" || rvs["web-b"] == "" {
+		t.Fatalf("slices %v, want web-a and web-b", rvs)
+	}
+
+	n := e.syncCount("endpointslice", "default/web")
+	e.start(nil)
+	e.waitSynced("endpointslice", "default/web", n)
+	if got := describeSlices(e.slicesOf("web")); got != desc {
+		t.Errorf("slices:\n%s\nwant:\n%s", got, desc)
+	}
+	for _, es := range e.slicesOf("web") {
+		if rvs[es.Name] != es.ResourceVersion {
+			t.Errorf("slice %s rewritten (or made) by a sync with nothing changed: %s -> %s", es.Name, rvs[es.Name], es.ResourceVersion)
+		}
+	}
+
+	// Both groups changed in one sync: each stays in its slice, so no
+	// reader sees one group's pods gone while the other's are written.
+	e.stopControllers()
+	for _, name := range []string{"a", "b"} {
+		e.update(podsRes, "default", name, true, func(o api.Object) {
+			o.(*api.Pod).Status.Conditions = []api.PodCondition{{Type: api.PodReady, Status: api.ConditionFalse}}
+		})
+	}
+	n = e.syncCount("endpointslice", "default/web")
+	e.start(nil)
+	e.waitSynced("endpointslice", "default/web", n)
+	ss := e.slicesOf("web")
+	if len(ss) != 2 || ss[0].Name != "web-a" || ss[1].Name != "web-b" {
+		t.Fatalf("slices:\n%s", describeSlices(ss))
+	}
+	if got, want := describeSlices(ss[:1]), "IPv4 http/TCP/8081: b(10.42.0.6,false,false,false,n1,z1)"; got != want {
+		t.Errorf("web-a holds %q, want %q", got, want)
+	}
+	if got, want := describeSlices(ss[1:]), "IPv4 http/TCP/8080: a(10.42.0.5,false,false,false,n1,z1)"; got != want {
+		t.Errorf("web-b holds %q, want %q", got, want)
+	}
+}
