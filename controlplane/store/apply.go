@@ -665,18 +665,20 @@ func (s *Store) namespaceEmpty(ns string) bool {
 }
 
 func (t *table) indexNode(e *entry) {
-	set := t.byNode[e.node]
+	node := e.node()
+	set := t.byNode[node]
 	if set == nil {
 		set = make(map[*entry]struct{})
-		t.byNode[e.node] = set
+		t.byNode[node] = set
 	}
 	set[e] = struct{}{}
 }
 
 func (t *table) unindexNode(e *entry) {
-	set := t.byNode[e.node]
+	node := e.node()
+	set := t.byNode[node]
 	delete(set, e)
 	if len(set) == 0 {
-		delete(t.byNode, e.node)
+		delete(t.byNode, node)
 	}
 }

@@ -310,15 +310,15 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		}
 		// A restored entry keeps no JSON: the windows start empty (see
 		// entry), and the stream's buffers can go.
-		e := &entry{obj: rec.obj, node: podNode(rec.obj), sum: hashJSON(rec.t, rec.raw)}
+		e := &entry{obj: rec.obj, sum: hashJSON(rec.t, rec.raw)}
 		names[m.Name] = e
 		c.n++
 		stateSum += e.sum
 		if c.byNode != nil {
-			set := c.byNode[e.node]
+			set := c.byNode[e.node()]
 			if set == nil {
 				set = make(map[*entry]struct{})
-				c.byNode[e.node] = set
+				c.byNode[e.node()] = set
 			}
 			set[e] = struct{}{}
 		}
