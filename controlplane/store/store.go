@@ -241,6 +241,7 @@ type Store struct {
 	mu       sync.RWMutex
 	tables   []*table // in api.Resources order
 	byPlural map[string]*table
+	byKind   map[string]*table // for an event's involved object (shareInvolved)
 	nsTable  *table
 	evTable  *table
 	podTable *table
@@ -272,6 +273,7 @@ func New(opts Options) *Store {
 		watchWindow:   opts.WatchWindow,
 		watcherBuffer: opts.WatcherBuffer,
 		byPlural:      make(map[string]*table, len(api.Resources)),
+		byKind:        make(map[string]*table, len(api.Resources)),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -297,6 +299,9 @@ func New(opts Options) *Store {
 		}
 		s.tables = append(s.tables, t)
 		s.byPlural[r.Plural] = t
+		if s.byKind[r.Kind] == nil {
+			s.byKind[r.Kind] = t
+		}
 	}
 	s.nsTable = s.byPlural["namespaces"]
 	s.evTable = s.byPlural["events"]
