@@ -163,7 +163,8 @@ func (tx *txn) create(body []byte, handed api.Object) *Result {
 	}
 	payload := rd.b
 	obj := handed
-	if obj == nil || api.ResourceOf(obj) != t.res {
+	decoded := obj == nil || api.ResourceOf(obj) != t.res
+	if decoded {
 		obj = t.res.New()
 		if err := unmarshal(payload, obj); err != nil {
 			return malformed(fmt.Errorf("%w: %s body: %w", ErrMalformedCommand, t.res.Kind, err))
@@ -208,7 +209,7 @@ func (tx *txn) create(body []byte, handed api.Object) *Result {
 	}
 	e := newEntry(t, obj, raw)
 	tx.lock()
-	tx.put(t, e, nil)
+	tx.put(t, e, nil, decoded)
 	return &Result{Object: obj, Raw: raw}
 }
 
@@ -287,7 +288,9 @@ func (tx *txn) update(body []byte) *Result {
 		tx.remove(t, stored, next, raw)
 		return &Result{Object: next, Raw: raw}
 	}
-	tx.put(t, e, stored)
+	// next's own parts were decoded from the command; the rest are
+	// stored's.
+	tx.put(t, e, stored, true)
 	return &Result{Object: next, Raw: raw}
 }
 
@@ -388,7 +391,7 @@ func (tx *txn) markDeleting(t *table, e *entry, p *api.Pod, at *api.Time, grace 
 		return &Result{Err: api.NewInternalError(fmt.Errorf("encode pod %q: %w", p.Name, err))}
 	}
 	tx.lock()
-	tx.put(t, newEntry(t, &next, raw), e)
+	tx.put(t, newEntry(t, &next, raw), e, false)
 	return &Result{Object: &next, Raw: raw}
 }
 
@@ -407,7 +410,7 @@ func (tx *txn) deleteObject(t *table, e *entry, now *api.Time) *Result {
 			return &Result{Err: api.NewInternalError(fmt.Errorf("encode %s %q: %w", t.res.Kind, m.Name, err))}
 		}
 		tx.lock()
-		tx.put(t, newEntry(t, next, raw), e)
+		tx.put(t, newEntry(t, next, raw), e, false)
 		return &Result{Object: next, Raw: raw}
 	}
 	final, raw, err := withRV(e.obj, e.kept(), tx.index)
@@ -461,7 +464,7 @@ func (tx *txn) deleteNamespace(e *entry, now *api.Time) *Result {
 	if !hasFinalizers(next) && tx.s.namespaceEmpty(name) {
 		tx.remove(tx.s.nsTable, e, next, raw)
 	} else {
-		tx.put(tx.s.nsTable, newEntry(tx.s.nsTable, next, raw), e)
+		tx.put(tx.s.nsTable, newEntry(tx.s.nsTable, next, raw), e, false)
 	}
 	return &Result{Object: next, Raw: raw}
 }
@@ -568,12 +571,17 @@ func (s *Store) checkKnown(cmd []byte) error {
 }
 
 // put stores e in place of prev (nil for a new object) and emits the event.
-func (tx *txn) put(t *table, e *entry, prev *entry) {
+// decoded says that what e's object does not share with prev's was decoded
+// for it (interner.object).
+func (tx *txn) put(t *table, e *entry, prev *entry, decoded bool) {
 	var prevObj api.Object
 	if prev != nil {
 		prevObj = prev.obj
 	}
-	tx.s.intern.object(e.obj, prevObj)
+	if ev, ok := e.obj.(*api.Event); ok {
+		tx.s.shareInvolved(ev, nil)
+	}
+	tx.s.intern.object(e.obj, prevObj, decoded)
 	m := e.obj.GetObjectMeta()
 	names := t.ns[m.Namespace]
 	if names == nil {
@@ -665,18 +673,20 @@ func (s *Store) namespaceEmpty(ns string) bool {
 }
 
 func (t *table) indexNode(e *entry) {
-	set := t.byNode[e.node]
+	node := e.node()
+	set := t.byNode[node]
 	if set == nil {
 		set = make(map[*entry]struct{})
-		t.byNode[e.node] = set
+		t.byNode[node] = set
 	}
 	set[e] = struct{}{}
 }
 
 func (t *table) unindexNode(e *entry) {
-	set := t.byNode[e.node]
+	node := e.node()
+	set := t.byNode[node]
 	delete(set, e)
 	if len(set) == 0 {
-		delete(t.byNode, e.node)
+		delete(t.byNode, node)
 	}
 }

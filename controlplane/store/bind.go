@@ -97,7 +97,8 @@ func (tx *txn) bind(body []byte) *Result {
 	next.Status.NominatedNodeName = ""
 	cond := api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue, Message: msg}
 	if nano != 0 {
-		cond.LastTransitionTime = api.NewTime(time.Unix(0, nano))
+		// Binds of one second share their time (intern.go).
+		cond.LastTransitionTime = tx.s.intern.time(api.NewTime(time.Unix(0, nano)))
 	}
 	next.Status.Conditions = withCondition(pod.Status.Conditions, cond)
 	// A pod bound soon after its create still keeps its JSON (entry).
@@ -110,7 +111,7 @@ func (tx *txn) bind(body []byte) *Result {
 	}
 	e := newEntry(t, &next, raw)
 	tx.lock()
-	tx.put(t, e, stored)
+	tx.put(t, e, stored, false)
 	return &Result{Object: &next, Raw: raw}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -124,5 +125,14 @@ func TestColdEntriesKeepNoJSONAndServeTheSameBytes(t *testing.T) {
 	}
 	if a, _ := hot.StateHash(end); a != wholeHash(restored) {
 		t.Fatalf("state hash %x, restored store's %x", a, wholeHash(restored))
+	}
+}
+
+// TestEntryIsSmall: every server holds an entry per object (300,000 at
+// 150,000 pods and their events), so it stays in the 32-byte size class:
+// the object, its hash part, and a pointer to its JSON while it keeps it.
+func TestEntryIsSmall(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 32 {
+		t.Fatalf("an entry is %d bytes; want at most 32", n)
 	}
 }

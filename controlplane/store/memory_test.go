@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -12,13 +13,20 @@ import (
 )
 
 // BenchmarkMemory150kPods measures the heap a store holds with 150,000
-// running pods on 5,000 nodes (issue 16 item 3; runningPodsStore).
+// running pods on 5,000 nodes (issue 16 item 3; runningPodsStore), and
+// with the Scheduled event the scheduler records for each of them
+// (WithEvents), what every server holds at that scale.
 // heap-MiB is the live heap after a collection; gc-cycles and gc-cpu-% are
 // the collections while building it and their share of the CPU. OUTPOST_HEAP_PROFILE names
 // a file for the heap profile (go tool pprof -top -inuse_space FILE).
 func BenchmarkMemory150kPods(b *testing.B) {
+	b.Run("PodsOnly", func(b *testing.B) { benchMemory(b, false) })
+	b.Run("WithEvents", func(b *testing.B) { benchMemory(b, true) })
+}
+
+func benchMemory(b *testing.B, events bool) {
 	for range b.N {
-		s := runningPodsStore(b, 150_000, 5000)
+		s := runningPodsStore(b, 150_000, 5000, events)
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -28,6 +36,9 @@ func BenchmarkMemory150kPods(b *testing.B) {
 		b.ReportMetric(float64(ms.NumGC), "gc-cycles")
 		b.ReportMetric(100*ms.GCCPUFraction, "gc-cpu-%")
 		if f := os.Getenv("OUTPOST_HEAP_PROFILE"); f != "" {
+			if events {
+				f += ".events"
+			}
 			w, err := os.Create(f)
 			if err != nil {
 				b.Fatal(err)
@@ -44,18 +55,22 @@ func BenchmarkMemory150kPods(b *testing.B) {
 // runningPodsStore returns a store holding pods running pods on nodes
 // nodes, in 30 namespaces: each pod created, bound and given a Running
 // status by its node, as in `outpost sim agents`. Pod i is
-// team-(i%30)/web-5d8f7c9b4-i on sim-node-(i%nodes).
-func runningPodsStore(b *testing.B, pods, nodes int) *Store {
+// team-(i%30)/web-5d8f7c9b4-i on sim-node-(i%nodes). With events, each
+// bind is followed by the Scheduled event the scheduler records for it
+// (scheduledEvent).
+func runningPodsStore(b *testing.B, pods, nodes int, events bool) *Store {
 	s := New(Options{})
 	idx := uint64(1)
-	apply := func(c []byte, err error) {
+	apply := func(c []byte, err error) *Result {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r, ok := s.Apply(idx, c).(*Result); ok && r.Err != nil {
+		r, ok := s.Apply(idx, c).(*Result)
+		if ok && r.Err != nil {
 			b.Fatal(r.Err)
 		}
 		idx++
+		return r
 	}
 	for n := range 30 {
 		apply(CreateCmd(newNamespace("team-" + strconv.Itoa(n))))
@@ -67,11 +82,38 @@ func runningPodsStore(b *testing.B, pods, nodes int) *Store {
 		node := "sim-node-" + strconv.Itoa(i%nodes)
 		p := bigPod(ns, name, "")
 		apply(CreateCmd(p))
-		apply(BindCmd(ns, name, Binding{NodeName: node, Now: start}), nil)
+		bound := apply(BindCmd(ns, name, Binding{NodeName: node, Now: start}), nil)
+		if events {
+			apply(CreateCmd(scheduledEvent(bound.Object.(*api.Pod), i, start)))
+		}
 		p.Spec.NodeName = node
 		apply(UpdateCmd(runningStatus(p, i, start), SubresourceStatus))
 	}
 	return s
+}
+
+// scheduledEvent is the event the scheduler records for bound pod i, as
+// core's scheduledEvent builds it and CreateBatch completes it (a random
+// UID, the creation time).
+func scheduledEvent(pod *api.Pod, i int, start time.Time) *api.Event {
+	now := start.Add(time.Duration(i) * time.Millisecond)
+	ts := api.NewTime(now)
+	return &api.Event{
+		ObjectMeta: api.ObjectMeta{
+			Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, uint64(now.UnixNano())),
+			UID: fmt.Sprintf("%08x-1f2e-4d3c-8b4a-%012x", i, 0x5a5a_0000_0000+i), CreationTimestamp: ts,
+		},
+		InvolvedObject: api.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		},
+		Reason:         "Scheduled",
+		Message:        fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, pod.Spec.NodeName),
+		Source:         api.EventSource{Component: api.DefaultSchedulerName},
+		FirstTimestamp: ts,
+		LastTimestamp:  ts,
+		Count:          1,
+		Type:           api.EventTypeNormal,
+	}
 }
 
 // BenchmarkRead150kPods measures reads of a store holding 150,000 running
@@ -81,7 +123,7 @@ func runningPodsStore(b *testing.B, pods, nodes int) *Store {
 // long before (older than the watch window), as most are at that scale.
 func BenchmarkRead150kPods(b *testing.B) {
 	const pods, nodes = 150_000, 5000
-	s := runningPodsStore(b, pods, nodes)
+	s := runningPodsStore(b, pods, nodes, false)
 	b.Run("Get", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0

@@ -271,7 +271,7 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		return fmt.Errorf("%w: checksum %08x, computed %08x", ErrBadSnapshot, got, sum)
 	}
 
-	if err := decodeRecords(recs); err != nil {
+	if err := decodeRecords(recs, s.intern.off); err != nil {
 		return err
 	}
 
@@ -308,17 +308,22 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		if names[m.Name] != nil {
 			return fmt.Errorf("%w: %s %s/%s twice", ErrBadSnapshot, rec.t.res.Plural, m.Namespace, m.Name)
 		}
+		if ev, ok := rec.obj.(*api.Event); ok {
+			// Pods come before events (api.Resources), so an event's pod
+			// is in fresh already.
+			s.shareInvolved(ev, func(t *table, ns, name string) *entry { return fresh[t].ns[ns][name] })
+		}
 		// A restored entry keeps no JSON: the windows start empty (see
 		// entry), and the stream's buffers can go.
-		e := &entry{obj: rec.obj, node: podNode(rec.obj), sum: hashJSON(rec.t, rec.raw)}
+		e := &entry{obj: rec.obj, sum: hashJSON(rec.t, rec.raw)}
 		names[m.Name] = e
 		c.n++
 		stateSum += e.sum
 		if c.byNode != nil {
-			set := c.byNode[e.node]
+			set := c.byNode[e.node()]
 			if set == nil {
 				set = make(map[*entry]struct{})
-				c.byNode[e.node] = set
+				c.byNode[e.node()] = set
 			}
 			set[e] = struct{}{}
 		}
@@ -345,7 +350,7 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 
 // decodeRecords decodes the objects of a snapshot on every core: decoding
 // JSON is nearly all of a restore's time, and each object is independent.
-func decodeRecords(recs []snapRecord) error {
+func decodeRecords(recs []snapRecord, noIntern bool) error {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(recs)/512))
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -355,7 +360,7 @@ func decodeRecords(recs []snapRecord) error {
 		wg.Go(func() {
 			// Each worker shares equal parts among its own objects
 			// (intern.go): a copy per worker, and no lock.
-			var in interner
+			in := interner{off: noIntern}
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
 				obj := rec.t.res.New()
@@ -365,7 +370,7 @@ func decodeRecords(recs []snapRecord) error {
 				}
 				tm := obj.GetTypeMeta()
 				tm.APIVersion, tm.Kind = rec.t.res.APIVersion(), rec.t.res.Kind
-				in.object(obj, nil)
+				in.object(obj, nil, true)
 				rec.obj = obj
 			}
 		})

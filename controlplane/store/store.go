@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -133,29 +132,33 @@ type ListOptions struct {
 // apart but the time it takes. At 150,000 running pods the JSON was more
 // than half of the store's heap (BenchmarkMemory150kPods).
 type entry struct {
-	obj  api.Object
-	node string // spec.nodeName of a pod, for the node index
+	obj api.Object
 	// sum is the version's part of the state hash (statehash.go), kept so
 	// that replacing or removing it needs no JSON.
 	sum uint64
-	// hot is the first byte of the version's JSON, n bytes long, while the
-	// entry keeps it; nil once dropped. Readers load it without s.mu (Get
-	// after unlocking, Persist while Apply goes on).
-	hot atomic.Pointer[byte]
-	n   int
+	// hot is the version's JSON while the entry keeps it; nil once
+	// dropped. Readers load it without s.mu (Get after unlocking, Persist
+	// while Apply goes on). A pointer to the slice rather than the slice
+	// keeps the entry at 32 bytes: every server holds one per object
+	// (issue 16 item 3), and only the recent few keep JSON.
+	hot atomic.Pointer[[]byte]
 }
 
 // newEntry is a stored version of obj whose JSON is raw, keeping raw.
 func newEntry(t *table, obj api.Object, raw []byte) *entry {
-	e := &entry{obj: obj, node: podNode(obj), sum: hashJSON(t, raw), n: len(raw)}
-	e.hot.Store(unsafe.SliceData(raw))
+	e := &entry{obj: obj, sum: hashJSON(t, raw)}
+	e.hot.Store(&raw)
 	return e
 }
+
+// node is spec.nodeName of a pod, its key in the node index. It is not
+// kept in the entry: the object has it.
+func (e *entry) node() string { return podNode(e.obj) }
 
 // kept returns the JSON the entry still keeps, or nil.
 func (e *entry) kept() []byte {
 	if p := e.hot.Load(); p != nil {
-		return unsafe.Slice(p, e.n)
+		return *p
 	}
 	return nil
 }
@@ -238,6 +241,7 @@ type Store struct {
 	mu       sync.RWMutex
 	tables   []*table // in api.Resources order
 	byPlural map[string]*table
+	byKind   map[string]*table // for an event's involved object (shareInvolved)
 	nsTable  *table
 	evTable  *table
 	podTable *table
@@ -269,6 +273,7 @@ func New(opts Options) *Store {
 		watchWindow:   opts.WatchWindow,
 		watcherBuffer: opts.WatcherBuffer,
 		byPlural:      make(map[string]*table, len(api.Resources)),
+		byKind:        make(map[string]*table, len(api.Resources)),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -294,6 +299,9 @@ func New(opts Options) *Store {
 		}
 		s.tables = append(s.tables, t)
 		s.byPlural[r.Plural] = t
+		if s.byKind[r.Kind] == nil {
+			s.byKind[r.Kind] = t
+		}
 	}
 	s.nsTable = s.byPlural["namespaces"]
 	s.evTable = s.byPlural["events"]
