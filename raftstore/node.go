@@ -233,6 +233,9 @@ func (n *Node) start(fsm FSM) error {
 	n.raft.RegisterObserver(n.observer)
 	n.goBackground(func() { n.watchLeader(obs) })
 	n.goBackground(n.watchLeadership)
+	if sz, ok := fsm.(Sizer); ok {
+		n.goBackground(func() { n.tuneSnapshots(sz, cfg.SnapshotThreshold, cfg.SnapshotInterval) })
+	}
 	handlers := n.rpcHandlers()
 	n.mux.handleRPC = func(c net.Conn) { serveRPC(n.ctx, c, handlers) }
 	n.mux.serve()

@@ -222,7 +222,7 @@ The first start writes an admin client config to DATA-DIR/admin.conf.`,
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept")
 	f.DurationVar(&cfg.StateHashInterval, "state-hash-interval", time.Minute, "how often this server compares a hash of its state with the other servers' at the same raft index; a server that differs fails /readyz (GET /debug/statehash shows the last comparison)")
 	f.DurationVar(&cfg.SnapshotInterval, "raft-snapshot-interval", 0, "how often raft checks whether to snapshot (0: 2m)")
-	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192)")
+	f.Uint64Var(&cfg.SnapshotThreshold, "raft-snapshot-threshold", 0, "raft log entries since the last snapshot that trigger one (0: 8192); the least: with more stored objects, a snapshot waits for a quarter as many entries as there are objects, since each encodes them all")
 	f.DurationVar(&cfg.HeartbeatTimeout, "raft-heartbeat-timeout", time.Second, "how long a follower waits without hearing from the leader before it stands for election (the election timeout is the same, the leader's lease half): "+
 		"lower moves the leadership sooner when the leader's host dies, higher rides out slow or lossy links without needless elections; every server should have the same")
 	sf.nets.register(f)

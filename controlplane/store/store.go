@@ -597,3 +597,15 @@ func (f *filter) matches(obj api.Object) bool {
 	}
 	return f.field == nil || f.field.Matches(obj)
 }
+
+// Size is the number of stored objects of every resource: what a
+// snapshot encodes (raftstore spaces snapshots by it).
+func (s *Store) Size() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, t := range s.tables {
+		n += t.n
+	}
+	return n
+}
