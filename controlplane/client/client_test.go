@@ -645,3 +645,26 @@ func BenchmarkWatchRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perStream), "ns/event")
 }
+
+// BenchmarkCreateCodec is the client's own work for a create: encoding
+// the object and decoding the server's reply (issue 16 item 1: the bench's
+// clients share the 2 cores with the servers).
+func BenchmarkCreateCodec(b *testing.B) {
+	p := &api.Pod{
+		ObjectMeta: api.ObjectMeta{Name: "web-1", Namespace: "bench",
+			Labels:      map[string]string{"app": "bench", "tier": "web"},
+			Annotations: map[string]string{"pad": strings.Repeat("x", 1024)}},
+		Spec: api.PodSpec{Containers: []api.Container{{Name: "app", Image: "registry.local/app:1.0",
+			Ports: []api.ContainerPort{{ContainerPort: 8080, Protocol: "TCP"}}}}},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, body, err := encodeObject(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecodeObject(r, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -178,7 +178,10 @@ func encodeObject(obj api.Object) (*api.Resource, []byte, error) {
 	if tm := obj.GetTypeMeta(); tm.Kind == "" || tm.APIVersion == "" {
 		tm.Kind, tm.APIVersion = r.Kind, r.APIVersion()
 	}
-	body, err := json.Marshal(obj)
+	// The API's own engine (api.Marshal), not encoding/json: the same
+	// bytes for API objects at a third less CPU, which a client sharing
+	// a machine with servers, or an agent, leaves to them.
+	body, err := api.Marshal(obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode %s: %w", r.Kind, err)
 	}
@@ -277,7 +280,7 @@ func (c *Client) Bind(ctx context.Context, ns, pod, node string) error {
 // often carry none) is filled in from r.
 func DecodeObject(r *api.Resource, data []byte) (api.Object, error) {
 	obj := r.New()
-	if err := json.Unmarshal(data, obj); err != nil {
+	if err := api.Unmarshal(data, obj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadReply, r.Kind, err)
 	}
 	if tm := obj.GetTypeMeta(); tm.Kind == "" {
@@ -296,7 +299,7 @@ type rawList struct {
 // resourceVersion.
 func DecodeList(r *api.Resource, data []byte) ([]api.Object, string, error) {
 	var l rawList
-	if err := json.Unmarshal(data, &l); err != nil {
+	if err := api.Unmarshal(data, &l); err != nil {
 		return nil, "", fmt.Errorf("%w: %sList: %w", ErrBadReply, r.Kind, err)
 	}
 	out := make([]api.Object, 0, len(l.Items))
