@@ -892,7 +892,7 @@ func latestSnapshot(dir string) (snapMeta, error) {
 // answering /readyz; then removes it again.
 func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd uint64) error {
 	if snap, err := latestSnapshot(bc.leader.Dir); err == nil && snap.Index < loadEnd {
-		r.notes = append(r.notes, fmt.Sprintf("the leader's newest snapshot is at index %d, %d entries before the end of the load (a snapshot is taken once 8,192 entries, the default threshold, follow the last one): the new member installs it and then replays the log after it", snap.Index, loadEnd-snap.Index))
+		r.notes = append(r.notes, fmt.Sprintf("the leader's newest snapshot is at index %d, %d entries before the end of the load (a snapshot is taken once the log since the last one holds 8,192 entries or a quarter as many entries as there are stored objects, whichever is more, looked at every --raft-snapshot-interval): the new member installs it and then replays the log after it", snap.Index, loadEnd-snap.Index))
 	}
 	apiAddr, raftAddr, err := freePorts()
 	if err != nil {
