@@ -263,12 +263,16 @@ func (s *snapshotSink) Write(p []byte) (int, error) {
 }
 
 func (s *snapshotSink) Cancel() error {
-	s.wb.close()
+	_ = s.wb.close()
 	return s.SnapshotSink.Cancel()
 }
 
 func (s *snapshotSink) Close() error {
-	s.wb.close()
+	if err := s.wb.close(); err != nil {
+		// Pages the disk refused: the snapshot must not be kept.
+		_ = s.SnapshotSink.Cancel()
+		return err
+	}
 	if err := s.SnapshotSink.Close(); err != nil {
 		return err
 	}

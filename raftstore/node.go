@@ -34,7 +34,10 @@ type Node struct {
 	log       *slog.Logger
 	advertise string
 
-	raft     *raft.Raft
+	raft *raft.Raft
+	// reloadMu holds every ReloadConfig (read the config, change a field,
+	// write it back), so two changers never write each other's old values.
+	reloadMu sync.Mutex
 	fsm      *fsmAdapter
 	store    *boltStore // the stable store (term, vote)
 	logs     *walStore  // the log

@@ -32,19 +32,26 @@ func (n *Node) tuneSnapshots(fsm Sizer, floor uint64, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		want := snapshotThreshold(floor, fsm.Size())
-		if rc := n.raft.ReloadableConfig(); rc.SnapshotThreshold != want {
-			rc.SnapshotThreshold = want
-			if err := n.raft.ReloadConfig(rc); err != nil {
-				n.log.Warn("snapshot threshold not changed", "threshold", want, "err", err)
-			} else {
-				n.log.Debug("snapshot threshold", "threshold", want)
-			}
-		}
+		n.setSnapshotThreshold(snapshotThreshold(floor, fsm.Size()))
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+func (n *Node) setSnapshotThreshold(want uint64) {
+	n.reloadMu.Lock()
+	defer n.reloadMu.Unlock()
+	rc := n.raft.ReloadableConfig()
+	if rc.SnapshotThreshold == want {
+		return
+	}
+	rc.SnapshotThreshold = want
+	if err := n.raft.ReloadConfig(rc); err != nil {
+		n.log.Warn("snapshot threshold not changed", "threshold", want, "err", err)
+		return
+	}
+	n.log.Debug("snapshot threshold", "threshold", want)
 }

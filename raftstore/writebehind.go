@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -15,8 +16,9 @@ const writeBehindChunk = 4 << 20
 // dirty pages reach the disk at once, and the raft log's fdatasync, on
 // the same disk (and on ext4 the same journal), waits behind them: writes
 // stalled for tens of ms whenever a snapshot was taken. Every chunk it
-// starts the chunk just written and waits for the one before, so at most
-// two chunks are dirty and the writer goes at the disk's pace.
+// starts the writeback of a chunk and waits for the one before, two
+// chunks behind what was written (the sink buffers), so about three
+// chunks are dirty or in flight and the writer goes at the disk's pace.
 //
 // It works beside raft's file sink through a second descriptor of the
 // same file: sync_file_range acts on the file's pages, whichever
@@ -28,6 +30,10 @@ type writeBehind struct {
 	written int64 // bytes handed to the sink
 	started int64 // bytes whose writeback was started
 	off     bool  // the file could not be opened
+	// err is the first failure of a wait for written pages: on kernels
+	// before 4.13 the wait clears the file's error flag, and the sink's
+	// final fsync would then succeed over pages that were never written.
+	err error
 }
 
 // syncFileRange is unix.SyncFileRange; tests record the calls.
@@ -55,17 +61,25 @@ func (w *writeBehind) wrote(n int) {
 		// Wait for the chunk before the last one started, then start the
 		// next: errors only mean the final fsync does more.
 		if w.started >= writeBehindChunk {
-			_ = syncFileRange(fd, w.started-writeBehindChunk, writeBehindChunk,
+			err := syncFileRange(fd, w.started-writeBehindChunk, writeBehindChunk,
 				unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+			if err != nil && w.err == nil {
+				w.err = fmt.Errorf("snapshot writeback: %w", err)
+			}
 		}
 		_ = syncFileRange(fd, w.started, writeBehindChunk, unix.SYNC_FILE_RANGE_WRITE)
 		w.started += writeBehindChunk
 	}
 }
 
-func (w *writeBehind) close() {
-	if w != nil && w.f != nil {
+// close lets the file go and returns the first failed wait, if any.
+func (w *writeBehind) close() error {
+	if w == nil {
+		return nil
+	}
+	if w.f != nil {
 		w.f.Close()
 		w.f = nil
 	}
+	return w.err
 }

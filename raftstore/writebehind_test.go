@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -94,5 +95,45 @@ func TestSnapshotWriteBehind(t *testing.T) {
 	n, err := io.Copy(io.Discard, rc)
 	if err != nil || n != size {
 		t.Errorf("read back %d bytes, %v; want %d", n, err, size)
+	}
+}
+
+// A wait for written pages that fails keeps the snapshot from being
+// kept: on kernels before 4.13 the failed wait clears the file's error,
+// and the final fsync would succeed over pages never written.
+func TestSnapshotWriteBehindFailureDropsSnapshot(t *testing.T) {
+	real := syncFileRange
+	syncFileRange = func(fd int, off, n int64, flags int) error {
+		if flags&unix.SYNC_FILE_RANGE_WAIT_AFTER != 0 {
+			return unix.EIO
+		}
+		return real(fd, off, n, flags)
+	}
+	t.Cleanup(func() { syncFileRange = real })
+
+	dir := t.TempDir()
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLog(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"))
+	sink, err := store.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := bytes.Repeat([]byte("outpost!"), 8<<10)
+	for written := 0; written < 16<<20; written += len(block) {
+		if _, err := sink.Write(block); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Close(); !errors.Is(err, unix.EIO) {
+		t.Fatalf("Close: %v, want the writeback's EIO", err)
+	}
+	if metas, err := files.List(); err != nil || len(metas) != 0 {
+		t.Errorf("snapshots after a failed writeback: %v, %v; want none", metas, err)
+	}
+	if store.last.Load() != 0 {
+		t.Errorf("last snapshot index %d, want 0", store.last.Load())
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/outpost-edge/outpost/controlplane/controller"
 	"log/slog"
 	"maps"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
+	"github.com/outpost-edge/outpost/controlplane/controller"
 )
 
 var cpmsRes = api.ResourceForKind("ControlPlaneMachineSet")

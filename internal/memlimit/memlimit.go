@@ -13,11 +13,12 @@ import (
 )
 
 // FlagUsage is the help of --memory-limit.
-const FlagUsage = `soft memory limit of this process: a size (600Mi, 1Gi, 500M), "auto" or "none". ` +
+const FlagUsage = `soft memory limit of this process: a size (600Mi, 1Gi, 500M; 0 or none for no limit), or auto. ` +
 	`The Go collector works harder as the heap nears it, instead of letting the heap grow to twice what is live. ` +
-	`auto: GOMEMLIMIT if set, else 90% of the memory limit of the cgroup this process runs in (a systemd unit's MemoryMax= or MemoryHigh=), else none. ` +
-	`With a limit (and no GOGC) the collector runs at GOGC=200 below it. ` +
-	`Set it well above what the process holds live (a server with 150,000 pods holds about 450 MiB): below that the collector runs without pause`
+	`auto: GOMEMLIMIT if set (off: none), else 90% of the lowest memory limit of the cgroup this process runs in and its parents ` +
+	`(a systemd unit's MemoryMax= or MemoryHigh=, a container's memory limit), else none. ` +
+	`A size given here also lets the collector wait for more garbage below it (GOGC=200, unless GOGC is set), so the heap may grow towards the limit. ` +
+	`Set it well above what the process holds live (a server with 150,000 pods holds about 320-400 MiB): below that the collector runs continuously`
 
 // Auto is the default value of the flag.
 const Auto = "auto"
@@ -27,9 +28,12 @@ const Auto = "auto"
 // bbolt files' page cache charged to the same cgroup.
 const cgroupShare = 0.9
 
-// gcPercentUnderLimit is GOGC while a limit is set (and GOGC is not):
-// the limit bounds the heap, so below it the collector may wait for more
-// garbage than GOGC=100 would, and spends less CPU on small heaps.
+// gcPercentUnderLimit is GOGC under a limit given as a size (and no
+// GOGC): the operator sized the budget, so below it the collector may
+// wait for more garbage than GOGC=100 would, and spends less CPU on small
+// heaps. A limit found in a cgroup (auto) keeps GOGC=100: a container's
+// limit is a ceiling, and a Kubernetes user does not expect setting one
+// to make the process use more.
 const gcPercentUnderLimit = 200
 
 // minLimit is the least limit accepted: below it even an idle server
@@ -87,7 +91,7 @@ func (l Limit) String() string {
 // process's cgroup.
 func (s Spec) Resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) {
 	l, err := s.resolve(getenv, fs)
-	if l.Bytes > 0 && getenv("GOGC") == "" {
+	if l.Bytes > 0 && !s.auto && getenv("GOGC") == "" {
 		l.GCPercent = gcPercentUnderLimit
 	}
 	return l, err
@@ -100,7 +104,11 @@ func (s Spec) resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) 
 		}
 		return Limit{Bytes: s.bytes, From: "--memory-limit"}, nil
 	}
-	if v := getenv("GOMEMLIMIT"); v != "" && v != "off" {
+	switch v := getenv("GOMEMLIMIT"); v {
+	case "":
+	case "off":
+		return Limit{From: "GOMEMLIMIT=off"}, nil
+	default:
 		// The runtime has read it already; report what it made of it.
 		return Limit{Bytes: current(), From: "GOMEMLIMIT=" + v}, nil
 	}

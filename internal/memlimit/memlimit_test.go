@@ -101,10 +101,21 @@ func TestResolve(t *testing.T) {
 	if err != nil || l.Bytes != 0 || l.GCPercent != 0 {
 		t.Errorf("none: %+v, %v", l, err)
 	}
-	// auto: 90% of a unit's MemoryMax.
+	// auto: 90% of a unit's MemoryMax, and GOGC left alone: a limit
+	// found is a ceiling, not a budget to grow into.
 	l, err = auto.Resolve(noEnv, fakeCgroup(t, 600<<20))
-	if err != nil || l.Bytes != int64(float64(600<<20)*0.9) || !strings.Contains(l.From, "600 MiB") {
+	if err != nil || l.Bytes != int64(float64(600<<20)*0.9) || !strings.Contains(l.From, "600 MiB") || l.GCPercent != 0 {
 		t.Errorf("auto under MemoryMax=600M: %+v, %v", l, err)
+	}
+	// GOMEMLIMIT=off says no limit, whatever the cgroup's.
+	l, err = auto.Resolve(func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "off"
+		}
+		return ""
+	}, fakeCgroup(t, 600<<20))
+	if err != nil || l.Bytes != 0 || l.GCPercent != 0 {
+		t.Errorf("auto with GOMEMLIMIT=off: %+v, %v", l, err)
 	}
 	// auto without any limit: none.
 	l, err = auto.Resolve(noEnv, fakeCgroup(t, 0))

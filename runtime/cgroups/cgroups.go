@@ -309,7 +309,9 @@ func (f FS) MemoryLimit(pid string) (limit uint64, ok bool, err error) {
 		}
 	}
 	if !found {
-		return 0, false, fmt.Errorf("%w: %s/%s/cgroup names no memory cgroup", ErrFormat, f.proc(), pid)
+		// A v1 kernel without the memory controller (cgroup_disable=memory,
+		// as Raspberry Pi kernels boot): no limit to read.
+		return 0, false, nil
 	}
 	base := f.root()
 	files := []string{"memory.max", "memory.high"}
@@ -324,6 +326,11 @@ func (f FS) MemoryLimit(pid string) (limit uint64, ok bool, err error) {
 	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
 		if part == "" {
 			continue
+		}
+		if part == ".." {
+			// A cgroup outside this namespace's root: what applies to it
+			// cannot be read from here.
+			return 0, false, nil
 		}
 		dir = filepath.Join(dir, part)
 		if _, err := os.Stat(dir); err != nil {

@@ -180,6 +180,18 @@ func TestMemoryLimit(t *testing.T) {
 			"cg/memory/system.slice/memory.limit_in_bytes":                        unlimited,
 			"cg/memory/system.slice/outpost-server.service/memory.limit_in_bytes": "629145600\n",
 		}, 629145600, true},
+		// A v1 kernel booted without the memory controller.
+		{"v1 no memory controller", map[string]string{
+			"proc/self/cgroup":   "12:cpu,cpuacct:/a\n1:name=systemd:/x\n",
+			"cg/cpu,cpuacct/a/x": "",
+		}, 0, false},
+		// Outside the cgroup namespace's root: nothing that applies can be
+		// read, and the root's limit does not apply.
+		{"v2 outside the namespace", map[string]string{
+			"proc/self/cgroup":      "0::/../../sibling\n",
+			"cg/cgroup.controllers": "memory\n",
+			"cg/memory.max":         "1000000000\n",
+		}, 0, false},
 		{"v1 none", map[string]string{
 			"proc/self/cgroup":                "4:memory:/\n",
 			"cg/memory/memory.limit_in_bytes": unlimited,
@@ -199,7 +211,6 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	t.Run("refused", func(t *testing.T) {
 		for name, files := range map[string]map[string]string{
-			"no memory line": {"proc/self/cgroup": "1:cpu:/\n", "cg/memory/memory.limit_in_bytes": "1\n"},
 			"not a number": {"proc/self/cgroup": "0::/a\n", "cg/cgroup.controllers": "memory\n",
 				"cg/a/memory.max": "lots\n"},
 		} {

@@ -221,7 +221,7 @@ func memLimitNote() string {
 	if memLimit == "" {
 		return ""
 	}
-	return fmt.Sprintf("The servers run with `--memory-limit %s`: a soft limit, under which the Go collector works harder rather than let the heap grow to twice what is live, and with a limit set, collects at GOGC=200 below it (without the flag, the default `auto` sets none here: the bench runs in no cgroup with a memory limit).\n\n", memLimit)
+	return fmt.Sprintf("The servers run with `--memory-limit %s`: a soft limit, under which the Go collector works harder rather than let the heap grow to twice what is live, and, the limit given as a size, collects at GOGC=200 below it (without the flag, the default `auto` sets none here: the bench runs in no cgroup with a memory limit).\n\n", memLimit)
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
@@ -257,7 +257,7 @@ func run(ctx context.Context, bin, levelsArg string, dur time.Duration, bulk int
 		"servers run with --no-default-scheduler (the pods have no nodes; the scheduler section below measures scheduling) and --raft-snapshot-interval 5s, so snapshots and log compaction (every 8,192 entries) happen during the levels, as they do in production",
 		"ops/s is conditional creates (create-if-absent: POST of a new name) of ~1.3 KiB pods; CPU columns are per level from /proc; 'other' is everything else on the machine")
 	if memLimit != "" {
-		r.notes = append(r.notes, "servers run with --memory-limit "+memLimit+" (a soft limit; with one set they collect at GOGC=200 below it)")
+		r.notes = append(r.notes, "servers run with --memory-limit "+memLimit+" (a soft limit; given as a size, they collect at GOGC=200 below it)")
 	}
 	if _, _, err := cl.Create(ctx, &api.Namespace{ObjectMeta: api.ObjectMeta{Name: "bench"}}); err != nil && !api.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace: %w", err)
