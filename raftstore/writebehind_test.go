@@ -37,24 +37,9 @@ func TestSnapshotWriteBehind(t *testing.T) {
 	}
 	t.Cleanup(func() { syncFileRange = real })
 
-	dir := t.TempDir()
-	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLog(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"))
-	sink, err := store.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const size = 20 << 20
-	block := bytes.Repeat([]byte("outpost!"), 8<<10) // 64 KiB
-	for written := 0; written < size; written += len(block) {
-		if _, err := sink.Write(block); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sink.Close(); err != nil {
+	files, _, err := writeSnapshot(t, size)
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -111,6 +96,23 @@ func TestSnapshotWriteBehindFailureDropsSnapshot(t *testing.T) {
 	}
 	t.Cleanup(func() { syncFileRange = real })
 
+	files, store, err := writeSnapshot(t, 16<<20)
+	if !errors.Is(err, unix.EIO) {
+		t.Fatalf("Close: %v, want the writeback's EIO", err)
+	}
+	if metas, err := files.List(); err != nil || len(metas) != 0 {
+		t.Errorf("snapshots after a failed writeback: %v, %v; want none", metas, err)
+	}
+	if store.last.Load() != 0 {
+		t.Errorf("last snapshot index %d, want 0", store.last.Load())
+	}
+}
+
+// writeSnapshot writes size bytes through a sink of raft's real file
+// store, wrapped as the node wraps it, and returns the store, the
+// wrapper and what the sink's Close said.
+func writeSnapshot(t *testing.T, size int) (*raft.FileSnapshotStore, *snapshotStore, error) {
+	t.Helper()
 	dir := t.TempDir()
 	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLog(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -121,19 +123,11 @@ func TestSnapshotWriteBehindFailureDropsSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := bytes.Repeat([]byte("outpost!"), 8<<10)
-	for written := 0; written < 16<<20; written += len(block) {
+	block := bytes.Repeat([]byte("outpost!"), 8<<10) // 64 KiB
+	for written := 0; written < size; written += len(block) {
 		if _, err := sink.Write(block); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := sink.Close(); !errors.Is(err, unix.EIO) {
-		t.Fatalf("Close: %v, want the writeback's EIO", err)
-	}
-	if metas, err := files.List(); err != nil || len(metas) != 0 {
-		t.Errorf("snapshots after a failed writeback: %v, %v; want none", metas, err)
-	}
-	if store.last.Load() != 0 {
-		t.Errorf("last snapshot index %d, want 0", store.last.Load())
-	}
+	return files, store, sink.Close()
 }
