@@ -90,19 +90,15 @@ func (l Limit) String() string {
 // Resolve decides the limit of s: getenv reads the environment and fs the
 // process's cgroup.
 func (s Spec) Resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) {
-	l, err := s.resolve(getenv, fs)
-	if l.Bytes > 0 && !s.auto && getenv("GOGC") == "" {
-		l.GCPercent = gcPercentUnderLimit
-	}
-	return l, err
-}
-
-func (s Spec) resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) {
 	if !s.auto {
 		if s.bytes == 0 {
 			return Limit{From: "--memory-limit none"}, nil
 		}
-		return Limit{Bytes: s.bytes, From: "--memory-limit"}, nil
+		l := Limit{Bytes: s.bytes, From: "--memory-limit"}
+		if getenv("GOGC") == "" {
+			l.GCPercent = gcPercentUnderLimit
+		}
+		return l, nil
 	}
 	switch v := getenv("GOMEMLIMIT"); v {
 	case "":
@@ -135,9 +131,8 @@ func Apply(l Limit) {
 		debug.SetGCPercent(l.GCPercent)
 	}
 	if l.Bytes == 0 {
-		if !strings.HasPrefix(l.From, "GOMEMLIMIT") {
-			debug.SetMemoryLimit(math.MaxInt64)
-		}
+		// Also what GOMEMLIMIT=off, or no GOMEMLIMIT, left in place.
+		debug.SetMemoryLimit(math.MaxInt64)
 		return
 	}
 	debug.SetMemoryLimit(l.Bytes)

@@ -283,9 +283,8 @@ const unlimitedV1 = 1 << 62
 // process pid ("self" for this one): on v2 memory.max and memory.high of
 // its cgroup and every ancestor (a systemd unit's MemoryMax and
 // MemoryHigh, and its slice's), on v1 memory.limit_in_bytes of its memory
-// cgroup and its ancestors. ok is false when none is set. A cgroup path
-// that is not under the mount (the process is in a cgroup namespace) is
-// read from the mount's root down as far as it exists.
+// cgroup and its ancestors. ok is false when none is set, and when the
+// kernel has no memory controller.
 func (f FS) MemoryLimit(pid string) (limit uint64, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(f.proc(), pid, "cgroup"))
 	if err != nil {
@@ -319,57 +318,57 @@ func (f FS) MemoryLimit(pid string) (limit uint64, ok bool, err error) {
 		base = filepath.Join(base, "memory")
 		files = []string{"memory.limit_in_bytes"}
 	}
-	dir := base
-	if err := f.lowerLimit(dir, files, &limit, &ok); err != nil {
-		return 0, false, err
-	}
-	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
-		if part == "" {
+	// The mount's root, then each directory of the path that the mount
+	// shows: a path not under the mount (the process is in a cgroup
+	// namespace) is read as far as it exists.
+	dirs := []string{base}
+walk:
+	for _, part := range strings.Split(path, "/") {
+		switch part {
+		case "":
 			continue
-		}
-		if part == ".." {
+		case "..":
 			// A cgroup outside this namespace's root: what applies to it
 			// cannot be read from here.
 			return 0, false, nil
 		}
-		dir = filepath.Join(dir, part)
-		if _, err := os.Stat(dir); err != nil {
-			// Outside the mount's view: what was read so far is all there
-			// is to read.
-			break
+		next := filepath.Join(dirs[len(dirs)-1], part)
+		if _, err := os.Stat(next); err != nil {
+			break walk
 		}
-		if err := f.lowerLimit(dir, files, &limit, &ok); err != nil {
-			return 0, false, err
+		dirs = append(dirs, next)
+	}
+	for _, dir := range dirs {
+		for _, name := range files {
+			n, set, err := readLimit(filepath.Join(dir, name))
+			if err != nil {
+				return 0, false, err
+			}
+			if set && (!ok || n < limit) {
+				limit, ok = n, true
+			}
 		}
 	}
 	return limit, ok, nil
 }
 
-// lowerLimit lowers *limit to the limits files set in dir; a file that
-// is absent (the root has none) or says "max" sets none.
-func (f FS) lowerLimit(dir string, files []string, limit *uint64, ok *bool) error {
-	for _, name := range files {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("memory limit: %w", err)
-		}
-		s := string(bytes.TrimSpace(b))
-		if s == "max" {
-			continue
-		}
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrFormat, filepath.Join(dir, name), err)
-		}
-		if n >= unlimitedV1 {
-			continue
-		}
-		if !*ok || n < *limit {
-			*limit, *ok = n, true
-		}
+// readLimit reads a memory limit file; one that is absent (the root has
+// none), says "max" or holds v1's "no limit" sets none.
+func readLimit(file string) (uint64, bool, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
 	}
-	return nil
+	if err != nil {
+		return 0, false, fmt.Errorf("memory limit: %w", err)
+	}
+	s := string(bytes.TrimSpace(b))
+	if s == "max" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: %s: %w", ErrFormat, file, err)
+	}
+	return n, n < unlimitedV1, nil
 }

@@ -115,9 +115,9 @@ func TestHost(t *testing.T) {
 	}
 }
 
-// tree writes files (path relative to the root → content) under a new
-// directory and returns it.
-func tree(t *testing.T, files map[string]string) string {
+// treeFS writes files (a path under cg/ or proc/ → content) under a new
+// directory and returns the FS they make.
+func treeFS(t *testing.T, files map[string]string) FS {
 	t.Helper()
 	root := t.TempDir()
 	for name, content := range files {
@@ -129,7 +129,7 @@ func tree(t *testing.T, files map[string]string) string {
 			t.Fatal(err)
 		}
 	}
-	return root
+	return FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
 }
 
 // TestMemoryLimit reads the limits that a systemd unit's MemoryMax and
@@ -198,9 +198,7 @@ func TestMemoryLimit(t *testing.T) {
 		}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := tree(t, tc.files)
-			fs := FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
-			got, ok, err := fs.MemoryLimit("self")
+			got, ok, err := treeFS(t, tc.files).MemoryLimit("self")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,9 +212,7 @@ func TestMemoryLimit(t *testing.T) {
 			"not a number": {"proc/self/cgroup": "0::/a\n", "cg/cgroup.controllers": "memory\n",
 				"cg/a/memory.max": "lots\n"},
 		} {
-			root := tree(t, files)
-			fs := FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
-			if _, _, err := fs.MemoryLimit("self"); err == nil {
+			if _, _, err := treeFS(t, files).MemoryLimit("self"); err == nil {
 				t.Errorf("%s: no error", name)
 			}
 		}
