@@ -221,8 +221,8 @@ func (s *snapshotAdapter) Release() { s.snap.Release() }
 type snapshotStore struct {
 	raft.SnapshotStore
 	last atomic.Uint64
-	// dir is where the file store keeps snapshots ("" for none), for the
-	// sinks' write-behind.
+	// dir is where the file store keeps snapshots, for the sinks'
+	// write-behind.
 	dir string
 }
 
@@ -241,12 +241,9 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 	if err != nil {
 		return nil, err
 	}
-	ss := &snapshotSink{SnapshotSink: sink, store: s, index: index}
-	if s.dir != "" {
-		// raft's file store writes SNAPDIR/ID.tmp/state.bin until Close.
-		ss.wb = newWriteBehind(filepath.Join(s.dir, sink.ID()+".tmp", "state.bin"))
-	}
-	return ss, nil
+	// raft's file store writes SNAPDIR/ID.tmp/state.bin until Close.
+	wb := &writeBehind{path: filepath.Join(s.dir, sink.ID()+".tmp", "state.bin")}
+	return &snapshotSink{SnapshotSink: sink, store: s, index: index, wb: wb}, nil
 }
 
 type snapshotSink struct {

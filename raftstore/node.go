@@ -34,10 +34,7 @@ type Node struct {
 	log       *slog.Logger
 	advertise string
 
-	raft *raft.Raft
-	// reloadMu holds every ReloadConfig (read the config, change a field,
-	// write it back), so two changers never write each other's old values.
-	reloadMu sync.Mutex
+	raft     *raft.Raft
 	fsm      *fsmAdapter
 	store    *boltStore // the stable store (term, vote)
 	logs     *walStore  // the log

@@ -41,9 +41,11 @@ func (n *Node) tuneSnapshots(fsm Sizer, floor uint64, every time.Duration) {
 	}
 }
 
+// setSnapshotThreshold reads raft's reloadable config, changes the
+// threshold and writes it back: tuneSnapshots is the only goroutine that
+// reloads the config, so nothing can write in between (another changer
+// would need a lock shared with this one).
 func (n *Node) setSnapshotThreshold(want uint64) {
-	n.reloadMu.Lock()
-	defer n.reloadMu.Unlock()
 	rc := n.raft.ReloadableConfig()
 	if rc.SnapshotThreshold == want {
 		return

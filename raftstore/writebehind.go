@@ -39,12 +39,10 @@ type writeBehind struct {
 // syncFileRange is unix.SyncFileRange; tests record the calls.
 var syncFileRange = unix.SyncFileRange
 
-func newWriteBehind(path string) *writeBehind { return &writeBehind{path: path} }
-
 // wrote counts n more bytes written; the sink's own buffer may hold some
 // of them still, which sync_file_range then passes over.
 func (w *writeBehind) wrote(n int) {
-	if w == nil || w.off {
+	if w.off {
 		return
 	}
 	w.written += int64(n)
@@ -59,7 +57,8 @@ func (w *writeBehind) wrote(n int) {
 		}
 		fd := int(w.f.Fd())
 		// Wait for the chunk before the last one started, then start the
-		// next: errors only mean the final fsync does more.
+		// next. A failed start only leaves more to the final fsync; a
+		// failed wait is kept for close.
 		if w.started >= writeBehindChunk {
 			err := syncFileRange(fd, w.started-writeBehindChunk, writeBehindChunk,
 				unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
@@ -74,9 +73,6 @@ func (w *writeBehind) wrote(n int) {
 
 // close lets the file go and returns the first failed wait, if any.
 func (w *writeBehind) close() error {
-	if w == nil {
-		return nil
-	}
 	if w.f != nil {
 		w.f.Close()
 		w.f = nil
