@@ -601,19 +601,8 @@ func scaleMeasure(ctx context.Context, bc *benchCluster, r *scaleResult, nodes [
 	var lost atomic.Int64
 	for range scaleWatchWriters {
 		wg.Go(func() {
-			var o opLat
-			for time.Now().Before(deadline) {
-				w := ws[rand.IntN(len(ws))]
-				d, err := w.change(ctx, bc.cl)
-				switch {
-				case errors.Is(err, errWatchLost):
-					lost.Add(1)
-				case err != nil:
-					o.fail(err)
-				default:
-					o.add(w.onLeader, d)
-				}
-			}
+			o, n := watchWriter(ctx, ws, bc.cl, deadline)
+			lost.Add(int64(n))
 			mu.Lock()
 			r.watch.merge(&o)
 			mu.Unlock()
@@ -635,7 +624,32 @@ func b2i(b bool) int {
 	return 0
 }
 
-var errWatchLost = errors.New("the event did not arrive")
+// watchWriter changes a pod of a random watcher of ws through cl and
+// times its event's arrival, until deadline: the latencies, and how many
+// events were lost. A watcher another writer is waiting on is skipped;
+// nothing was written, so there is nothing to time.
+func watchWriter(ctx context.Context, ws []*nodeWatcher, cl *client.Client, deadline time.Time) (o opLat, lost int) {
+	for time.Now().Before(deadline) {
+		w := ws[rand.IntN(len(ws))]
+		d, err := w.change(ctx, cl)
+		switch {
+		case errors.Is(err, errWatchBusy):
+		case errors.Is(err, errWatchLost):
+			lost++
+		case err != nil:
+			o.fail(err)
+		default:
+			o.add(w.onLeader, d)
+		}
+	}
+	return o, lost
+}
+
+var (
+	errWatchLost = errors.New("the event did not arrive")
+	// errWatchBusy: another writer's change is under way at the watcher.
+	errWatchBusy = errors.New("the watcher waits for another change")
+)
 
 // nodeWatcher watches one node's pods as its agent does (list, then
 // watch, with fieldSelector spec.nodeName and the node's credential).
@@ -738,7 +752,10 @@ func (w *nodeWatcher) change(ctx context.Context, cl *client.Client) (time.Durat
 	w.mu.Lock()
 	if w.waitSeq != "" { // another writer's change is under way here
 		w.mu.Unlock()
-		return 0, sleepCtx(ctx, time.Millisecond)
+		if err := sleepCtx(ctx, time.Millisecond); err != nil {
+			return 0, err
+		}
+		return 0, errWatchBusy
 	}
 	var pod *api.Pod
 	for _, p := range w.pods {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 // The scale section judges each row against issue 16 item 3's targets:
@@ -61,5 +64,15 @@ func TestParseHeapAlloc(t *testing.T) {
 	}
 	if _, err := parseHeapAlloc([]byte("nothing")); err == "" {
 		t.Fatal("a profile without HeapAlloc was read")
+	}
+}
+
+// A writer that finds its watcher waiting for another writer's change
+// writes nothing, and so times nothing: no sample of 0 ms is counted.
+func TestWatchWriterSkipsBusyWatcher(t *testing.T) {
+	busy := &nodeWatcher{node: "scale-0001", onLeader: true, pods: map[string]*api.Pod{}, waitSeq: "7"}
+	o, lost := watchWriter(context.Background(), []*nodeWatcher{busy}, nil, time.Now().Add(20*time.Millisecond))
+	if n := len(o.leader) + len(o.follower); n != 0 || o.errs != 0 || lost != 0 {
+		t.Fatalf("busy watcher: %d latencies (%v), %d errors (%s), %d lost; want none", n, o.leader, o.errs, o.firstErr, lost)
 	}
 }
