@@ -85,6 +85,14 @@ func main() {
 	etcdBench = *etcdBin
 	r := &report{started: time.Now(), machine: machineInfo()}
 	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO && !*scaleO
+	// The scale section runs last: its flags are checked before the
+	// sections before it take their hours.
+	scaleRun := (*scaleB && others && !*only && !*agentO) || *scaleO
+	scaleCfg := scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}
+	if err := scaleCfg.check(); scaleRun && err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -147,10 +155,10 @@ func main() {
 		r.podnet = podnetMarkdown(runPodnetBench(ctx, *bin, *pnN, *pnT),
 			fmt.Sprintf("go run ./testing/bench -bin %s -podnet-only -podnet-nodes %d -podnet-trials %d", *bin, *pnN, *pnT), r.machine, time.Now())
 	}
-	if (*scaleB && others && !*only && !*agentO) || *scaleO {
+	if scaleRun {
 		cmd := fmt.Sprintf("go run ./testing/bench -bin %s -scale-only -scale-nodes %d -scale-pods %d -scale-duration %s -scale-load %s -scale-watchers %d -scale-readers %d",
 			*bin, *scaleN, *scaleP, *scaleD, *scaleL, *scaleW, *scaleR)
-		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}, cmd))
+		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleCfg, cmd))
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)

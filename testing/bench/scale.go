@@ -72,6 +72,30 @@ type scaleConfig struct {
 	readers     int // client goroutines for gets, and as many for lists
 }
 
+// check refuses a configuration the section cannot run, naming each
+// flag that is wrong and why.
+func (c scaleConfig) check() error {
+	var errs []string
+	if c.load != scaleLoadDirect && c.load != scaleLoadScheduler {
+		errs = append(errs, fmt.Sprintf("-scale-load %q: want %s or %s", c.load, scaleLoadDirect, scaleLoadScheduler))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"-scale-nodes", c.nodes}, {"-scale-pods", c.pods}, {"-scale-watchers", c.watchers}, {"-scale-readers", c.readers}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Sprintf("%s %d: want at least 1", f.name, f.v))
+		}
+	}
+	if c.duration <= 0 {
+		errs = append(errs, fmt.Sprintf("-scale-duration %s: want more than 0 (the reads and watches run this long)", c.duration))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", errScaleBench, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // opLat is one operation's latencies, by where the request went.
 type opLat struct {
 	leader, follower []time.Duration
@@ -176,11 +200,8 @@ func runScaleBench(ctx context.Context, bin string, cfg scaleConfig, cmd string)
 
 func scaleOne(ctx context.Context, bin string, r *scaleResult) error {
 	cfg := r.cfg
-	if cfg.load != scaleLoadDirect && cfg.load != scaleLoadScheduler {
-		return fmt.Errorf("%w: -scale-load %q: want %s or %s", errScaleBench, cfg.load, scaleLoadDirect, scaleLoadScheduler)
-	}
-	if cfg.nodes < 1 || cfg.pods < 1 || cfg.watchers < 1 || cfg.readers < 1 {
-		return fmt.Errorf("%w: nodes, pods, watchers and readers must be at least 1", errScaleBench)
+	if err := cfg.check(); err != nil {
+		return err
 	}
 	// The default scheduler runs in both ways of loading, as in
 	// production; with the direct load it has nothing to do.
