@@ -299,14 +299,7 @@ func startSimProcess(dir, bin string, via *proc.Server, name string, count int, 
 // stop interrupts the simulation (SIGKILL after 30 s) and waits for it.
 func (s *simProcess) stop() {
 	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
+	proc.WaitOrKill(s.cmd, 30*time.Second)
 }
 
 // scaleNodeNames lists the simulated nodes, sorted.

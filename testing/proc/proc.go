@@ -190,20 +190,29 @@ func (c *Cluster) terminate(servers []*Server) {
 	}
 	for _, s := range servers {
 		if s.cmd != nil {
-			done := make(chan struct{})
-			go func() { _ = s.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = s.cmd.Process.Kill()
-				<-done
-			}
+			WaitOrKill(s.cmd, 10*time.Second)
 			s.cmd = nil
 		}
 		if s.log != nil {
 			s.log.Close()
 			s.log = nil
 		}
+	}
+}
+
+// WaitOrKill waits for cmd, a started process that was asked to stop,
+// and kills it if it has not ended after grace; it reports whether it
+// had to.
+func WaitOrKill(cmd *exec.Cmd, grace time.Duration) (killed bool) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return false
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+		return true
 	}
 }
 
