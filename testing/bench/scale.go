@@ -128,6 +128,9 @@ func (o *opLat) merge(p *opLat) {
 	o.errs += p.errs
 }
 
+// count is how many latencies were measured.
+func (o *opLat) count() int { return len(o.leader) + len(o.follower) }
+
 // sorted sorts both lists and returns all latencies, sorted.
 func (o *opLat) sorted() []time.Duration {
 	slices.Sort(o.leader)
@@ -624,10 +627,10 @@ func scaleMeasure(ctx context.Context, bc *benchCluster, r *scaleResult, nodes [
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
-	r.readQPS = [2]float64{float64(len(r.get.leader)+len(r.get.follower)) / secs, float64(len(r.list.leader)+len(r.list.follower)) / secs}
+	r.readQPS = [2]float64{float64(r.get.count()) / secs, float64(r.list.count()) / secs}
 	r.watchLost, r.listWrong = int(lost.Load()), int(listWrong.Load())
-	log.Printf("scale bench: %d gets (%.0f/s), %d lists by node (%.0f/s), %d watch deliveries, %d lost", len(r.get.sorted()), r.readQPS[0],
-		len(r.list.sorted()), r.readQPS[1], len(r.watch.sorted()), r.watchLost)
+	log.Printf("scale bench: %d gets (%.0f/s), %d lists by node (%.0f/s), %d watch deliveries, %d lost", r.get.count(), r.readQPS[0],
+		r.list.count(), r.readQPS[1], r.watch.count(), r.watchLost)
 	return nil
 }
 
@@ -951,7 +954,7 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	for r.joinCaughtUp == 0 || r.joinVoter == 0 || r.joinReady == 0 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: after %s the new member was caught up: %v, voter: %v, ready: %v (its log: %s)", errScaleBench, scaleInstallTimeout,
-				r.joinCaughtUp > 0, r.joinVoter > 0, r.joinReady > 0, lastLine(readTail(filepath.Join(s.Dir, "server.log"))))
+				r.joinCaughtUp > 0, r.joinVoter > 0, r.joinReady > 0, tail(filepath.Join(s.Dir, "server.log"), 1))
 		}
 		if s.PID() == 0 {
 			return fmt.Errorf("%w: the new member exited", errScaleBench)
@@ -1005,15 +1008,6 @@ func freePorts() (string, string, error) {
 	}
 	b, err := proc.FreePort()
 	return a, b, err
-}
-
-// readTail is the last 4 KiB of a file, for an error message.
-func readTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b[max(0, len(b)-4096):])
 }
 
 // --- report ---

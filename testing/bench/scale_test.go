@@ -73,7 +73,7 @@ func TestParseHeapAlloc(t *testing.T) {
 func TestWatchWriterSkipsBusyWatcher(t *testing.T) {
 	busy := &nodeWatcher{node: "scale-0001", onLeader: true, pods: map[string]*api.Pod{}, waitSeq: "7"}
 	o, lost := watchWriter(context.Background(), []*nodeWatcher{busy}, nil, time.Now().Add(20*time.Millisecond))
-	if n := len(o.leader) + len(o.follower); n != 0 || o.errs != 0 || lost != 0 {
+	if n := o.count(); n != 0 || o.errs != 0 || lost != 0 {
 		t.Fatalf("busy watcher: %d latencies (%v), %d errors (%s), %d lost; want none", n, o.leader, o.errs, o.firstErr, lost)
 	}
 }
