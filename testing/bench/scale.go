@@ -541,7 +541,7 @@ func scaleClients(bc *benchCluster) ([]*client.Client, []bool, error) {
 	var cls []*client.Client
 	var leads []bool
 	for _, s := range bc.c.Servers {
-		cl, err := adminClient(s)
+		cl, err := s.Client()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -837,7 +837,7 @@ var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)`)
 // liveHeap is the server's heap after a forced collection: the HeapAlloc
 // that /debug/pprof/heap?gc=1&debug=1 reports.
 func liveHeap(ctx context.Context, s *proc.Server) (int64, string) {
-	cl, err := adminClient(s)
+	cl, err := s.Client()
 	if err != nil {
 		return 0, err.Error()
 	}
