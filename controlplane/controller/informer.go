@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,9 +78,7 @@ func (i *Informer) List() []api.Object {
 	defer i.mu.RUnlock()
 	out := make([]api.Object, 0, i.n)
 	for _, ns := range i.items {
-		for _, obj := range ns {
-			out = append(out, obj)
-		}
+		out = slices.AppendSeq(out, maps.Values(ns))
 	}
 	return out
 }
@@ -88,11 +88,7 @@ func (i *Informer) InNamespace(namespace string) []api.Object {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	ns := i.items[namespace]
-	out := make([]api.Object, 0, len(ns))
-	for _, obj := range ns {
-		out = append(out, obj)
-	}
-	return out
+	return slices.AppendSeq(make([]api.Object, 0, len(ns)), maps.Values(ns))
 }
 
 // put caches obj and returns the object it replaces, or nil.
