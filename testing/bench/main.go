@@ -89,8 +89,22 @@ func main() {
 	// sections before it take their hours.
 	scaleRun := (*scaleB && others && !*only && !*agentO) || *scaleO
 	scaleCfg := scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}
+	var bad []string
 	if err := scaleCfg.check(); scaleRun && err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		bad = append(bad, err.Error())
+	}
+	if *agentI < 0 {
+		bad = append(bad, fmt.Sprintf("-agent-idle %s: want 0 or more", *agentI))
+	}
+	if heapDir != "" {
+		// Made now: the profiles are saved hours in, one failure a server
+		// and reading each.
+		if err := os.MkdirAll(heapDir, 0o755); err != nil {
+			bad = append(bad, fmt.Sprintf("-scale-heap-dir: %v", err))
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Fprintln(os.Stderr, strings.Join(bad, "\n"))
 		os.Exit(2)
 	}
 	if !*only && !*agentO && others {
