@@ -928,11 +928,10 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	if snap, err := latestSnapshot(bc.leader.Dir); err == nil && snap.Index < loadEnd {
 		r.notes = append(r.notes, fmt.Sprintf("the leader's newest snapshot is at index %d, %d entries before the end of the load (a snapshot is taken once the log since the last one holds 8,192 entries or a quarter as many entries as there are stored objects, whichever is more, looked at every --raft-snapshot-interval): the new member installs it and then replays the log after it", snap.Index, loadEnd-snap.Index))
 	}
-	apiAddr, raftAddr, err := freePorts()
+	s, err := proc.NewServer(fmt.Sprintf("s%d", len(bc.c.Servers)+1), filepath.Join(bc.root, "new-member"))
 	if err != nil {
 		return err
 	}
-	s := &proc.Server{ID: fmt.Sprintf("s%d", len(bc.c.Servers)+1), Dir: filepath.Join(bc.root, "new-member"), APIAddr: apiAddr, RaftAddr: raftAddr}
 	if r.joinIndex, err = leaderIndex(ctx, bc.cl, bc.leader.ID); err != nil {
 		return err
 	}
@@ -999,15 +998,6 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	log.Printf("scale bench, new member: caught up %s, voter %s, ready %s; snapshot %.1f MiB at index %d (leader at %d)",
 		r.joinCaughtUp, r.joinVoter, r.joinReady, mib(r.snapBytes), r.snapIndex, r.joinIndex)
 	return nil
-}
-
-func freePorts() (string, string, error) {
-	a, err := proc.FreePort()
-	if err != nil {
-		return "", "", err
-	}
-	b, err := proc.FreePort()
-	return a, b, err
 }
 
 // --- report ---

@@ -47,6 +47,20 @@ func FreePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// NewServer is a server, not started, with data dir dir and free
+// loopback ports for its API and raft.
+func NewServer(id, dir string) (*Server, error) {
+	api, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	raft, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{ID: id, Dir: dir, APIAddr: api, RaftAddr: raft}, nil
+}
+
 // StartCluster starts n servers that form one cluster with
 // --bootstrap-expect n, and waits until every one is ready.
 func StartCluster(ctx context.Context, bin, root string, n int, args ...string) (*Cluster, error) {
@@ -54,18 +68,11 @@ func StartCluster(ctx context.Context, bin, root string, n int, args ...string) 
 	_, _ = rand.Read(b)
 	c := &Cluster{Bin: bin, Secret: hex.EncodeToString(b), Args: args}
 	for i := range n {
-		api, err := FreePort()
+		s, err := NewServer(fmt.Sprintf("s%d", i+1), filepath.Join(root, fmt.Sprintf("s%d", i+1)))
 		if err != nil {
 			return nil, err
 		}
-		raft, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		c.Servers = append(c.Servers, &Server{
-			ID: fmt.Sprintf("s%d", i+1), Dir: filepath.Join(root, fmt.Sprintf("s%d", i+1)),
-			APIAddr: api, RaftAddr: raft,
-		})
+		c.Servers = append(c.Servers, s)
 	}
 	if err := c.StartAll(ctx); err != nil {
 		c.Stop()
