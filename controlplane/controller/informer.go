@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +35,6 @@ type Informer struct {
 	// its own per object (at 150,000 pods a "namespace/name" string each
 	// was 4 MiB per informer on the leader; issue 16 item 3).
 	items  map[string]map[string]api.Object
-	n      int // objects in items
 	synced chan struct{}
 	// rv is the resourceVersion whose changes are all in items and were
 	// all handled; set after the handler returns, never before.
@@ -74,11 +75,13 @@ func (i *Informer) Get(namespace, name string) (api.Object, bool) {
 func (i *Informer) List() []api.Object {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	out := make([]api.Object, 0, i.n)
+	n := 0
 	for _, ns := range i.items {
-		for _, obj := range ns {
-			out = append(out, obj)
-		}
+		n += len(ns)
+	}
+	out := make([]api.Object, 0, n)
+	for _, ns := range i.items {
+		out = slices.AppendSeq(out, maps.Values(ns))
 	}
 	return out
 }
@@ -88,20 +91,7 @@ func (i *Informer) InNamespace(namespace string) []api.Object {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	ns := i.items[namespace]
-	out := make([]api.Object, 0, len(ns))
-	for _, obj := range ns {
-		out = append(out, obj)
-	}
-	return out
-}
-
-// put caches obj and returns the object it replaces, or nil.
-func (i *Informer) put(obj api.Object) api.Object {
-	prev := putIn(i.items, obj)
-	if prev == nil {
-		i.n++
-	}
-	return prev
+	return slices.AppendSeq(make([]api.Object, 0, len(ns)), maps.Values(ns))
 }
 
 // putIn puts obj in items and returns the object it replaces, or nil.
@@ -126,7 +116,6 @@ func (i *Informer) remove(namespace, name string) api.Object {
 		return nil
 	}
 	delete(ns, name)
-	i.n--
 	if len(ns) == 0 {
 		delete(i.items, namespace)
 	}
@@ -189,15 +178,13 @@ func (i *Informer) relist(on func(Event)) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	fresh, n := map[string]map[string]api.Object{}, 0
+	fresh := map[string]map[string]api.Object{}
 	for _, obj := range objs {
-		if putIn(fresh, obj) == nil {
-			n++
-		}
+		putIn(fresh, obj)
 	}
 	i.mu.Lock()
 	old := i.items
-	i.items, i.n = fresh, n
+	i.items = fresh
 	i.mu.Unlock()
 	for nsName, ns := range fresh {
 		oldNS := old[nsName]
@@ -250,7 +237,7 @@ func (i *Informer) watch(ctx context.Context, rv uint64, on func(Event)) bool {
 			m := ev.Object.GetObjectMeta()
 			prev = i.remove(m.Namespace, m.Name)
 		} else {
-			prev = i.put(ev.Object)
+			prev = putIn(i.items, ev.Object)
 		}
 		i.mu.Unlock()
 		typ := ev.Type

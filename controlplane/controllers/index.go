@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -118,11 +120,7 @@ func (x *index) ownedBy(uid string) []api.Object {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	deps := x.byOwner[uid]
-	out := make([]api.Object, 0, len(deps))
-	for _, obj := range deps {
-		out = append(out, obj)
-	}
-	return out
+	return slices.AppendSeq(make([]api.Object, 0, len(deps)), maps.Values(deps))
 }
 
 // selectors caches parsed selectors by owner UID: a workload's selector

@@ -664,7 +664,8 @@ func (c *Cluster) removePod(pi *PodInfo) {
 	n := pi.node
 	c.updateGroups(pi, -1)
 	c.removeTerms(pi)
-	delete(c.namespaces[pi.pod.Namespace].byName, pi.pod.Name)
+	ns := c.namespaces[pi.pod.Namespace]
+	delete(ns.byName, pi.pod.Name)
 	c.numPods--
 	req := pi.requests()
 	n.requested.add(&req, -1)
@@ -693,7 +694,6 @@ func (c *Cluster) removePod(pi *PodInfo) {
 		}
 	}
 	n.pods.removeAt(pi)
-	ns := c.namespaces[pi.pod.Namespace]
 	ns.all.removeAt(pi)
 	// Remove from the lists last to first: removing moves other pods'
 	// slots, never this pod's.

@@ -10,6 +10,11 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
+// podKey names a pod within the cluster, for messages.
+type podKey struct{ namespace, name string }
+
+func (p *PodInfo) key() podKey { return podKey{p.pod.Namespace, p.pod.Name} }
+
 // placedPods returns every pod the cluster holds, by its by-name maps.
 func placedPods(c *Cluster) []*PodInfo {
 	var out []*PodInfo

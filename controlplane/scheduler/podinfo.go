@@ -9,9 +9,6 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
-// podKey names a pod within the cluster.
-type podKey struct{ namespace, name string }
-
 // PodInfo is a pod with what the scheduler derives from it once: its
 // requests, host ports, devices, and its affinity terms with their
 // selectors parsed. The cluster keeps one per placed pod; a cycle makes
@@ -67,9 +64,6 @@ var noExtra podExtra
 func (p *PodInfo) requests() Resources {
 	return Resources{MilliCPU: p.milliCPU, Memory: p.memory, EphemeralStorage: p.ephemeral, Scalar: p.scalar}
 }
-
-// key names the pod within the cluster (for tests' messages).
-func (p *PodInfo) key() podKey { return podKey{p.pod.Namespace, p.pod.Name} }
 
 // Pod returns the pod.
 func (p *PodInfo) Pod() *api.Pod { return p.pod }

@@ -380,16 +380,10 @@ func (e *agentEnv) stopAgent() string {
 		return ""
 	}
 	_ = e.agent.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = e.agent.Wait(); close(done) }()
-	select {
-	case <-done:
-		return ""
-	case <-time.After(20 * time.Second):
-		_ = e.agent.Process.Kill()
-		<-done
+	if proc.WaitOrKill(e.agent, 20*time.Second) {
 		return "the agent did not stop within 20 s of SIGTERM; killed"
 	}
+	return ""
 }
 
 // restartAgent stops the agent (no pods run) and starts it again on the

@@ -85,6 +85,28 @@ func main() {
 	etcdBench = *etcdBin
 	r := &report{started: time.Now(), machine: machineInfo()}
 	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO && !*scaleO
+	// The scale section runs last: its flags are checked before the
+	// sections before it take their hours.
+	scaleRun := (*scaleB && others && !*only && !*agentO) || *scaleO
+	scaleCfg := scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}
+	var bad []string
+	if err := scaleCfg.check(); scaleRun && err != nil {
+		bad = append(bad, err.Error())
+	}
+	if *agentI < 0 {
+		bad = append(bad, fmt.Sprintf("-agent-idle %s: want 0 or more", *agentI))
+	}
+	if heapDir != "" {
+		// Made now: the profiles are saved hours in, one failure a server
+		// and reading each.
+		if err := os.MkdirAll(heapDir, 0o755); err != nil {
+			bad = append(bad, fmt.Sprintf("-scale-heap-dir: %v", err))
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Fprintln(os.Stderr, strings.Join(bad, "\n"))
+		os.Exit(2)
+	}
 	if !*only && !*agentO && others {
 		var err error
 		if r, err = run(ctx, *bin, *levels, *duration, *bulk); err != nil {
@@ -147,10 +169,10 @@ func main() {
 		r.podnet = podnetMarkdown(runPodnetBench(ctx, *bin, *pnN, *pnT),
 			fmt.Sprintf("go run ./testing/bench -bin %s -podnet-only -podnet-nodes %d -podnet-trials %d", *bin, *pnN, *pnT), r.machine, time.Now())
 	}
-	if (*scaleB && others && !*only && !*agentO) || *scaleO {
+	if scaleRun {
 		cmd := fmt.Sprintf("go run ./testing/bench -bin %s -scale-only -scale-nodes %d -scale-pods %d -scale-duration %s -scale-load %s -scale-watchers %d -scale-readers %d",
 			*bin, *scaleN, *scaleP, *scaleD, *scaleL, *scaleW, *scaleR)
-		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleConfig{nodes: *scaleN, pods: *scaleP, duration: *scaleD, load: *scaleL, watchers: *scaleW, readers: *scaleR}, cmd))
+		r.scale = scaleMarkdown(runScaleBench(ctx, *bin, scaleCfg, cmd))
 	}
 	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
 		log.Fatal(err)

@@ -72,6 +72,30 @@ type scaleConfig struct {
 	readers     int // client goroutines for gets, and as many for lists
 }
 
+// check refuses a configuration the section cannot run, naming each
+// flag that is wrong and why.
+func (c scaleConfig) check() error {
+	var errs []string
+	if c.load != scaleLoadDirect && c.load != scaleLoadScheduler {
+		errs = append(errs, fmt.Sprintf("-scale-load %q: want %s or %s", c.load, scaleLoadDirect, scaleLoadScheduler))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"-scale-nodes", c.nodes}, {"-scale-pods", c.pods}, {"-scale-watchers", c.watchers}, {"-scale-readers", c.readers}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Sprintf("%s %d: want at least 1", f.name, f.v))
+		}
+	}
+	if c.duration <= 0 {
+		errs = append(errs, fmt.Sprintf("-scale-duration %s: want more than 0 (the reads and watches run this long)", c.duration))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", errScaleBench, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // opLat is one operation's latencies, by where the request went.
 type opLat struct {
 	leader, follower []time.Duration
@@ -103,6 +127,9 @@ func (o *opLat) merge(p *opLat) {
 	}
 	o.errs += p.errs
 }
+
+// count is how many latencies were measured.
+func (o *opLat) count() int { return len(o.leader) + len(o.follower) }
 
 // sorted sorts both lists and returns all latencies, sorted.
 func (o *opLat) sorted() []time.Duration {
@@ -176,11 +203,8 @@ func runScaleBench(ctx context.Context, bin string, cfg scaleConfig, cmd string)
 
 func scaleOne(ctx context.Context, bin string, r *scaleResult) error {
 	cfg := r.cfg
-	if cfg.load != scaleLoadDirect && cfg.load != scaleLoadScheduler {
-		return fmt.Errorf("%w: -scale-load %q: want %s or %s", errScaleBench, cfg.load, scaleLoadDirect, scaleLoadScheduler)
-	}
-	if cfg.nodes < 1 || cfg.pods < 1 || cfg.watchers < 1 || cfg.readers < 1 {
-		return fmt.Errorf("%w: nodes, pods, watchers and readers must be at least 1", errScaleBench)
+	if err := cfg.check(); err != nil {
+		return err
 	}
 	// The default scheduler runs in both ways of loading, as in
 	// production; with the direct load it has nothing to do.
@@ -278,14 +302,7 @@ func startSimProcess(dir, bin string, via *proc.Server, name string, count int, 
 // stop interrupts the simulation (SIGKILL after 30 s) and waits for it.
 func (s *simProcess) stop() {
 	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
+	proc.WaitOrKill(s.cmd, 30*time.Second)
 }
 
 // scaleNodeNames lists the simulated nodes, sorted.
@@ -524,7 +541,7 @@ func scaleClients(bc *benchCluster) ([]*client.Client, []bool, error) {
 	var cls []*client.Client
 	var leads []bool
 	for _, s := range bc.c.Servers {
-		cl, err := adminClient(s)
+		cl, err := s.Client()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -601,19 +618,8 @@ func scaleMeasure(ctx context.Context, bc *benchCluster, r *scaleResult, nodes [
 	var lost atomic.Int64
 	for range scaleWatchWriters {
 		wg.Go(func() {
-			var o opLat
-			for time.Now().Before(deadline) {
-				w := ws[rand.IntN(len(ws))]
-				d, err := w.change(ctx, bc.cl)
-				switch {
-				case errors.Is(err, errWatchLost):
-					lost.Add(1)
-				case err != nil:
-					o.fail(err)
-				default:
-					o.add(w.onLeader, d)
-				}
-			}
+			o, n := watchWriter(ctx, ws, bc.cl, deadline)
+			lost.Add(int64(n))
 			mu.Lock()
 			r.watch.merge(&o)
 			mu.Unlock()
@@ -621,10 +627,10 @@ func scaleMeasure(ctx context.Context, bc *benchCluster, r *scaleResult, nodes [
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
-	r.readQPS = [2]float64{float64(len(r.get.leader)+len(r.get.follower)) / secs, float64(len(r.list.leader)+len(r.list.follower)) / secs}
+	r.readQPS = [2]float64{float64(r.get.count()) / secs, float64(r.list.count()) / secs}
 	r.watchLost, r.listWrong = int(lost.Load()), int(listWrong.Load())
-	log.Printf("scale bench: %d gets (%.0f/s), %d lists by node (%.0f/s), %d watch deliveries, %d lost", len(r.get.sorted()), r.readQPS[0],
-		len(r.list.sorted()), r.readQPS[1], len(r.watch.sorted()), r.watchLost)
+	log.Printf("scale bench: %d gets (%.0f/s), %d lists by node (%.0f/s), %d watch deliveries, %d lost", r.get.count(), r.readQPS[0],
+		r.list.count(), r.readQPS[1], r.watch.count(), r.watchLost)
 	return nil
 }
 
@@ -635,7 +641,32 @@ func b2i(b bool) int {
 	return 0
 }
 
-var errWatchLost = errors.New("the event did not arrive")
+// watchWriter changes a pod of a random watcher of ws through cl and
+// times its event's arrival, until deadline: the latencies, and how many
+// events were lost. A watcher another writer is waiting on is skipped;
+// nothing was written, so there is nothing to time.
+func watchWriter(ctx context.Context, ws []*nodeWatcher, cl *client.Client, deadline time.Time) (o opLat, lost int) {
+	for time.Now().Before(deadline) {
+		w := ws[rand.IntN(len(ws))]
+		d, err := w.change(ctx, cl)
+		switch {
+		case errors.Is(err, errWatchBusy):
+		case errors.Is(err, errWatchLost):
+			lost++
+		case err != nil:
+			o.fail(err)
+		default:
+			o.add(w.onLeader, d)
+		}
+	}
+	return o, lost
+}
+
+var (
+	errWatchLost = errors.New("the event did not arrive")
+	// errWatchBusy: another writer's change is under way at the watcher.
+	errWatchBusy = errors.New("the watcher waits for another change")
+)
 
 // nodeWatcher watches one node's pods as its agent does (list, then
 // watch, with fieldSelector spec.nodeName and the node's credential).
@@ -738,7 +769,10 @@ func (w *nodeWatcher) change(ctx context.Context, cl *client.Client) (time.Durat
 	w.mu.Lock()
 	if w.waitSeq != "" { // another writer's change is under way here
 		w.mu.Unlock()
-		return 0, sleepCtx(ctx, time.Millisecond)
+		if err := sleepCtx(ctx, time.Millisecond); err != nil {
+			return 0, err
+		}
+		return 0, errWatchBusy
 	}
 	var pod *api.Pod
 	for _, p := range w.pods {
@@ -803,7 +837,7 @@ var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)`)
 // liveHeap is the server's heap after a forced collection: the HeapAlloc
 // that /debug/pprof/heap?gc=1&debug=1 reports.
 func liveHeap(ctx context.Context, s *proc.Server) (int64, string) {
-	cl, err := adminClient(s)
+	cl, err := s.Client()
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -894,11 +928,10 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	if snap, err := latestSnapshot(bc.leader.Dir); err == nil && snap.Index < loadEnd {
 		r.notes = append(r.notes, fmt.Sprintf("the leader's newest snapshot is at index %d, %d entries before the end of the load (a snapshot is taken once the log since the last one holds 8,192 entries or a quarter as many entries as there are stored objects, whichever is more, looked at every --raft-snapshot-interval): the new member installs it and then replays the log after it", snap.Index, loadEnd-snap.Index))
 	}
-	apiAddr, raftAddr, err := freePorts()
+	s, err := proc.NewServer(fmt.Sprintf("s%d", len(bc.c.Servers)+1), filepath.Join(bc.root, "new-member"))
 	if err != nil {
 		return err
 	}
-	s := &proc.Server{ID: fmt.Sprintf("s%d", len(bc.c.Servers)+1), Dir: filepath.Join(bc.root, "new-member"), APIAddr: apiAddr, RaftAddr: raftAddr}
 	if r.joinIndex, err = leaderIndex(ctx, bc.cl, bc.leader.ID); err != nil {
 		return err
 	}
@@ -920,7 +953,7 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	for r.joinCaughtUp == 0 || r.joinVoter == 0 || r.joinReady == 0 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: after %s the new member was caught up: %v, voter: %v, ready: %v (its log: %s)", errScaleBench, scaleInstallTimeout,
-				r.joinCaughtUp > 0, r.joinVoter > 0, r.joinReady > 0, lastLine(readTail(filepath.Join(s.Dir, "server.log"))))
+				r.joinCaughtUp > 0, r.joinVoter > 0, r.joinReady > 0, tail(filepath.Join(s.Dir, "server.log"), 1))
 		}
 		if s.PID() == 0 {
 			return fmt.Errorf("%w: the new member exited", errScaleBench)
@@ -965,24 +998,6 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	log.Printf("scale bench, new member: caught up %s, voter %s, ready %s; snapshot %.1f MiB at index %d (leader at %d)",
 		r.joinCaughtUp, r.joinVoter, r.joinReady, mib(r.snapBytes), r.snapIndex, r.joinIndex)
 	return nil
-}
-
-func freePorts() (string, string, error) {
-	a, err := proc.FreePort()
-	if err != nil {
-		return "", "", err
-	}
-	b, err := proc.FreePort()
-	return a, b, err
-}
-
-// readTail is the last 4 KiB of a file, for an error message.
-func readTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b[max(0, len(b)-4096):])
 }
 
 // --- report ---

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/outpost-edge/outpost/controlplane/api"
 )
 
 // The scale section judges each row against issue 16 item 3's targets:
@@ -61,5 +65,34 @@ func TestParseHeapAlloc(t *testing.T) {
 	}
 	if _, err := parseHeapAlloc([]byte("nothing")); err == "" {
 		t.Fatal("a profile without HeapAlloc was read")
+	}
+}
+
+// A writer that finds its watcher waiting for another writer's change
+// writes nothing, and so times nothing: no sample of 0 ms is counted.
+func TestWatchWriterSkipsBusyWatcher(t *testing.T) {
+	busy := &nodeWatcher{node: "scale-0001", onLeader: true, pods: map[string]*api.Pod{}, waitSeq: "7"}
+	o, lost := watchWriter(context.Background(), []*nodeWatcher{busy}, nil, time.Now().Add(20*time.Millisecond))
+	if n := o.count(); n != 0 || o.errs != 0 || lost != 0 {
+		t.Fatalf("busy watcher: %d latencies (%v), %d errors (%s), %d lost; want none", n, o.leader, o.errs, o.firstErr, lost)
+	}
+}
+
+// Bad scale flags are refused at once, each named with why.
+func TestScaleConfigCheck(t *testing.T) {
+	good := scaleConfig{nodes: 5, pods: 150, duration: time.Second, load: scaleLoadDirect, watchers: 2, readers: 1}
+	if err := good.check(); err != nil {
+		t.Fatalf("good config refused: %v", err)
+	}
+	bad := scaleConfig{nodes: 0, pods: -1, duration: 0, load: "fast", watchers: 0, readers: 0}
+	err := bad.check()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, want := range []string{`-scale-load "fast": want direct or scheduler`, "-scale-nodes 0: want at least 1", "-scale-pods -1: want at least 1",
+		"-scale-watchers 0", "-scale-readers 0", "-scale-duration 0s: want more than 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

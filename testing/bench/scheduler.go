@@ -156,7 +156,7 @@ func schedOne(ctx context.Context, bin string, r *schedResult) error {
 	}
 	defer c.Stop()
 	s := c.Servers[0]
-	cl, err := adminClient(s)
+	cl, err := s.Client()
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func schedOne(ctx context.Context, bin string, r *schedResult) error {
 		return err
 	}
 	ready := time.Now()
-	cl, err = adminClient(s)
+	cl, err = s.Client()
 	if err != nil {
 		return err
 	}
@@ -241,14 +241,6 @@ func schedOne(ctx context.Context, bin string, r *schedResult) error {
 	r.liveRate = float64(w.pods) / run.last().Sub(liveStart).Seconds()
 	r.serverCPU = cpu1 - cpu0
 	return nil
-}
-
-func adminClient(s *proc.Server) (*client.Client, error) {
-	cfg, err := s.AdminConfig()
-	if err != nil {
-		return nil, err
-	}
-	return client.New(cfg)
 }
 
 // boundRun is what waitBound saw: when it started looking, how many

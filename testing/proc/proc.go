@@ -47,6 +47,20 @@ func FreePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// NewServer is a server, not started, with data dir dir and free
+// loopback ports for its API and raft.
+func NewServer(id, dir string) (*Server, error) {
+	api, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	raft, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{ID: id, Dir: dir, APIAddr: api, RaftAddr: raft}, nil
+}
+
 // StartCluster starts n servers that form one cluster with
 // --bootstrap-expect n, and waits until every one is ready.
 func StartCluster(ctx context.Context, bin, root string, n int, args ...string) (*Cluster, error) {
@@ -54,18 +68,11 @@ func StartCluster(ctx context.Context, bin, root string, n int, args ...string) 
 	_, _ = rand.Read(b)
 	c := &Cluster{Bin: bin, Secret: hex.EncodeToString(b), Args: args}
 	for i := range n {
-		api, err := FreePort()
+		s, err := NewServer(fmt.Sprintf("s%d", i+1), filepath.Join(root, fmt.Sprintf("s%d", i+1)))
 		if err != nil {
 			return nil, err
 		}
-		raft, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		c.Servers = append(c.Servers, &Server{
-			ID: fmt.Sprintf("s%d", i+1), Dir: filepath.Join(root, fmt.Sprintf("s%d", i+1)),
-			APIAddr: api, RaftAddr: raft,
-		})
+		c.Servers = append(c.Servers, s)
 	}
 	if err := c.StartAll(ctx); err != nil {
 		c.Stop()
@@ -190,20 +197,29 @@ func (c *Cluster) terminate(servers []*Server) {
 	}
 	for _, s := range servers {
 		if s.cmd != nil {
-			done := make(chan struct{})
-			go func() { _ = s.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = s.cmd.Process.Kill()
-				<-done
-			}
+			WaitOrKill(s.cmd, 10*time.Second)
 			s.cmd = nil
 		}
 		if s.log != nil {
 			s.log.Close()
 			s.log = nil
 		}
+	}
+}
+
+// WaitOrKill waits for cmd, a started process that was asked to stop,
+// and kills it if it has not ended after grace; it reports whether it
+// had to.
+func WaitOrKill(cmd *exec.Cmd, grace time.Duration) (killed bool) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return false
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+		return true
 	}
 }
 
