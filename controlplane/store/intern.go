@@ -295,6 +295,11 @@ func internPlanOf(t reflect.Type) *internPlan {
 	}
 	internPlansMu.Lock()
 	defer internPlansMu.Unlock()
+	// Restore's decoders start together: the first to get the lock builds
+	// the plan, the others find it.
+	if p, ok := internPlans.Load(t); ok {
+		return p.(*internPlan)
+	}
 	p := buildInternPlan(t, map[reflect.Type]*internPlan{})
 	for i := range p.ops {
 		if o := &p.ops[i]; o.kind == opStruct && t.Field(o.field).Name == "Spec" {
