@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Time, Quantity and IntOrString write themselves into the encoder
@@ -47,3 +49,8 @@ func TestMarshalJSONToSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// The encoder calls MarshalJSONTo only on types whose method has
+// MarshalerTo's signature; without it, TestMarshalJSONToSameBytes would
+// pass through MarshalJSON alone.
+var _ = []jsonv2.MarshalerTo{Time{}, Quantity{}, IntOrString{}}

@@ -131,19 +131,16 @@ func (c *Core) GetObject(r *api.Resource, ns, name string) (api.Object, error) {
 	return c.st.GetObject(r, ns, name)
 }
 
-// List returns the stored objects of r in ns ("" for all) that opts
-// select, and the store's index they were read at; shared as Get's are.
-func (c *Core) List(r *api.Resource, ns string, opts store.ListOptions) ([]store.Item, uint64, error) {
-	return c.st.List(r, ns, opts)
-}
-
-// ListItems returns what List does with the JSON left to the reader (see
-// store.Items), for replies written piece by piece.
+// ListItems returns the stored objects of r in ns ("" for all) that opts
+// select, and the store's index they were read at, shared as Get's are,
+// with their JSON left to the reader (see store.Items), for replies
+// written piece by piece.
 func (c *Core) ListItems(r *api.Resource, ns string, opts store.ListOptions) (store.Items, uint64, error) {
 	return c.st.ListItems(r, ns, opts)
 }
 
-// ListObjects returns what List does without the JSON (see GetObject).
+// ListObjects returns what ListItems does without the JSON (see
+// GetObject).
 func (c *Core) ListObjects(r *api.Resource, ns string, opts store.ListOptions) ([]api.Object, uint64, error) {
 	return c.st.ListObjects(r, ns, opts)
 }

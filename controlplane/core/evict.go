@@ -113,13 +113,13 @@ func (c *Core) markEvicted(ctx context.Context, pod *api.Pod) error {
 // budgetsOf lists the disruption budgets of pod's namespace whose
 // selector matches it.
 func (c *Core) budgetsOf(pod *api.Pod) ([]*api.PodDisruptionBudget, error) {
-	items, _, err := c.st.List(pdbResource, pod.Namespace, store.ListOptions{})
+	objs, _, err := c.st.ListObjects(pdbResource, pod.Namespace, store.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var out []*api.PodDisruptionBudget
-	for _, it := range items {
-		b := it.Object.(*api.PodDisruptionBudget)
+	for _, obj := range objs {
+		b := obj.(*api.PodDisruptionBudget)
 		sel, err := api.SelectorFromLabelSelector(b.Spec.Selector)
 		if err != nil || b.Spec.Selector == nil {
 			continue // selects nothing, as in Kubernetes

@@ -251,7 +251,11 @@ func TestRepeatAfterWaitingIsWritten(t *testing.T) {
 		t.Error("the repeat that waited was held, with no MinInterval to keep")
 	}
 	if ev := sink.all(); len(ev) != 1 || ev[0].Count != 2 {
-		t.Errorf("%d events (count %d), want 1 with count 2", len(ev), ev[0].Count)
+		counts := make([]int32, len(ev))
+		for i, e := range ev {
+			counts[i] = e.Count
+		}
+		t.Errorf("%d events (counts %v), want 1 with count 2", len(ev), counts)
 	}
 }
 

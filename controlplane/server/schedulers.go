@@ -326,7 +326,7 @@ type SchedulerList struct {
 // listSchedulers describes the stored policies, with this server's files
 // and reload errors.
 func (s *Server) listSchedulers() (*SchedulerList, error) {
-	items, _, err := s.core.List(schedulerPoliciesResource, "", store.ListOptions{})
+	objs, _, err := s.core.ListObjects(schedulerPoliciesResource, "", store.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -334,8 +334,8 @@ func (s *Server) listSchedulers() (*SchedulerList, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	l := &SchedulerList{Kind: "SchedulerList", APIVersion: "outpost.io/v1", Server: s.cfg.ID, LoadedAt: api.NewTime(ss.loaded), Items: []SchedulerInfo{}}
-	for _, it := range items {
-		sp, ok := it.Object.(*api.SchedulerPolicy)
+	for _, obj := range objs {
+		sp, ok := obj.(*api.SchedulerPolicy)
 		if !ok {
 			continue
 		}

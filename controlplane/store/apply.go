@@ -579,7 +579,7 @@ func (tx *txn) put(t *table, e *entry, prev *entry, decoded bool) {
 		prevObj = prev.obj
 	}
 	if ev, ok := e.obj.(*api.Event); ok {
-		tx.s.shareInvolved(ev, nil)
+		tx.s.shareInvolved(ev, (*table).get)
 	}
 	tx.s.intern.object(e.obj, prevObj, decoded)
 	m := e.obj.GetObjectMeta()

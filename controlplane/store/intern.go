@@ -87,8 +87,8 @@ func (in *interner) object(obj, prev api.Object, decoded bool) {
 
 // shareInvolved makes event ev name its involved object with the strings
 // that object is stored with, if it is stored: the scheduler's event of
-// each pod names the pod and its uid again. get finds an entry; nil means
-// the store's tables.
+// each pod names the pod and its uid again. get finds an entry of t:
+// (*table).get for the store's tables, or a restore's own.
 func (s *Store) shareInvolved(ev *api.Event, get func(t *table, ns, name string) *entry) {
 	if s.intern.off {
 		return
@@ -102,12 +102,7 @@ func (s *Store) shareInvolved(ev *api.Event, get func(t *table, ns, name string)
 	if !t.res.Namespaced {
 		ns = ""
 	}
-	var e *entry
-	if get != nil {
-		e = get(t, ns, ref.Name)
-	} else {
-		e = t.get(ns, ref.Name)
-	}
+	e := get(t, ns, ref.Name)
 	if e == nil {
 		return
 	}
@@ -300,6 +295,11 @@ func internPlanOf(t reflect.Type) *internPlan {
 	}
 	internPlansMu.Lock()
 	defer internPlansMu.Unlock()
+	// Restore's decoders start together: the first to get the lock builds
+	// the plan, the others find it.
+	if p, ok := internPlans.Load(t); ok {
+		return p.(*internPlan)
+	}
 	p := buildInternPlan(t, map[reflect.Type]*internPlan{})
 	for i := range p.ops {
 		if o := &p.ops[i]; o.kind == opStruct && t.Field(o.field).Name == "Spec" {

@@ -300,8 +300,7 @@ func (s *Store) run(ctx context.Context, w *watcher, initial []*entry, cur uint6
 			if !ok {
 				se = api.NewInternalError(err)
 			}
-			raw, _ = api.Marshal(&se.Status)
-			send(WatchEvent{Type: Error, Raw: raw, Err: se})
+			send(errorEvent(se))
 			return
 		}
 		if !send(WatchEvent{Type: Added, Object: e.obj, Raw: raw, RV: cur}) {
@@ -323,8 +322,7 @@ func (s *Store) run(ctx context.Context, w *watcher, initial []*entry, cur uint6
 		w.mu.Unlock()
 		if gone != nil {
 			s.unregister(w)
-			raw, _ := api.Marshal(&gone.Status)
-			send(WatchEvent{Type: Error, Raw: raw, Err: gone})
+			send(errorEvent(gone))
 			return
 		}
 		if len(buf) == 0 {
@@ -342,6 +340,12 @@ func (s *Store) run(ctx context.Context, w *watcher, initial []*entry, cur uint6
 		}
 		clear(buf) // drop the references so old versions can be collected
 	}
+}
+
+// errorEvent is the ERROR event that ends a watch with se.
+func errorEvent(se *api.StatusError) WatchEvent {
+	raw, _ := api.Marshal(&se.Status)
+	return WatchEvent{Type: Error, Raw: raw, Err: se}
 }
 
 // emit records ev in t's window and hands it to t's watchers. The entry
