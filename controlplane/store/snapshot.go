@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 )
@@ -198,6 +199,37 @@ type snapRecord struct {
 	t   *table
 	raw []byte
 	obj api.Object
+	sum uint64
+}
+
+// restoreBatch is how much of a stream Restore reads before it decodes
+// what it read: objects are decoded as the stream goes, so a restore's
+// heap holds the restored state and one batch of JSON, not the whole
+// stream beside its objects. A joining member restores the full state
+// under the same memory limit as the others (issue 16 item 3).
+var (
+	restoreBatchBytes   = 8 << 20
+	restoreBatchObjects = 8192
+	// restoreBatchDone, if set (tests), is called after each batch with
+	// the number of objects restored so far.
+	restoreBatchDone func(objects int)
+)
+
+// restoring is the state a Restore builds aside, to swap in at once.
+type restoring struct {
+	s       *Store
+	fresh   map[*table]*restoredTable
+	objects int
+	sum     uint64 // the state hash of what is restored (statehash.go)
+	// decoders are the decoding workers' interners, kept from one batch
+	// to the next so that later batches share with earlier ones.
+	decoders []interner
+}
+
+type restoredTable struct {
+	ns     map[string]map[string]*entry
+	n      int
+	byNode map[string]map[*entry]struct{}
 }
 
 // Restore replaces the whole state with the snapshot read from r, taken at
@@ -207,6 +239,7 @@ type snapRecord struct {
 func (s *Store) Restore(r io.Reader, index uint64) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
+	start := time.Now()
 
 	sr := &snapReader{r: bufio.NewReaderSize(r, 1<<20), crc: crc32.New(castagnoli)}
 	head, err := sr.bytes(uint64(len(snapMagic)+1), "header")
@@ -229,7 +262,25 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		s.log.Warn("snapshot index differs from raft's; using raft's", "stream", streamIndex, "raft", index)
 	}
 
-	var recs []snapRecord
+	rs := &restoring{
+		s:        s,
+		fresh:    make(map[*table]*restoredTable, len(s.tables)),
+		decoders: make([]interner, runtime.GOMAXPROCS(0)),
+	}
+	for i := range rs.decoders {
+		rs.decoders[i].off = s.intern.off
+	}
+	for _, t := range s.tables {
+		c := &restoredTable{ns: make(map[string]map[string]*entry)}
+		if t.byNode != nil {
+			c.byNode = make(map[string]map[*entry]struct{})
+		}
+		rs.fresh[t] = c
+	}
+	var (
+		recs      []snapRecord
+		recsBytes int
+	)
 	for {
 		n, err := sr.uvarint("resource")
 		if err != nil {
@@ -260,7 +311,20 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 				return err
 			}
 			recs = append(recs, snapRecord{t: t, raw: raw})
+			recsBytes += len(raw)
+			if recsBytes >= restoreBatchBytes || len(recs) >= restoreBatchObjects {
+				if err := rs.add(recs); err != nil {
+					return err
+				}
+				// The batch's JSON goes with its records.
+				clear(recs)
+				recs, recsBytes = recs[:0], 0
+				sr.slab = nil
+			}
 		}
+	}
+	if err := rs.add(recs); err != nil {
+		return err
 	}
 	sum := sr.crc.Sum32()
 	var tail [4]byte
@@ -271,34 +335,43 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		return fmt.Errorf("%w: checksum %08x, computed %08x", ErrBadSnapshot, got, sum)
 	}
 
-	if err := decodeRecords(recs, s.intern.off); err != nil {
+	s.mu.Lock()
+	s.closeWatchers(api.NewGone(fmt.Sprintf("too old resource version: the store was restored from a snapshot at %d; relist", index)))
+	for _, t := range s.tables {
+		c := rs.fresh[t]
+		t.ns, t.n, t.byNode = c.ns, c.n, c.byNode
+		t.win.init(s.watchWindow, index)
+		if t.objects != nil {
+			t.objects.Set(float64(t.n))
+		}
+	}
+	s.sum = rs.sum
+	s.hashes.reset(index, rs.sum)
+	s.applied.Store(index)
+	s.mu.Unlock()
+	s.notifyApplied()
+	s.log.Info("store restored from snapshot", "index", index, "objects", rs.objects, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// add decodes a batch of a snapshot's records and puts their objects in
+// the tables being restored, in the stream's order.
+func (rs *restoring) add(recs []snapRecord) error {
+	if err := decodeRecords(recs, rs.objects, rs.decoders); err != nil {
 		return err
 	}
-
-	// Build the new tables aside, then swap them in at once.
-	type contents struct {
-		ns     map[string]map[string]*entry
-		n      int
-		byNode map[string]map[*entry]struct{}
-	}
-	fresh := make(map[*table]*contents, len(s.tables))
-	var stateSum uint64 // the state hash of what is restored (statehash.go)
-	for _, t := range s.tables {
-		c := &contents{ns: make(map[string]map[string]*entry)}
-		if t.byNode != nil {
-			c.byNode = make(map[string]map[*entry]struct{})
-		}
-		fresh[t] = c
+	if restoreBatchDone != nil {
+		defer func() { restoreBatchDone(rs.objects) }()
 	}
 	for i := range recs {
 		rec := &recs[i]
-		c := fresh[rec.t]
+		c := rs.fresh[rec.t]
 		m := rec.obj.GetObjectMeta()
 		if !rec.t.res.Namespaced {
 			m.Namespace = ""
 		}
 		if m.Name == "" || (rec.t.res.Namespaced && m.Namespace == "") {
-			return fmt.Errorf("%w: %s object %d has no name or namespace", ErrBadSnapshot, rec.t.res.Plural, i)
+			return fmt.Errorf("%w: %s object %d has no name or namespace", ErrBadSnapshot, rec.t.res.Plural, rs.objects)
 		}
 		names := c.ns[m.Namespace]
 		if names == nil {
@@ -310,15 +383,16 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 		}
 		if ev, ok := rec.obj.(*api.Event); ok {
 			// Pods come before events (api.Resources), so an event's pod
-			// is in fresh already.
-			s.shareInvolved(ev, func(t *table, ns, name string) *entry { return fresh[t].ns[ns][name] })
+			// is restored already.
+			rs.s.shareInvolved(ev, func(t *table, ns, name string) *entry { return rs.fresh[t].ns[ns][name] })
 		}
 		// A restored entry keeps no JSON: the windows start empty (see
 		// entry), and the stream's buffers can go.
-		e := &entry{obj: rec.obj, sum: hashJSON(rec.t, rec.raw)}
+		e := &entry{obj: rec.obj, sum: rec.sum}
 		names[m.Name] = e
 		c.n++
-		stateSum += e.sum
+		rs.objects++
+		rs.sum += e.sum
 		if c.byNode != nil {
 			set := c.byNode[e.node()]
 			if set == nil {
@@ -328,50 +402,34 @@ func (s *Store) Restore(r io.Reader, index uint64) error {
 			set[e] = struct{}{}
 		}
 	}
-
-	s.mu.Lock()
-	s.closeWatchers(api.NewGone(fmt.Sprintf("too old resource version: the store was restored from a snapshot at %d; relist", index)))
-	for _, t := range s.tables {
-		c := fresh[t]
-		t.ns, t.n, t.byNode = c.ns, c.n, c.byNode
-		t.win.init(s.watchWindow, index)
-		if t.objects != nil {
-			t.objects.Set(float64(t.n))
-		}
-	}
-	s.sum = stateSum
-	s.hashes.reset(index, stateSum)
-	s.applied.Store(index)
-	s.mu.Unlock()
-	s.notifyApplied()
-	s.log.Info("store restored from snapshot", "index", index, "objects", len(recs))
 	return nil
 }
 
-// decodeRecords decodes the objects of a snapshot on every core: decoding
-// JSON is nearly all of a restore's time, and each object is independent.
-func decodeRecords(recs []snapRecord, noIntern bool) error {
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(recs)/512))
+// decodeRecords decodes the objects of a snapshot on every core, one
+// worker per interner: decoding JSON is nearly all of a restore's time,
+// and each object is independent.
+// first is the number of recs[0] in the stream, for errors.
+func decodeRecords(recs []snapRecord, first int, decoders []interner) error {
+	workers := min(len(decoders), max(1, len(recs)/512))
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	chunk := (len(recs) + workers - 1) / max(workers, 1)
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(recs))
+		in := &decoders[w]
 		wg.Go(func() {
-			// Each worker shares equal parts among its own objects
-			// (intern.go): a copy per worker, and no lock.
-			in := interner{off: noIntern}
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
 				obj := rec.t.res.New()
 				if err := unmarshal(rec.raw, obj); err != nil {
-					errs[w] = fmt.Errorf("%w: %s object %d: %w", ErrBadSnapshot, rec.t.res.Plural, i, err)
+					errs[w] = fmt.Errorf("%w: %s object %d: %w", ErrBadSnapshot, rec.t.res.Plural, first+i, err)
 					return
 				}
 				tm := obj.GetTypeMeta()
 				tm.APIVersion, tm.Kind = rec.t.res.APIVersion(), rec.t.res.Kind
 				in.object(obj, nil, true)
 				rec.obj = obj
+				rec.sum = hashJSON(rec.t, rec.raw)
 			}
 		})
 	}

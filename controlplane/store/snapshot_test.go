@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -105,6 +106,65 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRestoreDecodesAsItReads checks that Restore decodes a stream in
+// batches as it reads it, so that a joining member's heap holds one batch
+// of JSON beside the state it restores, not the whole stream (issue 16
+// item 3), and that batches change nothing in what is restored: events
+// whose pods came in an earlier batch, the state hash.
+func TestRestoreDecodesAsItReads(t *testing.T) {
+	smallBatches(t, 5)
+	src := New(Options{})
+	applyLog(t, src, commandLog(7, 400), 1)
+	data := snapshotBytes(t, src)
+
+	r := &trickleReader{data: data}
+	type batch struct{ objects, read int }
+	var batches []batch
+	restoreBatchDone = func(objects int) { batches = append(batches, batch{objects, r.off}) }
+	dst := New(Options{})
+	if err := dst.Restore(r, src.AppliedIndex()); err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) < 10 {
+		t.Fatalf("%d batches, want one per 5 objects", len(batches))
+	}
+	for i, b := range batches[:len(batches)-1] {
+		if b.objects != 5*(i+1) {
+			t.Fatalf("batch %d ended at object %d, want %d", i, b.objects, 5*(i+1))
+		}
+	}
+	if first := batches[0]; first.read > len(data)/4 {
+		t.Fatalf("the first batch was decoded after reading %d of %d bytes: the stream is read whole first", first.read, len(data))
+	}
+	sameState(t, src, dst)
+	want, _ := src.StateHash(src.AppliedIndex())
+	if got, ok := dst.StateHash(dst.AppliedIndex()); !ok || got != want {
+		t.Fatalf("state hash %x after restore, want %x", got, want)
+	}
+}
+
+// smallBatches makes Restore decode every n objects for the test.
+func smallBatches(t *testing.T, n int) {
+	objects, done := restoreBatchObjects, restoreBatchDone
+	restoreBatchObjects = n
+	t.Cleanup(func() { restoreBatchObjects, restoreBatchDone = objects, done })
+}
+
+// trickleReader hands out data 64 bytes per Read and says how far it got.
+type trickleReader struct {
+	data []byte
+	off  int
+}
+
+func (r *trickleReader) Read(p []byte) (int, error) {
+	if r.off == len(r.data) {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 64)], r.data[r.off:])
+	r.off += n
+	return n, nil
+}
+
 func sameState(t *testing.T, a, b *Store) {
 	t.Helper()
 	total := 0
@@ -189,18 +249,21 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		}(), ErrUnknownResource},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Options{})
-			h.mustCreate(newNamespace("keep"))
-			err := h.s.Restore(bytes.NewReader(tc.data), 99)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("err %v, want %v", err, tc.want)
-			}
-			h.get(rNamespaces, "", "keep")
-			if h.s.AppliedIndex() != 1 {
-				t.Fatal("a failed restore moved the applied index")
-			}
-		})
+		for _, batch := range []int{restoreBatchObjects, 3} {
+			t.Run(fmt.Sprintf("%s/batch=%d", tc.name, batch), func(t *testing.T) {
+				smallBatches(t, batch)
+				h := newHarness(t, Options{})
+				h.mustCreate(newNamespace("keep"))
+				err := h.s.Restore(bytes.NewReader(tc.data), 99)
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("err %v, want %v", err, tc.want)
+				}
+				h.get(rNamespaces, "", "keep")
+				if h.s.AppliedIndex() != 1 {
+					t.Fatal("a failed restore moved the applied index")
+				}
+			})
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ func main() {
 		agentB    = flag.Bool("agent", true, "run the node agent measurements (issue 4; needs root, containerd, runc)")
 		agentO    = flag.Bool("agent-only", false, "run only the node agent measurements")
 		memLim    = flag.String("memory-limit", "", "--memory-limit of every 3-server cluster's servers (writes, watch, scale and the other cluster sections); empty: their default, auto, which sets none on a host whose cgroup has no memory limit")
-		scaleHeap = flag.String("scale-heap-dir", "", "directory to save every server's heap profile and memory statistics at each reading of the scale section")
+		scaleHeap = flag.String("scale-heap-dir", "", "directory to save every server's heap profile and memory statistics at each reading of the scale section, and the new member's log")
 		agentI    = flag.Duration("agent-idle", 20*time.Second, "how long the idle agent runs after Ready before its RSS is read")
 		hbB       = flag.Bool("heartbeats", true, "run the node heartbeat measurement (issue 9 item 8)")
 		hbN       = flag.Int("heartbeat-nodes", 5000, "simulated nodes in the heartbeat measurement")

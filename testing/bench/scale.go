@@ -853,7 +853,7 @@ func liveHeap(ctx context.Context, s *proc.Server) (int64, string) {
 
 // heapDir, when set (-scale-heap-dir), receives each server's heap
 // profile at each reading: SERVER-N.pprof, and SERVER-N.txt with the
-// runtime's memory statistics.
+// runtime's memory statistics; and the new member's log, new-member.log.
 var (
 	heapDir   string
 	heapSaved atomic.Int64
@@ -932,6 +932,9 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 	if err != nil {
 		return err
 	}
+	if heapDir != "" {
+		s.Args = []string{"--log-level", "info"}
+	}
 	if r.joinIndex, err = leaderIndex(ctx, bc.cl, bc.leader.ID); err != nil {
 		return err
 	}
@@ -947,6 +950,12 @@ func scaleJoin(ctx context.Context, bc *benchCluster, r *scaleResult, loadEnd ui
 			r.notes = append(r.notes, "removing the new member: "+err.Error())
 		}
 		bc.c.Terminate(s)
+		if heapDir != "" {
+			// Its log times the install's steps (received, restored, replayed).
+			if b, err := os.ReadFile(filepath.Join(s.Dir, "server.log")); err == nil {
+				_ = os.WriteFile(filepath.Join(heapDir, "new-member.log"), b, 0o600)
+			}
+		}
 		bc.c.Servers = slices.DeleteFunc(bc.c.Servers, func(o *proc.Server) bool { return o == s })
 	}()
 	deadline := t0.Add(scaleInstallTimeout)

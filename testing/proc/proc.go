@@ -24,8 +24,10 @@ type Server struct {
 	Dir      string
 	APIAddr  string
 	RaftAddr string
-	cmd      *exec.Cmd
-	log      *os.File
+	// Args are extra flags for this server, after the cluster's.
+	Args []string
+	cmd  *exec.Cmd
+	log  *os.File
 }
 
 // Cluster is a cluster of real server processes on loopback.
@@ -131,6 +133,7 @@ func (c *Cluster) Start(s *Server) error {
 		"--cluster-secret-file", secretFile,
 		"--log-level", "warn",
 	}, c.Args...)
+	args = append(args, s.Args...)
 	cmd := exec.Command(c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
