@@ -67,6 +67,9 @@ type Config struct {
 	// noPipeline replicates one batch per round trip per follower instead
 	// of pipelining AppendEntries; the benchmarks compare the two.
 	noPipeline bool
+	// noSendAhead makes the leader send entries only once it has stored
+	// them, as hashicorp/raft does (sendahead.go); the benchmarks compare.
+	noSendAhead bool
 
 	HeartbeatTimeout   time.Duration // default 1s
 	ElectionTimeout    time.Duration // default: HeartbeatTimeout

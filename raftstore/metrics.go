@@ -46,6 +46,10 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		gauge("outpost_raft_commit_index", "Index of the last committed log entry.", func() float64 { return float64(n.raft.CommitIndex()) }),
 		gauge("outpost_raft_applied_index", "Index of the last entry applied to the local state machine.", func() float64 { return float64(n.fsm.applied.Load()) }),
 		gauge("outpost_raft_last_snapshot_index", "Index of the last snapshot taken or installed.", func() float64 { return float64(n.snaps.last.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "outpost_raft_sent_ahead_total",
+			Help: "Batches of new entries the leader sent to a follower while storing them itself, before raft's replication.",
+		}, func() float64 { return float64(n.ahead.started.Load()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -40,6 +40,7 @@ type Node struct {
 	logs     *walStore  // the log
 	snaps    *snapshotStore
 	trans    *raft.NetworkTransport
+	ahead    *sendAhead
 	mux      *mux
 	rpc      *rpcClient
 	metrics  *nodeMetrics
@@ -214,14 +215,22 @@ func (n *Node) start(fsm FSM) error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	var trans raft.Transport = pipelined{n.trans, n.ctx.Done()}
+	ahead := newSendAhead(cache, n.trans, rc.LocalID, raft.ServerAddress(n.advertise), cfg.noSendAhead)
+	var started atomic.Pointer[raft.Raft]
+	ahead.leading = func() bool {
+		r := started.Load()
+		return r != nil && r.State() == raft.Leader
+	}
+	n.ahead = ahead
+	var trans raft.Transport = pipelined{observed{n.trans, ahead}, n.ctx.Done()}
 	if cfg.noPipeline {
-		trans = unpipelined{n.trans}
+		trans = unpipelined{observed{n.trans, ahead}}
 	}
 	// NewRaft restores the latest snapshot into the FSM before it returns.
-	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.store, n.snaps, trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, n.fsm, ahead, n.store, n.snaps, trans); err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
+	started.Store(n.raft)
 	if n.metrics, err = newNodeMetrics(cfg.Registerer, n); err != nil {
 		return err
 	}

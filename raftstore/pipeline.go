@@ -18,8 +18,25 @@ import (
 // responses itself and closes the pipeline after the one that ends the
 // consumer, and when the node stops, so a blocked send always returns.
 type pipelined struct {
-	*raft.NetworkTransport
+	observed
 	stop <-chan struct{} // closed when the node shuts down
+}
+
+// observed is the network transport telling the leader's early sends
+// (sendahead.go) how far each follower's log matches, from raft's own
+// AppendEntries replies.
+type observed struct {
+	*raft.NetworkTransport
+	ahead *sendAhead
+}
+
+// AppendEntries sends one AppendEntries and notes a successful reply.
+func (t observed) AppendEntries(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, addr, req, resp)
+	if err == nil {
+		t.ahead.acked(id, addr, req, resp)
+	}
+	return err
 }
 
 // AppendEntriesPipeline wraps the transport's pipeline in a guard.
@@ -28,13 +45,14 @@ func (t pipelined) AppendEntriesPipeline(id raft.ServerID, addr raft.ServerAddre
 	if err != nil {
 		return nil, err
 	}
-	return guard(p, t.stop), nil
+	return guard(p, t.stop, func(f raft.AppendFuture) { t.ahead.acked(id, addr, f.Request(), f.Response()) }), nil
 }
 
-// guard wraps p and starts its forwarder, which ends with p.
-func guard(p raft.AppendPipeline, stop <-chan struct{}) *guardedPipeline {
+// guard wraps p and starts its forwarder, which ends with p. done, if
+// not nil, sees each successful future first.
+func guard(p raft.AppendPipeline, stop <-chan struct{}, done func(raft.AppendFuture)) *guardedPipeline {
 	g := &guardedPipeline{inner: p, out: make(chan raft.AppendFuture), closed: make(chan struct{})}
-	go g.forward(stop)
+	go g.forward(stop, done)
 	return g
 }
 
@@ -63,12 +81,15 @@ func (g *guardedPipeline) Close() error {
 // pipeline is closed, or when the node stops. In the first and last case
 // it closes the inner pipeline, which makes a blocked AppendEntries return
 // ErrPipelineShutdown; raft then falls back to plain replication.
-func (g *guardedPipeline) forward(stop <-chan struct{}) {
+func (g *guardedPipeline) forward(stop <-chan struct{}, done func(raft.AppendFuture)) {
 	in := g.inner.Consumer()
 	for {
 		select {
 		case f := <-in:
 			last := endsConsumer(f)
+			if !last && done != nil {
+				done(f)
+			}
 			select {
 			case g.out <- f:
 			case <-g.closed:
@@ -103,7 +124,7 @@ func endsConsumer(f raft.AppendFuture) bool {
 
 // unpipelined is the network transport without AppendEntries pipelining:
 // one batch (up to MaxAppendEntries entries) per round trip per follower.
-type unpipelined struct{ *raft.NetworkTransport }
+type unpipelined struct{ observed }
 
 // AppendEntriesPipeline tells raft to replicate without a pipeline.
 func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {

@@ -71,7 +71,7 @@ func TestGuardedPipelineClosesAfterConsumerEnds(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := newStuckPipeline()
-			g := guard(p, make(chan struct{}))
+			g := guard(p, make(chan struct{}), nil)
 			defer g.Close()
 			// A successful append keeps the pipeline open.
 			p.done <- future(3, true, nil)
@@ -94,7 +94,7 @@ func TestGuardedPipelineClosesAfterConsumerEnds(t *testing.T) {
 func TestGuardedPipelineClosesOnStop(t *testing.T) {
 	p := newStuckPipeline()
 	stop := make(chan struct{})
-	g := guard(p, stop)
+	g := guard(p, stop, nil)
 	defer g.Close()
 	p.done <- future(3, true, nil) // nobody reads it
 	close(stop)
