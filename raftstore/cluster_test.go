@@ -88,7 +88,7 @@ func TestBootstrapExpectFormsOneClusterAndReplicates(t *testing.T) {
 		got[mf.GetName()] = mf
 	}
 	for _, name := range []string{"outpost_raft_commit_seconds", "outpost_raft_apply_inflight", "outpost_raft_leader_changes_total",
-		"outpost_raft_term", "outpost_raft_commit_index", "outpost_raft_applied_index", "outpost_raft_last_snapshot_index", "outpost_raft_sent_ahead_total"} {
+		"outpost_raft_term", "outpost_raft_commit_index", "outpost_raft_applied_index", "outpost_raft_last_snapshot_index", "outpost_raft_sent_ahead_total", "outpost_raft_answered_early_total"} {
 		if got[name] == nil {
 			t.Errorf("metric %s missing", name)
 		}

@@ -50,6 +50,10 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 			Name: "outpost_raft_sent_ahead_total",
 			Help: "Batches of new entries the leader sent to a follower while storing them itself, before raft's replication.",
 		}, func() float64 { return float64(n.ahead.started.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "outpost_raft_answered_early_total",
+			Help: "Appends of raft's replication to a follower answered by an earlier send of the same entries instead of a round trip.",
+		}, func() float64 { return float64(n.ahead.covered.Load()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -221,6 +221,7 @@ func (n *Node) start(fsm FSM) error {
 		r := started.Load()
 		return r != nil && r.State() == raft.Leader
 	}
+	ahead.commitIndex = func() uint64 { return started.Load().CommitIndex() }
 	n.ahead = ahead
 	var trans raft.Transport = pipelined{observed{n.trans, ahead}, n.ctx.Done()}
 	if cfg.noPipeline {

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -45,27 +46,104 @@ func (t pipelined) AppendEntriesPipeline(id raft.ServerID, addr raft.ServerAddre
 	if err != nil {
 		return nil, err
 	}
-	return guard(p, t.stop, func(f raft.AppendFuture) { t.ahead.acked(id, addr, f.Request(), f.Response()) }), nil
+	g := guard(p, t.stop, func(f raft.AppendFuture) { t.ahead.acked(id, addr, f.Request(), f.Response()) })
+	g.covering = func(req *raft.AppendEntriesRequest) *earlySend { return t.ahead.covering(id, req) }
+	return g, nil
 }
 
 // guard wraps p and starts its forwarder, which ends with p. done, if
 // not nil, sees each successful future first.
 func guard(p raft.AppendPipeline, stop <-chan struct{}, done func(raft.AppendFuture)) *guardedPipeline {
-	g := &guardedPipeline{inner: p, out: make(chan raft.AppendFuture), closed: make(chan struct{})}
+	g := &guardedPipeline{
+		inner:  p,
+		out:    make(chan raft.AppendFuture),
+		closed: make(chan struct{}),
+		sent:   make(chan sent, maxPipelined),
+		stop:   stop,
+	}
 	go g.forward(stop, done)
 	return g
 }
 
 // guardedPipeline hands the inner pipeline's finished futures on to raft
 // and closes the inner pipeline once raft stops reading them.
+//
+// It also answers, without sending it, an append whose entries the
+// follower was sent ahead of it (sendahead.go): once that early send
+// succeeded, the follower holds them, durably, which is all a successful
+// reply says. So the leader counts the follower when the early send's
+// reply comes in instead of a round trip after its own fsync. If the
+// early send failed, the append is answered as rejected, and raft
+// replicates to that follower without a pipeline, from where it matches.
+// Answers go to raft in the order of the appends.
 type guardedPipeline struct {
 	inner  raft.AppendPipeline
 	out    chan raft.AppendFuture
 	closed chan struct{}
 	once   sync.Once
+	// covering finds an early send that answers req; nil: none do.
+	covering func(req *raft.AppendEntriesRequest) *earlySend
+	sent     chan sent
+	// lastEarly is the early send that answered the last append, if it
+	// did; only raft's replication goroutine for the follower appends.
+	lastEarly *earlySend
+	stop      <-chan struct{} // closed when the node shuts down
 }
 
+// earlyWait is how long an append waits for the early send before it,
+// so as not to overtake it.
+const earlyWait = time.Second
+
+// sent is one append raft made, in order: early is the early send that
+// answers it, or nil if it went through the inner pipeline.
+type sent struct {
+	early *earlySend
+	req   *raft.AppendEntriesRequest
+	resp  *raft.AppendEntriesResponse
+	start time.Time
+}
+
+// maxPipelined bounds the appends waiting for their answer; raft's
+// network pipeline has at most 128 in flight, and early answers are
+// quick.
+const maxPipelined = 1024
+
 func (g *guardedPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	var early *earlySend
+	if g.covering != nil {
+		early = g.covering(req)
+	}
+	select {
+	case g.sent <- sent{early: early, req: req, resp: resp, start: time.Now()}:
+	case <-g.closed:
+		return nil, raft.ErrPipelineShutdown
+	}
+	if early != nil {
+		g.lastEarly = early
+		// raft reads the answer from Consumer, not from this future.
+		return nil, nil
+	}
+	if e := g.lastEarly; e != nil {
+		// The entries before req went on the early send's connection:
+		// sent now, req could reach the follower first, which would
+		// turn it down for a missing previous entry.
+		// A follower cut off mid-send holds the early send until the
+		// transport's timeout: after earlyWait, req goes anyway (and is
+		// turned down at worst, which raft mends).
+		t := time.NewTimer(earlyWait)
+		select {
+		case <-e.done:
+		case <-t.C:
+		case <-g.closed:
+			t.Stop()
+			return nil, raft.ErrPipelineShutdown
+		case <-g.stop:
+			t.Stop()
+			return nil, raft.ErrPipelineShutdown
+		}
+		t.Stop()
+		g.lastEarly = nil
+	}
 	return g.inner.AppendEntries(req, resp)
 }
 
@@ -76,40 +154,72 @@ func (g *guardedPipeline) Close() error {
 	return g.inner.Close()
 }
 
-// forward passes each finished future on until raft's consumer is known to
-// stop reading: after a future it stops on (see endsConsumer), when the
-// pipeline is closed, or when the node stops. In the first and last case
-// it closes the inner pipeline, which makes a blocked AppendEntries return
-// ErrPipelineShutdown; raft then falls back to plain replication.
+// forward passes each finished append on, in order, until raft's consumer
+// is known to stop reading: after a future it stops on (see
+// endsConsumer), when the pipeline is closed, or when the node stops. In
+// the first and last case it closes the inner pipeline, which makes a
+// blocked AppendEntries return ErrPipelineShutdown; raft then falls back
+// to plain replication.
 func (g *guardedPipeline) forward(stop <-chan struct{}, done func(raft.AppendFuture)) {
 	in := g.inner.Consumer()
 	for {
+		var f raft.AppendFuture
 		select {
-		case f := <-in:
-			last := endsConsumer(f)
-			if !last && done != nil {
-				done(f)
+		case a := <-g.sent:
+			if a.early == nil {
+				select {
+				case f = <-in:
+				case <-g.closed:
+					return
+				case <-stop:
+					_ = g.inner.Close()
+					return
+				}
+				break
 			}
 			select {
-			case g.out <- f:
+			case <-a.early.done:
 			case <-g.closed:
 				return
 			case <-stop:
 				_ = g.inner.Close()
 				return
 			}
-			if last {
-				_ = g.inner.Close()
-				return
-			}
+			a.resp.Term, a.resp.Success = a.req.Term, a.early.ok
+			a.resp.LastLog = a.req.Entries[len(a.req.Entries)-1].Index
+			f = &answered{a}
 		case <-g.closed:
 			return
 		case <-stop:
 			_ = g.inner.Close()
 			return
 		}
+		last := endsConsumer(f)
+		if !last && done != nil {
+			done(f)
+		}
+		select {
+		case g.out <- f:
+		case <-g.closed:
+			return
+		case <-stop:
+			_ = g.inner.Close()
+			return
+		}
+		if last {
+			_ = g.inner.Close()
+			return
+		}
 	}
 }
+
+// answered is an append answered by its early send.
+type answered struct{ a sent }
+
+func (f *answered) Error() error                          { return nil }
+func (f *answered) Start() time.Time                      { return f.a.start }
+func (f *answered) Request() *raft.AppendEntriesRequest   { return f.a.req }
+func (f *answered) Response() *raft.AppendEntriesResponse { return f.a.resp }
 
 // endsConsumer reports whether raft's pipeline consumer returns after f
 // (replication.go's pipelineDecode): a newer term or an unsuccessful

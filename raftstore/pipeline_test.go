@@ -2,7 +2,9 @@ package raftstore
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,11 +12,15 @@ import (
 )
 
 // stuckPipeline behaves as hashicorp/raft's network pipeline once its
-// in-flight channel is full: AppendEntries blocks until Close.
+// in-flight channel is full: AppendEntries blocks until Close, but for
+// the first free ones.
 type stuckPipeline struct {
 	done chan raft.AppendFuture
 	shut chan struct{}
 	once sync.Once
+	free atomic.Int32
+	// onAppend, if set, is called by every AppendEntries.
+	onAppend func()
 }
 
 func newStuckPipeline() *stuckPipeline {
@@ -22,6 +28,12 @@ func newStuckPipeline() *stuckPipeline {
 }
 
 func (p *stuckPipeline) AppendEntries(*raft.AppendEntriesRequest, *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	if p.onAppend != nil {
+		p.onAppend()
+	}
+	if p.free.Add(-1) >= 0 {
+		return nil, nil
+	}
 	<-p.shut
 	return nil, raft.ErrPipelineShutdown
 }
@@ -71,9 +83,13 @@ func TestGuardedPipelineClosesAfterConsumerEnds(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := newStuckPipeline()
+			p.free.Store(1)
 			g := guard(p, make(chan struct{}), nil)
 			defer g.Close()
 			// A successful append keeps the pipeline open.
+			if _, err := g.AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{}); err != nil {
+				t.Fatal(err)
+			}
 			p.done <- future(3, true, nil)
 			<-g.Consumer()
 			if appendReturns(t, g, 50*time.Millisecond) {
@@ -100,5 +116,75 @@ func TestGuardedPipelineClosesOnStop(t *testing.T) {
 	close(stop)
 	if !appendReturns(t, g, 10*time.Second) {
 		t.Fatal("AppendEntries still blocked after the node stopped")
+	}
+}
+
+// An append the follower was sent ahead of is answered by the early send
+// (sendahead.go), in the order raft made its appends: successful if the
+// early send was, rejected if not, which closes the pipeline.
+func TestGuardedPipelineAnswersFromEarlySend(t *testing.T) {
+	entries := func(from, to uint64) *raft.AppendEntriesRequest {
+		req := &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: from - 1}
+		for i := from; i <= to; i++ {
+			req.Entries = append(req.Entries, &raft.Log{Index: i, Term: 3})
+		}
+		return req
+	}
+	for _, ok := range []bool{true, false} {
+		t.Run(fmt.Sprintf("early send ok=%v", ok), func(t *testing.T) {
+			p := newStuckPipeline()
+			p.free.Store(1)
+			g := guard(p, make(chan struct{}), nil)
+			defer g.Close()
+			early := &earlySend{term: 3, first: 4, last: 5, done: make(chan struct{})}
+			a, b := entries(4, 5), entries(6, 6)
+			g.covering = func(req *raft.AppendEntriesRequest) *earlySend {
+				if req == a {
+					return early
+				}
+				return nil
+			}
+			// b may reach the follower only after a, which went on the
+			// early send's connection.
+			p.onAppend = func() {
+				select {
+				case <-early.done:
+				default:
+					t.Error("entries 6- sent before the early send of 4-5 ended")
+				}
+			}
+			if _, err := g.AppendEntries(a, &raft.AppendEntriesResponse{}); err != nil {
+				t.Fatal(err)
+			}
+			bSent := make(chan error, 1)
+			go func() {
+				_, err := g.AppendEntries(b, &raft.AppendEntriesResponse{})
+				bSent <- err
+			}()
+			early.ok = ok
+			close(early.done)
+			if err := <-bSent; err != nil {
+				t.Fatal(err)
+			}
+			p.done <- doneFuture{req: b, resp: &raft.AppendEntriesResponse{Term: 3, Success: true}}
+			first := <-g.Consumer()
+			if first.Request() != a {
+				t.Fatalf("first answer is for entries from %d, want the early-sent 4-5", first.Request().Entries[0].Index)
+			}
+			if r := first.Response(); first.Error() != nil || r.Success != ok || r.Term != 3 || r.LastLog != 5 {
+				t.Fatalf("answer %+v (error %v), want success %v in term 3 up to 5", r, first.Error(), ok)
+			}
+			if !ok {
+				// raft stops reading after a rejection: the pipeline is
+				// closed, and raft replicates without it.
+				if !appendReturns(t, g, 10*time.Second) {
+					t.Fatal("AppendEntries still blocked after a rejected early send")
+				}
+				return
+			}
+			if second := <-g.Consumer(); second.Request() != b {
+				t.Fatal("second answer is not the inner pipeline's")
+			}
+		})
 	}
 }

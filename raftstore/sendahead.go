@@ -18,10 +18,17 @@ import (
 // leader stores a batch, sendAhead also sends it, as an AppendEntries the
 // leader could have sent itself, to every follower known to hold the
 // entry just before it; the follower stores it while the leader does.
-// raft's own replication then sends the same entries, which the follower
-// finds it has (raft skips entries it holds with the same term) and acks
-// without a second fsync. The early send's reply is used only to know how
-// far the follower's log matches; nothing of raft's commit rules changes.
+//
+// raft's own replication then appends the same entries to the follower.
+// Its pipeline (pipeline.go) answers that append from the early send
+// instead of sending it: a successful early send means the follower
+// holds those entries durably, with the leader's term, which is all a
+// successful reply to raft's append would say; so the follower counts
+// toward the commit as soon as its early reply is in. A failed early send
+// answers raft's append as rejected, and raft replicates to that follower
+// the usual way. raft's commit rule (a majority holding an entry of the
+// leader's term, the leader itself only once its own store returned) is
+// unchanged; only the follower's half starts earlier.
 //
 // If the leader's own store then fails, followers may hold entries the
 // leader never counted, which a later leader may commit: raft answers
@@ -42,8 +49,11 @@ type sendAhead struct {
 	// leading reports whether this server is raft's leader, whose leader
 	// loop is then the only one to store entries. Set before raft starts.
 	leading func() bool
-	// started counts the early sends.
-	started atomic.Uint64
+	// started counts the early sends, covered the appends of raft's
+	// pipeline they answered.
+	started, covered atomic.Uint64
+	// commitIndex is raft's, for the early sends; nil: none.
+	commitIndex func() uint64
 
 	mu    sync.Mutex
 	last  raft.Log // index and term of the last entry stored; zero: unknown
@@ -56,8 +66,23 @@ type sendAhead struct {
 type peerLog struct {
 	term, index uint64
 	addr        raft.ServerAddress
-	sending     bool
+	sending     *earlySend // the one in flight
 }
+
+// earlySend is a batch sent ahead to one follower. done is closed once its
+// reply is in; ok then says whether the follower stored the batch.
+type earlySend struct {
+	term, first, last uint64
+	done              chan struct{}
+	ok                bool
+}
+
+// stored is an earlySend already known to have succeeded.
+var stored = func() *earlySend {
+	e := &earlySend{done: make(chan struct{}), ok: true}
+	close(e.done)
+	return e
+}()
 
 func newSendAhead(logs raft.LogStore, trans *raft.NetworkTransport, id raft.ServerID, addr raft.ServerAddress, off bool) *sendAhead {
 	enc := trans.EncodePeer(id, addr)
@@ -128,11 +153,16 @@ func (s *sendAhead) send(logs []*raft.Log) {
 		// since): leave this batch to raft.
 		return
 	}
+	var commit uint64
+	if s.commitIndex != nil {
+		commit = s.commitIndex()
+	}
 	for id, p := range s.peers {
-		if p.term != term || p.index < prev.Index || p.sending {
+		if p.term != term || p.index < prev.Index || p.sending != nil {
 			continue
 		}
-		p.sending = true
+		e := &earlySend{term: term, first: first, last: logs[len(logs)-1].Index, done: make(chan struct{})}
+		p.sending = e
 		s.started.Add(1)
 		req := &raft.AppendEntriesRequest{
 			RPCHeader:    s.header,
@@ -141,21 +171,50 @@ func (s *sendAhead) send(logs []*raft.Log) {
 			PrevLogEntry: prev.Index,
 			PrevLogTerm:  prev.Term,
 			Entries:      logs,
-			// No commit index: what the leader has committed reaches
-			// the follower through raft's own replication.
+			// What raft's own request would carry: it commits on the
+			// follower only entries up to prev, which it holds.
+			LeaderCommitIndex: commit,
 		}
-		go s.appendEntries(id, p.addr, req)
+		go s.appendEntries(id, p.addr, req, e)
 	}
 }
 
-func (s *sendAhead) appendEntries(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest) {
+func (s *sendAhead) appendEntries(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, e *earlySend) {
 	var resp raft.AppendEntriesResponse
 	if s.trans.AppendEntries(id, addr, req, &resp) == nil {
+		e.ok = resp.Success && resp.Term == req.Term
 		s.acked(id, addr, req, &resp)
 	}
 	s.mu.Lock()
-	s.peers[id].sending = false
+	s.peers[id].sending = nil
 	s.mu.Unlock()
+	close(e.done)
+}
+
+// covering is what raft's pipeline can count for req to follower id
+// without sending it (pipeline.go): an early send of exactly req's
+// entries, or stored if a successful append of req's term showed that the
+// follower holds them all already; nil if neither.
+func (s *sendAhead) covering(id raft.ServerID, req *raft.AppendEntriesRequest) *earlySend {
+	n := len(req.Entries)
+	if s == nil || s.off || n == 0 {
+		return nil
+	}
+	first, last := req.Entries[0].Index, req.Entries[n-1].Index
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.peers[id]
+	switch {
+	case p == nil || p.term != req.Term:
+		return nil
+	case p.index >= last:
+		s.covered.Add(1)
+		return stored
+	case p.sending != nil && p.sending.term == req.Term && p.sending.first == first && p.sending.last == last:
+		s.covered.Add(1)
+		return p.sending
+	}
+	return nil
 }
 
 // acked records a reply to an AppendEntries sent to follower id at addr,

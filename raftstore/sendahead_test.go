@@ -87,7 +87,7 @@ func (rig *sendAheadRig) store(t *testing.T, term, from, to uint64) *raft.Append
 		waitFor(t, 5*time.Second, "the early send to end", func() bool {
 			rig.s.mu.Lock()
 			defer rig.s.mu.Unlock()
-			return !rig.s.peers["s2"].sending
+			return rig.s.peers["s2"].sending == nil
 		})
 	}
 	close(rig.logs.open)
@@ -196,6 +196,9 @@ func TestSendAheadCluster(t *testing.T) {
 	}
 	if n := leader.node.ahead.started.Load(); n < 10 {
 		t.Fatalf("%d of 50 writes sent ahead; one writer at a time should send most", n)
+	}
+	if n := leader.node.ahead.covered.Load(); n < 10 {
+		t.Fatalf("%d appends of raft's pipeline answered by an early send, want most of 50 writes' 100", n)
 	}
 	var wg sync.WaitGroup
 	for w := range 16 {
