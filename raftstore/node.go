@@ -222,6 +222,10 @@ func (n *Node) start(fsm FSM) error {
 		return r != nil && r.State() == raft.Leader
 	}
 	ahead.commitIndex = func() uint64 { return started.Load().CommitIndex() }
+	ahead.members = func() []raft.Server {
+		// Not through raft's main loop: the leader loop calls this.
+		return started.Load().GetConfiguration().Configuration().Servers
+	}
 	n.ahead = ahead
 	var trans raft.Transport = pipelined{observed{n.trans, ahead}, n.ctx.Done()}
 	if cfg.noPipeline {

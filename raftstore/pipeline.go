@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"io"
 	"sync"
 	"time"
 
@@ -38,6 +39,13 @@ func (t observed) AppendEntries(id raft.ServerID, addr raft.ServerAddress, req *
 		t.ahead.acked(id, addr, req, resp)
 	}
 	return err
+}
+
+// InstallSnapshot sends a snapshot, which replaces the follower's log:
+// what the early sends knew of it no longer holds.
+func (t observed) InstallSnapshot(id raft.ServerID, addr raft.ServerAddress, req *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	t.ahead.forget(id)
+	return t.NetworkTransport.InstallSnapshot(id, addr, req, resp, data)
 }
 
 // AppendEntriesPipeline wraps the transport's pipeline in a guard.
@@ -185,7 +193,8 @@ func (g *guardedPipeline) forward(stop <-chan struct{}, done func(raft.AppendFut
 				_ = g.inner.Close()
 				return
 			}
-			a.resp.Term, a.resp.Success = a.req.Term, a.early.ok
+			// A newer term in the reply reaches raft, which steps down.
+			a.resp.Term, a.resp.Success = max(a.req.Term, a.early.replyTerm), a.early.ok
 			a.resp.LastLog = a.req.Entries[len(a.req.Entries)-1].Index
 			f = &answered{a}
 		case <-g.closed:

@@ -161,7 +161,10 @@ func TestGuardedPipelineAnswersFromEarlySend(t *testing.T) {
 				_, err := g.AppendEntries(b, &raft.AppendEntriesResponse{})
 				bSent <- err
 			}()
-			early.ok = ok
+			early.ok, early.replyTerm = ok, 3
+			if !ok {
+				early.replyTerm = 4 // turned down for a newer term
+			}
 			close(early.done)
 			if err := <-bSent; err != nil {
 				t.Fatal(err)
@@ -171,8 +174,8 @@ func TestGuardedPipelineAnswersFromEarlySend(t *testing.T) {
 			if first.Request() != a {
 				t.Fatalf("first answer is for entries from %d, want the early-sent 4-5", first.Request().Entries[0].Index)
 			}
-			if r := first.Response(); first.Error() != nil || r.Success != ok || r.Term != 3 || r.LastLog != 5 {
-				t.Fatalf("answer %+v (error %v), want success %v in term 3 up to 5", r, first.Error(), ok)
+			if r := first.Response(); first.Error() != nil || r.Success != ok || r.Term != early.replyTerm || r.LastLog != 5 {
+				t.Fatalf("answer %+v (error %v), want success %v in the follower's term %d up to 5", r, first.Error(), ok, early.replyTerm)
 			}
 			if !ok {
 				// raft stops reading after a rejection: the pipeline is

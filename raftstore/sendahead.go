@@ -3,6 +3,7 @@ package raftstore
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -35,11 +36,15 @@ import (
 // that write with an error that Apply reports as ErrUnknownOutcome, as it
 // already did (a failed store may have written part of the batch).
 //
-// A follower is sent ahead to only when a successful append of this term
-// showed that it holds the previous entry, and one early send at a time:
-// a follower still catching up is left to raft's replication alone, so
-// the early send costs an RPC only when a follower keeps up, which is
-// when its fsync is the write's latency.
+// A follower is sent ahead to only when it is in raft's latest
+// configuration and a successful append of this term showed that it holds
+// the previous entry, and one early send at a time: a follower still
+// catching up is left to raft's replication alone, so the early send
+// costs an RPC only when a follower keeps up, which is when its fsync is
+// the write's latency. A rejected append, or a snapshot sent to it,
+// forgets what was known of its log. An early send answers raft's append
+// only while in flight or for earlyFresh after: raft takes an answer for
+// recent contact with the follower.
 type sendAhead struct {
 	raft.LogStore
 	trans  *raft.NetworkTransport
@@ -54,6 +59,8 @@ type sendAhead struct {
 	started, covered atomic.Uint64
 	// commitIndex is raft's, for the early sends; nil: none.
 	commitIndex func() uint64
+	// members is raft's latest configuration; nil: no early sends.
+	members func() []raft.Server
 
 	mu    sync.Mutex
 	last  raft.Log // index and term of the last entry stored; zero: unknown
@@ -67,22 +74,44 @@ type peerLog struct {
 	term, index uint64
 	addr        raft.ServerAddress
 	sending     *earlySend // the one in flight
+	sent        *earlySend // the last one that ended
+	gen         uint64     // counts forget
 }
 
 // earlySend is a batch sent ahead to one follower. done is closed once its
-// reply is in; ok then says whether the follower stored the batch.
+// reply is in; ok then says whether the follower stored the batch, and
+// replyTerm is the follower's term.
 type earlySend struct {
 	term, first, last uint64
+	gen               uint64 // the follower's peerLog.gen when sent
 	done              chan struct{}
 	ok                bool
+	replyTerm         uint64
+	ended             time.Time
 }
 
-// stored is an earlySend already known to have succeeded.
-var stored = func() *earlySend {
-	e := &earlySend{done: make(chan struct{}), ok: true}
-	close(e.done)
-	return e
-}()
+// answers reports whether e answers raft's append of entries first..last
+// in term: the same entries, and still in flight or ended within
+// earlyFresh. An older reply is not taken for the follower's answer: raft
+// counts an answer as the follower's contact, which must be recent (its
+// leader lease, VerifyLeader), and the follower's log may have changed
+// since (a snapshot install clears it).
+func (e *earlySend) answers(term, first, last uint64, now time.Time) bool {
+	if e == nil || e.term != term || e.first != first || e.last != last {
+		return false
+	}
+	select {
+	case <-e.done:
+		return now.Sub(e.ended) < earlyFresh
+	default:
+		return true
+	}
+}
+
+// earlyFresh is how old an early send's reply may be to answer raft's
+// append: far below any election timeout, and more than the leader's
+// fsync usually takes after the follower's reply came in.
+const earlyFresh = 20 * time.Millisecond
 
 func newSendAhead(logs raft.LogStore, trans *raft.NetworkTransport, id raft.ServerID, addr raft.ServerAddress, off bool) *sendAhead {
 	enc := trans.EncodePeer(id, addr)
@@ -158,10 +187,10 @@ func (s *sendAhead) send(logs []*raft.Log) {
 		commit = s.commitIndex()
 	}
 	for id, p := range s.peers {
-		if p.term != term || p.index < prev.Index || p.sending != nil {
+		if p.term != term || p.index < prev.Index || p.sending != nil || !s.member(id) {
 			continue
 		}
-		e := &earlySend{term: term, first: first, last: logs[len(logs)-1].Index, done: make(chan struct{})}
+		e := &earlySend{term: term, first: first, last: logs[len(logs)-1].Index, gen: p.gen, done: make(chan struct{})}
 		p.sending = e
 		s.started.Add(1)
 		req := &raft.AppendEntriesRequest{
@@ -181,52 +210,85 @@ func (s *sendAhead) send(logs []*raft.Log) {
 
 func (s *sendAhead) appendEntries(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, e *earlySend) {
 	var resp raft.AppendEntriesResponse
-	if s.trans.AppendEntries(id, addr, req, &resp) == nil {
-		e.ok = resp.Success && resp.Term == req.Term
-		s.acked(id, addr, req, &resp)
-	}
+	err := s.trans.AppendEntries(id, addr, req, &resp)
 	s.mu.Lock()
-	s.peers[id].sending = nil
+	p := s.peers[id]
+	p.sending = nil
+	e.ended = time.Now()
+	// A snapshot sent to the follower meanwhile (forget) may have
+	// replaced what the reply says it holds.
+	if err == nil && e.gen == p.gen {
+		e.ok, e.replyTerm = resp.Success && resp.Term == req.Term, resp.Term
+		s.ackedLocked(p, addr, req, &resp)
+		p.sent = e
+	}
 	s.mu.Unlock()
 	close(e.done)
 }
 
-// covering is what raft's pipeline can count for req to follower id
-// without sending it (pipeline.go): an early send of exactly req's
-// entries, or stored if a successful append of req's term showed that the
-// follower holds them all already; nil if neither.
+// member reports whether id is in raft's latest configuration: a server
+// removed from it gets no more early sends, which would keep it
+// following this leader.
+func (s *sendAhead) member(id raft.ServerID) bool {
+	if s.members == nil {
+		return false
+	}
+	for _, m := range s.members() {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// covering is the early send that answers raft's append req to follower
+// id (pipeline.go): one of exactly req's entries, in flight or just
+// ended; nil if none.
 func (s *sendAhead) covering(id raft.ServerID, req *raft.AppendEntriesRequest) *earlySend {
 	n := len(req.Entries)
 	if s == nil || s.off || n == 0 {
 		return nil
 	}
 	first, last := req.Entries[0].Index, req.Entries[n-1].Index
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.peers[id]
-	switch {
-	case p == nil || p.term != req.Term:
+	if p == nil {
 		return nil
-	case p.index >= last:
-		s.covered.Add(1)
-		return stored
-	case p.sending != nil && p.sending.term == req.Term && p.sending.first == first && p.sending.last == last:
-		s.covered.Add(1)
-		return p.sending
+	}
+	for _, e := range []*earlySend{p.sending, p.sent} {
+		if e != nil && e.gen == p.gen && e.answers(req.Term, first, last, now) {
+			s.covered.Add(1)
+			return e
+		}
 	}
 	return nil
 }
 
-// acked records a reply to an AppendEntries sent to follower id at addr,
-// by raft's replication or ahead of it: after a successful one of req's
-// term, the follower holds every entry up to req's last.
-func (s *sendAhead) acked(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
-	if s == nil || !resp.Success || resp.Term != req.Term {
-		return
+// forget drops what is known of follower id's log: raft is sending it a
+// snapshot, which replaces its log.
+func (s *sendAhead) forget(id raft.ServerID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.peers[id]; p != nil {
+		p.forget()
 	}
-	matched := req.PrevLogEntry
-	if n := len(req.Entries); n > 0 {
-		matched = req.Entries[n-1].Index
+}
+
+// forget drops what is known of the follower's log, and makes the early
+// send in flight count for nothing.
+func (p *peerLog) forget() {
+	p.index, p.sent = 0, nil
+	p.gen++
+}
+
+// acked records a reply to an AppendEntries sent to follower id at addr
+// by raft's replication: after a successful one of req's term, the
+// follower holds every entry up to req's last.
+func (s *sendAhead) acked(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if s == nil {
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,6 +296,20 @@ func (s *sendAhead) acked(id raft.ServerID, addr raft.ServerAddress, req *raft.A
 	if p == nil {
 		p = &peerLog{}
 		s.peers[id] = p
+	}
+	s.ackedLocked(p, addr, req, resp)
+}
+
+func (s *sendAhead) ackedLocked(p *peerLog, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if !resp.Success || resp.Term != req.Term {
+		// Turned down (a missing or different previous entry, a newer
+		// term): how far its log matches is unknown again.
+		p.forget()
+		return
+	}
+	matched := req.PrevLogEntry
+	if n := len(req.Entries); n > 0 {
+		matched = req.Entries[n-1].Index
 	}
 	p.addr = addr
 	switch {

@@ -35,6 +35,7 @@ type sendAheadRig struct {
 	logs     *gatedStore
 	follower *raft.NetworkTransport
 	leading  bool
+	members  []raft.Server
 }
 
 func newSendAheadRig(t *testing.T) *sendAheadRig {
@@ -51,6 +52,8 @@ func newSendAheadRig(t *testing.T) *sendAheadRig {
 	rig := &sendAheadRig{logs: &gatedStore{raft.NewInmemStore(), make(chan struct{}, 1), nil}, follower: follower, leading: true}
 	rig.s = newSendAhead(rig.logs, leader, "s1", leader.LocalAddr(), false)
 	rig.s.leading = func() bool { return rig.leading }
+	rig.members = []raft.Server{{ID: "s1", Address: leader.LocalAddr()}, {ID: "s2", Address: follower.LocalAddr()}}
+	rig.s.members = func() []raft.Server { return rig.members }
 	return rig
 }
 
@@ -58,6 +61,14 @@ func newSendAheadRig(t *testing.T) *sendAheadRig {
 // log store held until the follower has answered what it was sent ahead
 // (answer, if it is sent anything), and returns what it was sent.
 func (rig *sendAheadRig) store(t *testing.T, term, from, to uint64) *raft.AppendEntriesRequest {
+	t.Helper()
+	return rig.storeAnswering(t, term, from, to, func(req *raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		return &raft.AppendEntriesResponse{Term: req.Term, Success: true, LastLog: to}
+	})
+}
+
+// storeAnswering is store with the follower's answer to an early send.
+func (rig *sendAheadRig) storeAnswering(t *testing.T, term, from, to uint64, answer func(*raft.AppendEntriesRequest) *raft.AppendEntriesResponse) *raft.AppendEntriesRequest {
 	t.Helper()
 	var logs []*raft.Log
 	for i := from; i <= to; i++ {
@@ -78,7 +89,7 @@ func (rig *sendAheadRig) store(t *testing.T, term, from, to uint64) *raft.Append
 				t.Fatalf("follower got %T", rpc.Command)
 			}
 			got = req
-			rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, Success: true, LastLog: to}, nil)
+			rpc.Respond(answer(req), nil)
 		case err := <-done:
 			t.Fatalf("the leader's StoreLogs returned (%v) before the follower got the entries", err)
 		case <-time.After(5 * time.Second):
@@ -158,6 +169,12 @@ func TestSendAheadOnlyWhenSafe(t *testing.T) {
 			}
 		}},
 		{name: "off", term: 2, acked: 3, before: func(t *testing.T, rig *sendAheadRig) { rig.s.off = true }},
+		{name: "removed from the configuration", term: 2, acked: 3, before: func(t *testing.T, rig *sendAheadRig) { rig.members = rig.members[:1] }},
+		{name: "sent a snapshot", term: 2, acked: 3, before: func(t *testing.T, rig *sendAheadRig) { rig.s.forget("s2") }},
+		{name: "turned an append down", term: 2, acked: 3, before: func(t *testing.T, rig *sendAheadRig) {
+			req := &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 3, PrevLogTerm: 2}
+			rig.s.acked("s2", rig.follower.LocalAddr(), req, &raft.AppendEntriesResponse{Term: 2, Success: false})
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,4 +270,68 @@ func (h *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *countingHandler) WithGroup(g string) slog.Handler {
 	return &countingHandler{h.Handler.WithGroup(g), h.n, h.msgs}
+}
+
+// TestSendAheadAnswersOnlyFreshly checks which early send answers raft's
+// append of the same entries: one of exactly those entries and that term,
+// in flight or ended within earlyFresh, and not once the follower was
+// sent a snapshot (which replaces its log).
+func TestSendAheadAnswersOnlyFreshly(t *testing.T) {
+	rig := newSendAheadRig(t)
+	rig.store(t, 2, 1, 3)
+	rig.raftAcked(2, 0, 3)
+	if rig.store(t, 2, 4, 5) == nil {
+		t.Fatal("entries 4-5 not sent ahead")
+	}
+	append45 := func(term uint64) *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{Term: term, PrevLogEntry: 3, PrevLogTerm: 2,
+			Entries: []*raft.Log{{Index: 4, Term: 2}, {Index: 5, Term: 2}}}
+	}
+	endedAgo := func(d time.Duration) {
+		rig.s.mu.Lock()
+		rig.s.peers["s2"].sent.ended = time.Now().Add(-d)
+		rig.s.mu.Unlock()
+	}
+	endedAgo(0)
+	if e := rig.s.covering("s2", append45(2)); e == nil || !e.ok {
+		t.Fatalf("raft's append of 4-5 not answered by the early send that just ended: %+v", e)
+	}
+	wider := append45(2)
+	wider.Entries = append(wider.Entries, &raft.Log{Index: 6, Term: 2})
+	if rig.s.covering("s2", wider) != nil {
+		t.Fatal("an append of 4-6 answered by the early send of 4-5")
+	}
+	if rig.s.covering("s2", append45(3)) != nil {
+		t.Fatal("an append of term 3 answered by an early send of term 2")
+	}
+	endedAgo(earlyFresh + time.Millisecond)
+	if rig.s.covering("s2", append45(2)) != nil {
+		t.Fatal("answered by an early send older than earlyFresh")
+	}
+	endedAgo(0)
+	rig.s.forget("s2")
+	if rig.s.covering("s2", append45(2)) != nil {
+		t.Fatal("answered by an early send after the follower was sent a snapshot")
+	}
+}
+
+// TestSendAheadNewerTermTurnsDown checks that an early send the follower
+// turns down for a newer term answers nothing later and tells how far the
+// follower's log matches no more.
+func TestSendAheadNewerTermTurnsDown(t *testing.T) {
+	rig := newSendAheadRig(t)
+	rig.store(t, 2, 1, 3)
+	rig.raftAcked(2, 0, 3)
+	req := rig.storeAnswering(t, 2, 4, 4, func(*raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		return &raft.AppendEntriesResponse{Term: 5, Success: false}
+	})
+	if req == nil {
+		t.Fatal("entry 4 not sent ahead")
+	}
+	if e := rig.s.covering("s2", &raft.AppendEntriesRequest{Term: 2, Entries: []*raft.Log{{Index: 4, Term: 2}}}); e != nil {
+		t.Fatalf("answered by an early send turned down: %+v", e)
+	}
+	if rig.store(t, 2, 5, 5) != nil {
+		t.Fatal("sent ahead to a follower that turned the last one down")
+	}
 }
