@@ -60,7 +60,8 @@ func (t pipelined) AppendEntriesPipeline(id raft.ServerID, addr raft.ServerAddre
 }
 
 // guard wraps p and starts its forwarder, which ends with p. done, if
-// not nil, sees each successful future first.
+// not nil, sees each answered future first (one that did not fail to
+// reach the follower): accepted or turned down.
 func guard(p raft.AppendPipeline, stop <-chan struct{}, done func(raft.AppendFuture)) *guardedPipeline {
 	g := &guardedPipeline{
 		inner:  p,
@@ -204,7 +205,7 @@ func (g *guardedPipeline) forward(stop <-chan struct{}, done func(raft.AppendFut
 			return
 		}
 		last := endsConsumer(f)
-		if !last && done != nil {
+		if f.Error() == nil && done != nil {
 			done(f)
 		}
 		select {

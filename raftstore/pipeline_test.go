@@ -191,3 +191,43 @@ func TestGuardedPipelineAnswersFromEarlySend(t *testing.T) {
 		})
 	}
 }
+
+// Every answered append reaches done, a rejected one too: the early sends
+// (sendahead.go) forget how far the follower's log matches when it turns
+// an append down. One that failed to reach the follower does not.
+func TestGuardedPipelineReportsRejections(t *testing.T) {
+	for name, tc := range map[string]struct {
+		f    raft.AppendFuture
+		seen bool
+	}{
+		"accepted":     {future(3, true, nil), true},
+		"rejected":     {future(3, false, nil), true},
+		"newer term":   {future(4, false, nil), true},
+		"decode error": {future(0, false, errors.New("connection reset")), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newStuckPipeline()
+			p.free.Store(1)
+			seen := make(chan raft.AppendFuture, 1)
+			g := guard(p, make(chan struct{}), func(f raft.AppendFuture) { seen <- f })
+			defer g.Close()
+			if _, err := g.AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{}); err != nil {
+				t.Fatal(err)
+			}
+			p.done <- tc.f
+			if got := <-g.Consumer(); got != tc.f {
+				t.Fatal("consumer got another future")
+			}
+			select {
+			case f := <-seen:
+				if !tc.seen || f != tc.f {
+					t.Fatalf("done saw %v, want it to see nothing", f)
+				}
+			default:
+				if tc.seen {
+					t.Fatal("done did not see the answered append")
+				}
+			}
+		})
+	}
+}
