@@ -36,7 +36,7 @@ type observed struct {
 func (t observed) AppendEntries(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	err := t.NetworkTransport.AppendEntries(id, addr, req, resp)
 	if err == nil {
-		t.ahead.acked(id, addr, req, resp)
+		t.ahead.acked(id, req, resp)
 	}
 	return err
 }
@@ -54,7 +54,7 @@ func (t pipelined) AppendEntriesPipeline(id raft.ServerID, addr raft.ServerAddre
 	if err != nil {
 		return nil, err
 	}
-	g := guard(p, t.stop, func(f raft.AppendFuture) { t.ahead.acked(id, addr, f.Request(), f.Response()) })
+	g := guard(p, t.stop, func(f raft.AppendFuture) { t.ahead.acked(id, f.Request(), f.Response()) })
 	g.covering = func(req *raft.AppendEntriesRequest) *earlySend { return t.ahead.covering(id, req) }
 	return g, nil
 }
@@ -67,10 +67,17 @@ func guard(p raft.AppendPipeline, stop <-chan struct{}, done func(raft.AppendFut
 		inner:  p,
 		out:    make(chan raft.AppendFuture),
 		closed: make(chan struct{}),
+		quit:   make(chan struct{}),
 		sent:   make(chan sent, maxPipelined),
-		stop:   stop,
 	}
-	go g.forward(stop, done)
+	go func() {
+		select {
+		case <-g.closed:
+		case <-stop:
+		}
+		close(g.quit)
+	}()
+	go g.forward(done)
 	return g
 }
 
@@ -88,7 +95,8 @@ func guard(p raft.AppendPipeline, stop <-chan struct{}, done func(raft.AppendFut
 type guardedPipeline struct {
 	inner  raft.AppendPipeline
 	out    chan raft.AppendFuture
-	closed chan struct{}
+	closed chan struct{} // by Close
+	quit   chan struct{} // once closed or the node stops
 	once   sync.Once
 	// covering finds an early send that answers req; nil: none do.
 	covering func(req *raft.AppendEntriesRequest) *earlySend
@@ -96,7 +104,6 @@ type guardedPipeline struct {
 	// lastEarly is the early send that answered the last append, if it
 	// did; only raft's replication goroutine for the follower appends.
 	lastEarly *earlySend
-	stop      <-chan struct{} // closed when the node shuts down
 }
 
 // earlyWait is how long an append waits for the early send before it,
@@ -124,7 +131,7 @@ func (g *guardedPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *ra
 	}
 	select {
 	case g.sent <- sent{early: early, req: req, resp: resp, start: time.Now()}:
-	case <-g.closed:
+	case <-g.quit:
 		return nil, raft.ErrPipelineShutdown
 	}
 	if early != nil {
@@ -140,17 +147,13 @@ func (g *guardedPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *ra
 		// transport's timeout: after earlyWait, req goes anyway (and is
 		// turned down at worst, which raft mends).
 		t := time.NewTimer(earlyWait)
+		defer t.Stop()
 		select {
 		case <-e.done:
 		case <-t.C:
-		case <-g.closed:
-			t.Stop()
-			return nil, raft.ErrPipelineShutdown
-		case <-g.stop:
-			t.Stop()
+		case <-g.quit:
 			return nil, raft.ErrPipelineShutdown
 		}
-		t.Stop()
 		g.lastEarly = nil
 	}
 	return g.inner.AppendEntries(req, resp)
@@ -165,62 +168,57 @@ func (g *guardedPipeline) Close() error {
 
 // forward passes each finished append on, in order, until raft's consumer
 // is known to stop reading: after a future it stops on (see
-// endsConsumer), when the pipeline is closed, or when the node stops. In
-// the first and last case it closes the inner pipeline, which makes a
-// blocked AppendEntries return ErrPipelineShutdown; raft then falls back
-// to plain replication.
-func (g *guardedPipeline) forward(stop <-chan struct{}, done func(raft.AppendFuture)) {
+// endsConsumer), when the pipeline is closed, or when the node stops.
+// Then it closes the inner pipeline, which makes a blocked AppendEntries
+// return ErrPipelineShutdown; raft then falls back to plain replication.
+func (g *guardedPipeline) forward(done func(raft.AppendFuture)) {
+	defer g.inner.Close()
 	in := g.inner.Consumer()
 	for {
-		var f raft.AppendFuture
+		var a sent
 		select {
-		case a := <-g.sent:
-			if a.early == nil {
-				select {
-				case f = <-in:
-				case <-g.closed:
-					return
-				case <-stop:
-					_ = g.inner.Close()
-					return
-				}
-				break
-			}
-			select {
-			case <-a.early.done:
-			case <-g.closed:
-				return
-			case <-stop:
-				_ = g.inner.Close()
-				return
-			}
-			// A newer term in the reply reaches raft, which steps down.
-			a.resp.Term, a.resp.Success = max(a.req.Term, a.early.replyTerm), a.early.ok
-			a.resp.LastLog = a.req.Entries[len(a.req.Entries)-1].Index
-			f = &answered{a}
-		case <-g.closed:
-			return
-		case <-stop:
-			_ = g.inner.Close()
+		case a = <-g.sent:
+		case <-g.quit:
 			return
 		}
-		last := endsConsumer(f)
+		f := g.answer(a, in)
+		if f == nil {
+			return
+		}
 		if f.Error() == nil && done != nil {
 			done(f)
 		}
 		select {
 		case g.out <- f:
-		case <-g.closed:
-			return
-		case <-stop:
-			_ = g.inner.Close()
+		case <-g.quit:
 			return
 		}
-		if last {
-			_ = g.inner.Close()
+		if endsConsumer(f) {
 			return
 		}
 	}
+}
+
+// answer waits for a's answer: the inner pipeline's next future, or its
+// early send's reply; nil if the pipeline quits first.
+func (g *guardedPipeline) answer(a sent, in <-chan raft.AppendFuture) raft.AppendFuture {
+	if a.early == nil {
+		select {
+		case f := <-in:
+			return f
+		case <-g.quit:
+			return nil
+		}
+	}
+	select {
+	case <-a.early.done:
+	case <-g.quit:
+		return nil
+	}
+	// A newer term in the reply reaches raft, which steps down.
+	a.resp.Term, a.resp.Success = max(a.req.Term, a.early.replyTerm), a.early.ok
+	a.resp.LastLog = a.req.Entries[len(a.req.Entries)-1].Index
+	return &answered{a}
 }
 
 // answered is an append answered by its early send.

@@ -59,7 +59,7 @@ type sendAhead struct {
 	started, covered atomic.Uint64
 	// commitIndex is raft's, for the early sends; nil: none.
 	commitIndex func() uint64
-	// members is raft's latest configuration; nil: no early sends.
+	// members is raft's latest configuration. Set before raft starts.
 	members func() []raft.Server
 
 	mu    sync.Mutex
@@ -68,11 +68,9 @@ type sendAhead struct {
 }
 
 // peerLog is how far a follower's log is known to match the leader's, in
-// term: it holds every entry up to index. addr is where raft's
-// replication last reached it.
+// term: it holds every entry up to index.
 type peerLog struct {
 	term, index uint64
-	addr        raft.ServerAddress
 	sending     *earlySend // the one in flight
 	sent        *earlySend // the last one that ended
 	gen         uint64     // counts forget
@@ -161,7 +159,7 @@ func (s *sendAhead) DeleteRange(lo, hi uint64) error {
 	return s.LogStore.DeleteRange(lo, hi)
 }
 
-// send starts an early AppendEntries of logs to every follower that holds
+// send starts an early AppendEntries of logs to every member that holds
 // the entry before them and has no early send in flight.
 func (s *sendAhead) send(logs []*raft.Log) {
 	first, term := logs[0].Index, logs[0].Term
@@ -186,8 +184,11 @@ func (s *sendAhead) send(logs []*raft.Log) {
 	if s.commitIndex != nil {
 		commit = s.commitIndex()
 	}
-	for id, p := range s.peers {
-		if p.term != term || p.index < prev.Index || p.sending != nil || !s.member(id) {
+	// Members of raft's latest configuration only: a server removed from
+	// it would go on following this leader.
+	for _, m := range s.members() {
+		p := s.peers[m.ID]
+		if p == nil || p.term != term || p.index < prev.Index || p.sending != nil {
 			continue
 		}
 		e := &earlySend{term: term, first: first, last: logs[len(logs)-1].Index, gen: p.gen, done: make(chan struct{})}
@@ -204,7 +205,7 @@ func (s *sendAhead) send(logs []*raft.Log) {
 			// follower only entries up to prev, which it holds.
 			LeaderCommitIndex: commit,
 		}
-		go s.appendEntries(id, p.addr, req, e)
+		go s.appendEntries(m.ID, m.Address, req, e)
 	}
 }
 
@@ -219,26 +220,11 @@ func (s *sendAhead) appendEntries(id raft.ServerID, addr raft.ServerAddress, req
 	// replaced what the reply says it holds.
 	if err == nil && e.gen == p.gen {
 		e.ok, e.replyTerm = resp.Success && resp.Term == req.Term, resp.Term
-		s.ackedLocked(p, addr, req, &resp)
+		p.acked(req, &resp)
 		p.sent = e
 	}
 	s.mu.Unlock()
 	close(e.done)
-}
-
-// member reports whether id is in raft's latest configuration: a server
-// removed from it gets no more early sends, which would keep it
-// following this leader.
-func (s *sendAhead) member(id raft.ServerID) bool {
-	if s.members == nil {
-		return false
-	}
-	for _, m := range s.members() {
-		if m.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // covering is the early send that answers raft's append req to follower
@@ -246,7 +232,7 @@ func (s *sendAhead) member(id raft.ServerID) bool {
 // ended; nil if none.
 func (s *sendAhead) covering(id raft.ServerID, req *raft.AppendEntriesRequest) *earlySend {
 	n := len(req.Entries)
-	if s == nil || s.off || n == 0 {
+	if n == 0 {
 		return nil
 	}
 	first, last := req.Entries[0].Index, req.Entries[n-1].Index
@@ -283,13 +269,9 @@ func (p *peerLog) forget() {
 	p.gen++
 }
 
-// acked records a reply to an AppendEntries sent to follower id at addr
-// by raft's replication: after a successful one of req's term, the
-// follower holds every entry up to req's last.
-func (s *sendAhead) acked(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
-	if s == nil {
-		return
-	}
+// acked records a reply to an AppendEntries sent to follower id by raft's
+// replication.
+func (s *sendAhead) acked(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.peers[id]
@@ -297,10 +279,12 @@ func (s *sendAhead) acked(id raft.ServerID, addr raft.ServerAddress, req *raft.A
 		p = &peerLog{}
 		s.peers[id] = p
 	}
-	s.ackedLocked(p, addr, req, resp)
+	p.acked(req, resp)
 }
 
-func (s *sendAhead) ackedLocked(p *peerLog, addr raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+// acked records a reply to req: after a successful one of req's term, the
+// follower holds every entry up to req's last.
+func (p *peerLog) acked(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
 	if !resp.Success || resp.Term != req.Term {
 		// Turned down (a missing or different previous entry, a newer
 		// term): how far its log matches is unknown again.
@@ -311,7 +295,6 @@ func (s *sendAhead) ackedLocked(p *peerLog, addr raft.ServerAddress, req *raft.A
 	if n := len(req.Entries); n > 0 {
 		matched = req.Entries[n-1].Index
 	}
-	p.addr = addr
 	switch {
 	case req.Term > p.term:
 		p.term, p.index = req.Term, matched

@@ -115,7 +115,7 @@ func (rig *sendAheadRig) raftAcked(term, prev, last uint64) {
 	for i := prev + 1; i <= last; i++ {
 		req.Entries = append(req.Entries, &raft.Log{Index: i, Term: term})
 	}
-	rig.s.acked("s2", rig.follower.LocalAddr(), req, &raft.AppendEntriesResponse{Term: term, Success: true, LastLog: last})
+	rig.s.acked("s2", req, &raft.AppendEntriesResponse{Term: term, Success: true, LastLog: last})
 }
 
 // TestSendAheadSendsWhileLeaderStores checks that a leader's new entries
@@ -173,7 +173,7 @@ func TestSendAheadOnlyWhenSafe(t *testing.T) {
 		{name: "sent a snapshot", term: 2, acked: 3, before: func(t *testing.T, rig *sendAheadRig) { rig.s.forget("s2") }},
 		{name: "turned an append down", term: 2, acked: 3, before: func(t *testing.T, rig *sendAheadRig) {
 			req := &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 3, PrevLogTerm: 2}
-			rig.s.acked("s2", rig.follower.LocalAddr(), req, &raft.AppendEntriesResponse{Term: 2, Success: false})
+			rig.s.acked("s2", req, &raft.AppendEntriesResponse{Term: 2, Success: false})
 		}},
 	}
 	for _, tc := range tests {
