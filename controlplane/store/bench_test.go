@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -123,7 +122,6 @@ func BenchmarkSnapshotRestore100kPods(b *testing.B) {
 	}
 	var persist, restore time.Duration
 	var size int
-	var peak uint64
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
@@ -141,12 +139,10 @@ func BenchmarkSnapshotRestore100kPods(b *testing.B) {
 
 		t1 := time.Now()
 		dst := New(Options{})
-		stop := sampleHeapPeak()
 		if err := dst.Restore(&buf, idx); err != nil {
 			b.Fatal(err)
 		}
 		restore += time.Since(t1)
-		peak = max(peak, stop())
 		if dst.Len(api.ResourceForPlural("pods")) != pods {
 			b.Fatal("restored store lost pods")
 		}
@@ -154,41 +150,6 @@ func BenchmarkSnapshotRestore100kPods(b *testing.B) {
 	b.ReportMetric(float64(size)/(1<<20), "snapshot-MiB")
 	b.ReportMetric(float64(persist.Milliseconds())/float64(b.N), "persist-ms")
 	b.ReportMetric(float64(restore.Milliseconds())/float64(b.N), "restore-ms")
-	// What a restore adds to the heap at its peak: the restored state
-	// and what it holds of the stream meanwhile.
-	b.ReportMetric(float64(peak)/(1<<20), "restore-peak-heap-MiB")
-}
-
-// sampleHeapPeak samples the heap's objects every millisecond until the
-// returned function is called, which says how far above the first sample
-// it went.
-func sampleHeapPeak() func() uint64 {
-	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { rtmetrics.Read(s); return s[0].Value.Uint64() }
-	base := read()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			if v := read(); v > base && v-base > peak.Load() {
-				peak.Store(v - base)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		<-stopped
-		return peak.Load()
-	}
 }
 
 // BenchmarkBindBatch64 applies one raft entry binding 64 pending pods, as
