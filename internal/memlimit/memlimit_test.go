@@ -14,6 +14,7 @@ import (
 
 	"github.com/outpost-edge/outpost/internal/realtest"
 	"github.com/outpost-edge/outpost/runtime/cgroups"
+	"github.com/outpost-edge/outpost/runtime/cgroups/cgroupstest"
 )
 
 func TestParse(t *testing.T) {
@@ -46,25 +47,16 @@ func TestParse(t *testing.T) {
 // fakeCgroup is a v2 tree where the process's unit has memory.max max
 // (0 for none).
 func fakeCgroup(t *testing.T, max uint64) cgroups.FS {
-	root := t.TempDir()
 	v := "max"
 	if max > 0 {
 		v = strconv.FormatUint(max, 10)
 	}
-	for name, content := range map[string]string{
+	cg, proc := cgroupstest.Tree(t, map[string]string{
 		"proc/self/cgroup":                           "0::/system.slice/outpost.service\n",
 		"cg/cgroup.controllers":                      "memory\n",
 		"cg/system.slice/outpost.service/memory.max": v + "\n",
-	} {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cgroups.FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
+	})
+	return cgroups.FS{Root: cg, Proc: proc}
 }
 
 func TestResolve(t *testing.T) {

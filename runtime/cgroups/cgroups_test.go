@@ -3,8 +3,9 @@ package cgroups
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/outpost-edge/outpost/runtime/cgroups/cgroupstest"
 )
 
 func TestRead(t *testing.T) {
@@ -115,21 +116,10 @@ func TestHost(t *testing.T) {
 	}
 }
 
-// treeFS writes files (a path under cg/ or proc/ → content) under a new
-// directory and returns the FS they make.
+// treeFS is the FS of a tree of files (cgroupstest.Tree).
 func treeFS(t *testing.T, files map[string]string) FS {
-	t.Helper()
-	root := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return FS{Root: filepath.Join(root, "cg"), Proc: filepath.Join(root, "proc")}
+	root, proc := cgroupstest.Tree(t, files)
+	return FS{Root: root, Proc: proc}
 }
 
 // TestMemoryLimit reads the limits that a systemd unit's MemoryMax and

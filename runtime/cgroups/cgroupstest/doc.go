@@ -1,0 +1,3 @@
+// Package cgroupstest writes cgroup and /proc trees for tests of code that
+// reads them through cgroups.FS.
+package cgroupstest
