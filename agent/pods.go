@@ -302,7 +302,7 @@ func (a *Agent) sendStatus(ctx context.Context, p pendingStatus) {
 				return
 			}
 			fresh, ok := obj.(*api.Pod)
-			if !ok || fresh.UID != pod.UID {
+			if !ok || fresh.UID != pod.UID || leavesTerminalPhase(fresh, p.status) {
 				return
 			}
 			pod = fresh
@@ -323,6 +323,15 @@ func (a *Agent) sendStatus(ctx context.Context, p pendingStatus) {
 			return
 		}
 	}
+}
+
+// leavesTerminalPhase reports whether writing st would take pod out of
+// Failed or Succeeded, which a pod never leaves: a status queued before
+// an eviction wrote Failed (reportEvicted) must not bring it back to
+// Running when its first write meets the eviction's and is retried.
+func leavesTerminalPhase(pod *api.Pod, st api.PodStatus) bool {
+	terminal := func(ph string) bool { return ph == api.PodSucceeded || ph == api.PodFailed }
+	return terminal(pod.Status.Phase) && !terminal(st.Phase)
 }
 
 // watchPods keeps the desired set in line with the pods bound to this

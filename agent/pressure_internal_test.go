@@ -83,3 +83,26 @@ func TestEvictionOrderByMemoryUse(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// A status queued before an eviction (Running) and retried after a
+// conflict with the eviction's Failed must not be written over it: a pod
+// never leaves Failed or Succeeded. TestNodePressureEviction met this
+// race now and then (the evicted pod back at Running).
+func TestStatusRetryKeepsTerminalPhase(t *testing.T) {
+	for _, tc := range []struct {
+		stored, queued string
+		leaves         bool
+	}{
+		{api.PodFailed, api.PodRunning, true},
+		{api.PodSucceeded, api.PodPending, true},
+		{api.PodFailed, api.PodFailed, false},
+		{api.PodSucceeded, api.PodFailed, false},
+		{api.PodRunning, api.PodFailed, false},
+		{api.PodRunning, api.PodRunning, false},
+	} {
+		pod := &api.Pod{Status: api.PodStatus{Phase: tc.stored}}
+		if got := leavesTerminalPhase(pod, api.PodStatus{Phase: tc.queued}); got != tc.leaves {
+			t.Errorf("stored %s, queued %s: leaves a terminal phase %v, want %v", tc.stored, tc.queued, got, tc.leaves)
+		}
+	}
+}
