@@ -81,8 +81,10 @@ type Core struct {
 	// gate is closed once this leadership's barrier passed: the store
 	// then holds every entry committed before this leader's term, so a
 	// write's preconditions may be checked against it (leader.go).
-	gateMu sync.Mutex
-	gate   chan struct{}
+	// gateReplaced is closed when resetGate replaces gate.
+	gateMu       sync.Mutex
+	gate         chan struct{}
+	gateReplaced chan struct{}
 	// leadership is what awaitBarrier asks of the raft member: node, or
 	// a stand-in that loses the leadership when a test says.
 	leadership leadership
@@ -98,7 +100,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{}), leadership: cfg.Node}
+	c := &Core{cfg: cfg, st: cfg.Store, node: cfg.Node, log: cfg.Logger, caughtUp: make(chan struct{}), gate: make(chan struct{}), gateReplaced: make(chan struct{}), leadership: cfg.Node}
 	c.admit = append(append(builtinAdmission(cfg.Store.Objects, cfg.Network.WithDefaults()), admission.New(cfg.AdmissionConfig, admission.Deps{Namespace: c.namespace})...), cfg.Admission...)
 	return c, nil
 }

@@ -313,30 +313,45 @@ func (l *lostLeadership) LeaderChanged() <-chan struct{} {
 	return l.changed
 }
 
-// A write held by a new leader's barrier that then loses the leadership
-// (its barrier cannot commit any more) is answered at once with
-// raftstore's not-leader error, which the API forwards to the next
-// leader, instead of waiting out the gate and answering 503.
-func TestWriteHeldByTheBarrierEndsWhenLeadershipIsLost(t *testing.T) {
+// startWithLeadership starts a core whose leadership, as awaitBarrier
+// sees it, is lost when the test says.
+func startWithLeadership(t *testing.T) (*Core, *lostLeadership) {
 	var l *lostLeadership
 	c := startCore(t, nil, nil, func(c *Core) {
 		l = &lostLeadership{leadership: c.leadership, changed: make(chan struct{}), waiting: make(chan struct{})}
 		c.leadership = l
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	waitBootstrapped(t, ctx, c)
-	c.resetGate() // a new leadership, its barrier not passed yet
+	return c, l
+}
+
+// holdWrite creates pod name on c, which must wait at the gate, and
+// returns once it waits; the channel gets the create's error.
+func holdWrite(t *testing.T, ctx context.Context, c *Core, l *lostLeadership, name string) <-chan error {
+	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := c.Create(ctx, ControlPlane, testPod("held"))
+		_, err := c.Create(ctx, ControlPlane, testPod(name))
 		errc <- err
 	}()
 	select {
 	case <-l.waiting:
 	case <-ctx.Done():
-		t.Fatal("the write was not held by the barrier")
+		t.Fatal("the write was not held at the gate")
 	}
+	return errc
+}
+
+// A write held by a new leader's barrier that then loses the leadership
+// (its barrier cannot commit any more) is answered at once with
+// raftstore's not-leader error, which the API forwards to the next
+// leader, instead of waiting out the gate and answering 503.
+func TestWriteHeldByTheBarrierEndsWhenLeadershipIsLost(t *testing.T) {
+	c, l := startWithLeadership(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	waitBootstrapped(t, ctx, c)
+	c.resetGate() // a new leadership, its barrier not passed yet
+	errc := holdWrite(t, ctx, c, l, "held")
 	l.lose()
 	var err error
 	select {
@@ -349,5 +364,29 @@ func TestWriteHeldByTheBarrierEndsWhenLeadershipIsLost(t *testing.T) {
 	}
 	if _, _, err := c.Get(podsResource, NamespaceDefault, "held"); !api.IsNotFound(err) {
 		t.Fatalf("the held write was applied: %v", err)
+	}
+}
+
+// raft makes a server leader, and says so, before RunLeadership replaces
+// the last leadership's gate, which is never opened. A write that comes
+// in between goes through as soon as the new leadership's barrier opens
+// the new gate, instead of waiting out gateWait on the old one and
+// answering 503 (TestForwardedWriteEndsWhenLeadershipMoves failed so
+// under load).
+func TestWriteHeldByTheLastGateGoesThroughTheNewOne(t *testing.T) {
+	c, l := startWithLeadership(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	waitBootstrapped(t, ctx, c)
+	c.resetGate() // the last leadership's gate, left shut
+	errc := holdWrite(t, ctx, c, l, "between")
+	close(c.resetGate()) // the new leadership's barrier passed
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("the held write: %v, want it done", err)
+		}
+	case <-time.After(gateWait - time.Second):
+		t.Fatal("the held write waited on the replaced gate")
 	}
 }

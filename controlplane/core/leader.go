@@ -105,19 +105,23 @@ func (c *Core) leaderDuties(ctx context.Context, gate chan struct{}) {
 	}
 }
 
-// currentGate is the write gate of this leadership.
-func (c *Core) currentGate() chan struct{} {
+// currentGate is the write gate of this leadership, and a channel closed
+// when a new leadership's gate replaces it.
+func (c *Core) currentGate() (open, replaced <-chan struct{}) {
 	c.gateMu.Lock()
 	defer c.gateMu.Unlock()
-	return c.gate
+	return c.gate, c.gateReplaced
 }
 
 // resetGate shuts the write gate for a new leadership (or none) and
-// returns it, for the duties to open after their barrier.
+// returns it, for the duties to open after their barrier. Writes waiting
+// on the gate it replaces look again.
 func (c *Core) resetGate() chan struct{} {
 	c.gateMu.Lock()
 	defer c.gateMu.Unlock()
+	close(c.gateReplaced)
 	c.gate = make(chan struct{})
+	c.gateReplaced = make(chan struct{})
 	return c.gate
 }
 
@@ -144,13 +148,21 @@ func (c *Core) awaitBarrier(ctx context.Context) error {
 	for {
 		// The leadership may end, or end and begin again with a new
 		// gate, while the write waits: read both again on every change.
+		// raft's leadership, and its notice, come before RunLeadership
+		// replaces the last leadership's gate (which is never opened),
+		// so the replacement is a change too: a write that came in
+		// between waited out gateWait on the old gate while the new one
+		// stood open (TestForwardedWriteEndsWhenLeadershipMoves, under
+		// load).
 		changed := c.leadership.LeaderChanged()
+		open, replaced := c.currentGate()
 		if !c.leadership.IsLeader() {
 			return &raftstore.NotLeaderError{Leader: c.leadership.Leader()}
 		}
 		select {
-		case <-c.currentGate():
+		case <-open:
 			return nil
+		case <-replaced:
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -169,8 +181,9 @@ type leadership interface {
 
 // gateOpen reports whether this leadership's barrier has passed.
 func (c *Core) gateOpen() bool {
+	open, _ := c.currentGate()
 	select {
-	case <-c.currentGate():
+	case <-open:
 		return true
 	default:
 		return false

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -69,7 +70,13 @@ func New(t testing.TB, opts Options) *Cluster {
 		// Registered before c.Close, so it runs after it: a goroutine that
 		// logs once the test is over must not call t.Log (that panics).
 		t.Cleanup(func() { tw.done.Store(true) })
-		opts.Logger = slog.New(slog.NewTextHandler(tw, &slog.HandlerOptions{Level: slog.LevelError}))
+		// OUTPOST_TEST_DEBUG=1 logs everything, for a failure that only
+		// shows under load (elections, barriers, replication).
+		lvl := slog.LevelError
+		if os.Getenv("OUTPOST_TEST_DEBUG") != "" {
+			lvl = slog.LevelDebug
+		}
+		opts.Logger = slog.New(slog.NewTextHandler(tw, &slog.HandlerOptions{Level: lvl}))
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
