@@ -9,4 +9,10 @@
 // be killed by the kernel long before the runtime tried to stay inside
 // it. With the limit the collector works harder as the heap nears it
 // instead (issue 16 item 3).
+//
+// With no limit given or found (auto, no GOMEMLIMIT, no cgroup limit),
+// the limit follows the live heap (follow.go): after every collection it
+// is set to at least 512 MiB, else to what is live plus a little, so a
+// large cluster's server stays near what it holds while a small one's
+// collects as it would have without a limit.
 package memlimit

@@ -16,7 +16,8 @@ import (
 const FlagUsage = `soft memory limit of this process: a size (600Mi, 1Gi, 500M; 0 or none for no limit), or auto. ` +
 	`The Go collector works harder as the heap nears it, instead of letting the heap grow to twice what is live. ` +
 	`auto: GOMEMLIMIT if set (off: none), else 90% of the lowest memory limit of the cgroup this process runs in and its parents ` +
-	`(a systemd unit's MemoryMax= or MemoryHigh=, a container's memory limit), else none. ` +
+	`(a systemd unit's MemoryMax= or MemoryHigh=, a container's memory limit), ` +
+	`else one that follows the live heap: at least 512 MiB (below it the collector keeps its default pace), above that what is live plus 64 MiB or an eighth of it. ` +
 	`A size given here also lets the collector wait for more garbage below it (GOGC=200, unless GOGC is set), so the heap may grow towards the limit. ` +
 	`Set it well above what the process holds live (a server with 150,000 pods holds about 320-400 MiB): below that the collector runs continuously`
 
@@ -74,10 +75,17 @@ type Limit struct {
 	From string
 	// GCPercent is GOGC to set with it; 0 leaves GOGC alone.
 	GCPercent int
+	// Follow: no limit was given or found, so the limit follows the
+	// live heap (follow.go); Bytes is 0.
+	Follow bool
 }
 
 // String is the limit for people.
 func (l Limit) String() string {
+	if l.Follow {
+		return fmt.Sprintf("follows the live heap: at least %d MiB, else what is live, %d MiB or 1/%d of it more, and the runtime's own (%s)",
+			followFloor>>20, followMinHeadroom>>20, followShare, l.From)
+	}
 	if l.Bytes == 0 {
 		return "none (" + l.From + ")"
 	}
@@ -111,12 +119,12 @@ func (s Spec) Resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) 
 	cg, ok, err := fs.MemoryLimit("self")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return Limit{From: "no cgroup to read"}, nil
+			return Limit{From: "no cgroup to read", Follow: true}, nil
 		}
 		return Limit{}, err
 	}
 	if !ok {
-		return Limit{From: "no GOMEMLIMIT, no cgroup memory limit"}, nil
+		return Limit{From: "no GOMEMLIMIT, no cgroup memory limit", Follow: true}, nil
 	}
 	return Limit{
 		Bytes: int64(float64(cg) * cgroupShare),
@@ -124,11 +132,16 @@ func (s Spec) Resolve(getenv func(string) string, fs cgroups.FS) (Limit, error) 
 	}, nil
 }
 
-// Apply sets the runtime's soft limit to l (none: no limit at all), and
-// GOGC to l.GCPercent if set.
+// Apply sets the runtime's soft limit to l (none: no limit at all; or
+// one that follows the live heap), and GOGC to l.GCPercent if set.
 func Apply(l Limit) {
+	stopFollowing()
 	if l.GCPercent > 0 {
 		debug.SetGCPercent(l.GCPercent)
+	}
+	if l.Follow {
+		follow(followFloor)
+		return
 	}
 	if l.Bytes == 0 {
 		// Also what GOMEMLIMIT=off, or no GOMEMLIMIT, left in place.

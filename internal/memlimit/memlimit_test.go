@@ -109,10 +109,11 @@ func TestResolve(t *testing.T) {
 	if err != nil || l.Bytes != 0 || l.GCPercent != 0 {
 		t.Errorf("auto with GOMEMLIMIT=off: %+v, %v", l, err)
 	}
-	// auto without any limit: none.
+	// auto without any limit: one that follows the live heap, GOGC
+	// left alone.
 	l, err = auto.Resolve(noEnv, fakeCgroup(t, 0))
-	if err != nil || l.Bytes != 0 {
-		t.Errorf("auto, no limit: %+v, %v", l, err)
+	if err != nil || l.Bytes != 0 || !l.Follow || l.GCPercent != 0 {
+		t.Errorf("auto, no limit: %+v, %v; want it to follow the heap", l, err)
 	}
 	// auto with GOMEMLIMIT: what the runtime made of it, not the cgroup's.
 	old := debug.SetMemoryLimit(700 << 20)
