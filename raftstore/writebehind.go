@@ -8,8 +8,12 @@ import (
 )
 
 // writeBehindChunk is how much of a snapshot may be dirty in the page
-// cache before its writer waits for the disk.
-const writeBehindChunk = 4 << 20
+// cache before its writer waits for the disk. What is in flight is what
+// a raft log fdatasync may wait behind: writing 150 MiB beside a 4 KiB
+// fdatasync loop on this machine's disk, its worst stall was 58–72 ms
+// with no write-behind, 4–10 ms with 4 MiB chunks and 1.5–3.7 ms with
+// 1 MiB ones (p99 1.9 against 1.0–1.5 ms), the file written as fast.
+const writeBehindChunk = 1 << 20
 
 // writeBehind sends a snapshot file being written to the disk as it
 // grows (issue 16 item 2). Left to the final fsync, hundreds of MiB of

@@ -12,7 +12,7 @@
 //
 // With no limit given or found (auto, no GOMEMLIMIT, no cgroup limit),
 // the limit follows the live heap (follow.go): after every collection it
-// is set to at least 512 MiB, else to what is live plus a little, so a
+// is set to at least 560 MiB, else to what is live plus a little, so a
 // large cluster's server stays near what it holds while a small one's
 // collects as it would have without a limit.
 package memlimit

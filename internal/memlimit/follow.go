@@ -13,7 +13,7 @@ import (
 // collector keeps its default pace (GOGC=100: the heap grows to twice
 // what is live), so a small cluster's server, whose live heap is well
 // under half of it, collects as often as it did without a limit.
-const followFloor = 512 << 20
+const followFloor = 560 << 20
 
 // followMinHeadroom is the least garbage a following heap may gather
 // above what is live before it collects; followShare is the headroom
@@ -26,8 +26,9 @@ const (
 // followLimit is the limit for a heap of live bytes, plus overhead bytes
 // the runtime counts against its limit besides the heap (stacks, its own
 // metadata): at least floor, else live, its headroom and the overhead.
-// At 150,000 pods a server holds 310–540 MiB live: the heap then stays
-// within 64–68 MiB of it, where GOGC=100 let it reach 620–1,080 MiB.
+// At 150,000 pods a server holds 310–540 MiB live: its limit is then the
+// floor, or 64 MiB above what is live, where GOGC=100 let the heap reach
+// 620–1,080 MiB.
 func followLimit(live, overhead, floor uint64) int64 {
 	headroom := max(followMinHeadroom, live/followShare)
 	n := live + headroom

@@ -16,12 +16,12 @@ func TestFollowLimit(t *testing.T) {
 		want                  int64
 	}{
 		// A small heap: the floor, where GOGC=100 collects first.
-		{0, 0, 512 * mib, 512 * mib},
-		{100 * mib, 20 * mib, 512 * mib, 512 * mib},
+		{0, 0, 560 * mib, 560 * mib},
+		{100 * mib, 20 * mib, 560 * mib, 560 * mib},
 		// A server at 150,000 pods: 64 MiB above what is live.
-		{480 * mib, 20 * mib, 512 * mib, 564 * mib},
+		{520 * mib, 20 * mib, 560 * mib, 605 * mib},
 		// A larger heap: an eighth of it.
-		{1024 * mib, 30 * mib, 512 * mib, 1182 * mib},
+		{1024 * mib, 30 * mib, 560 * mib, 1182 * mib},
 		{math.MaxUint64 / 2, math.MaxUint64 / 2, 0, math.MaxInt64},
 	} {
 		if got := followLimit(tc.live, tc.overhead, tc.floor); got != tc.want {

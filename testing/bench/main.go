@@ -39,7 +39,7 @@ func main() {
 		schedW    = flag.String("scheduler-workloads", "", "run only the scheduler workloads whose name contains this")
 		agentB    = flag.Bool("agent", true, "run the node agent measurements (issue 4; needs root, containerd, runc)")
 		agentO    = flag.Bool("agent-only", false, "run only the node agent measurements")
-		memLim    = flag.String("memory-limit", "", "--memory-limit of every 3-server cluster's servers (writes, watch, scale and the other cluster sections); empty: their default, auto, which sets none on a host whose cgroup has no memory limit")
+		memLim    = flag.String("memory-limit", "", "--memory-limit of every 3-server cluster's servers (writes, watch, scale and the other cluster sections); empty: their default, auto, which on a host whose cgroup has no memory limit follows the live heap (at least 560 MiB)")
 		scaleHeap = flag.String("scale-heap-dir", "", "directory to save every server's heap profile and memory statistics at each reading of the scale section, and the new member's log")
 		agentI    = flag.Duration("agent-idle", 20*time.Second, "how long the idle agent runs after Ready before its RSS is read")
 		hbB       = flag.Bool("heartbeats", true, "run the node heartbeat measurement (issue 9 item 8)")
@@ -240,10 +240,13 @@ func withMemLimit(args ...string) []string {
 // memLimitNote says how the servers' memory limit was set, for the
 // sections' text.
 func memLimitNote() string {
-	if memLimit == "" {
-		return ""
+	switch memLimit {
+	case "", "auto":
+		return "The servers run with their default `--memory-limit auto`: in no cgroup with a memory limit, as here, the Go runtime's soft limit follows the live heap (at least 560 MiB, else what is live plus 64 MiB or an eighth of it).\n\n"
+	case "none", "0":
+		return "The servers run with `--memory-limit none`: no soft limit, so the Go collector lets the heap grow to twice what is live (GOGC=100).\n\n"
 	}
-	return fmt.Sprintf("The servers run with `--memory-limit %s`: a soft limit, under which the Go collector works harder rather than let the heap grow to twice what is live, and, the limit given as a size, collects at GOGC=200 below it (without the flag, the default `auto` sets none here: the bench runs in no cgroup with a memory limit).\n\n", memLimit)
+	return fmt.Sprintf("The servers run with `--memory-limit %s`: a soft limit, under which the Go collector works harder rather than let the heap grow to twice what is live, and, the limit given as a size, collects at GOGC=200 below it.\n\n", memLimit)
 }
 
 // profileDir, when set, receives every server's CPU profile per level.
