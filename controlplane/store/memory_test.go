@@ -163,6 +163,7 @@ func BenchmarkRead150kPods(b *testing.B) {
 		// As in production: the detector would encode every object.
 		defer func(on func() bool) { detectMutations = on }(detectMutations)
 		detectMutations = func() bool { return false }
+		b.ReportAllocs()
 		var n int64
 		for b.Loop() {
 			snap, err := s.Snapshot()

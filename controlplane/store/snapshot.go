@@ -86,7 +86,7 @@ func (snap *snapshot) Release() { snap.tables = nil }
 
 // Persist writes the snapshot to w.
 func (snap *snapshot) Persist(w io.Writer) error {
-	sw := &snapWriter{w: w, crc: crc32.New(castagnoli), buf: make([]byte, 0, 1<<20)}
+	sw := &snapWriter{w: w, crc: crc32.New(castagnoli), buf: make([]byte, 0, 1<<20), scratch: make([]byte, 0, 4<<10)}
 	sw.buf = append(sw.buf, snapMagic...)
 	sw.buf = append(sw.buf, snapVersion)
 	sw.buf = binary.AppendUvarint(sw.buf, snap.index)
@@ -107,10 +107,13 @@ func (snap *snapshot) Persist(w io.Writer) error {
 					}
 				}
 				if raw == nil {
+					// Into one buffer for every entry: a fresh slice each
+					// was most of a snapshot's garbage.
 					var err error
-					if raw, err = ne.e.json(); err != nil {
+					if sw.scratch, err = ne.e.encodeAppend(sw.scratch[:0]); err != nil {
 						return fmt.Errorf("write snapshot: %w", err)
 					}
+					raw = sw.scratch
 				}
 				sw.buf = binary.AppendUvarint(sw.buf, uint64(len(raw)))
 				sw.buf = append(sw.buf, raw...)
@@ -136,6 +139,8 @@ type snapWriter struct {
 	w   io.Writer
 	crc hash.Hash32
 	buf []byte
+	// scratch holds an entry encoded again, until it is copied to buf.
+	scratch []byte
 }
 
 func (sw *snapWriter) flush() error {

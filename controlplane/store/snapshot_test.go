@@ -106,6 +106,25 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	}
 }
 
+// As in production, without the mutation detector (which tests switch on,
+// and which hands Persist each object's encoding itself), a snapshot of
+// entries that dropped their JSON encodes each again into one reused
+// buffer: the stream must be the detector's, byte for byte, and restore.
+func TestSnapshotWithoutDetectorIsTheSame(t *testing.T) {
+	src := New(Options{WatchWindow: 1})
+	applyLog(t, src, commandLog(9, 400), 1)
+	withDetector := snapshotBytes(t, src)
+	defer func(on func() bool) { detectMutations = on }(detectMutations)
+	detectMutations = func() bool { return false }
+	without := snapshotBytes(t, src)
+	if !bytes.Equal(without, withDetector) {
+		t.Fatalf("snapshot without the detector differs (%d against %d bytes)", len(without), len(withDetector))
+	}
+	dst := New(Options{})
+	restoreInto(t, dst, without, src.AppliedIndex())
+	sameState(t, src, dst)
+}
+
 // TestRestoreDecodesAsItReads checks that Restore decodes a stream in
 // batches as it reads it, so that a joining member's heap holds one batch
 // of JSON beside the state it restores, not the whole stream (issue 16

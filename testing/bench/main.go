@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ func main() {
 		duration  = flag.Duration("duration", 10*time.Second, "time per level")
 		bulk      = flag.Int("bulk-pods", 100000, "pods stored for the RSS and restart measurement (0 skips)")
 		gobench   = flag.Bool("go-bench", true, "also run the Go micro-benchmarks")
-		profile   = flag.String("cpuprofile", "", "directory to save a CPU profile of every server per level")
+		profile   = flag.String("cpuprofile", "", "directory to save a CPU profile of every server per level, and of the bench process (its clients) as clients-LEVEL.pprof")
 		sched     = flag.Bool("scheduler", true, "run the scheduler workloads (issue 3)")
 		schedN    = flag.Int("scheduler-nodes", 5000, "nodes in the scheduler workloads")
 		schedX    = flag.Float64("scheduler-scale", 1, "scale the scheduler workloads' pod counts")
@@ -423,6 +424,20 @@ func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, d
 				}
 			}()
 		}
+	}
+	if profileDir != "" {
+		// The clients' side too: they share the cores with the servers.
+		f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("clients-%d.pprof", n)))
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			return lr, fmt.Errorf("profile the clients: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	sc0, cc0, mb0 := cpuOf(c), proc.SelfCPU(), proc.MachineBusy()
 	start := time.Now()
