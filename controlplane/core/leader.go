@@ -153,9 +153,12 @@ func (c *Core) awaitBarrier(ctx context.Context) error {
 		// so the replacement is a change too: a write that came in
 		// between waited out gateWait on the old gate while the new one
 		// stood open (TestForwardedWriteEndsWhenLeadershipMoves, under
-		// load).
-		changed := c.leadership.LeaderChanged()
+		// load). The gate is read before the leadership's notice so
+		// that whoever sees this write wait for a change (the tests'
+		// stand-in does, in LeaderChanged) knows both were read: a
+		// gate replaced after that is seen through replaced.
 		open, replaced := c.currentGate()
+		changed := c.leadership.LeaderChanged()
 		if !c.leadership.IsLeader() {
 			return &raftstore.NotLeaderError{Leader: c.leadership.Leader()}
 		}
