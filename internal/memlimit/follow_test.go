@@ -18,11 +18,13 @@ func TestFollowLimit(t *testing.T) {
 		// A small heap: the floor, where GOGC=100 collects first.
 		{0, 0, 560 * mib, 560 * mib},
 		{100 * mib, 20 * mib, 560 * mib, 560 * mib},
-		// A server at 150,000 pods: 64 MiB above what is live.
-		{520 * mib, 20 * mib, 560 * mib, 605 * mib},
+		// A server at 150,000 pods: 64 MiB above what is live and the
+		// overhead, and a 32nd more for the runtime's reserve.
+		{512 * mib, 32 * mib, 560 * mib, 608 * mib * 33 / 32},
 		// A larger heap: an eighth of it.
-		{1024 * mib, 30 * mib, 560 * mib, 1182 * mib},
+		{1024 * mib, 32 * mib, 560 * mib, 1184 * mib * 33 / 32},
 		{math.MaxUint64 / 2, math.MaxUint64 / 2, 0, math.MaxInt64},
+		{math.MaxInt64 - 100*mib, 0, 0, math.MaxInt64},
 	} {
 		if got := followLimit(tc.live, tc.overhead, tc.floor); got != tc.want {
 			t.Errorf("followLimit(%d MiB live, %d MiB overhead, floor %d MiB) = %d MiB, want %d MiB",

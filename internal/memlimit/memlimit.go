@@ -17,9 +17,9 @@ const FlagUsage = `soft memory limit of this process: a size (600Mi, 1Gi, 500M; 
 	`The Go collector works harder as the heap nears it, instead of letting the heap grow to twice what is live. ` +
 	`auto: GOMEMLIMIT if set (off: none), else 90% of the lowest memory limit of the cgroup this process runs in and its parents ` +
 	`(a systemd unit's MemoryMax= or MemoryHigh=, a container's memory limit), ` +
-	`else one that follows the live heap: at least 560 MiB (below it the collector keeps its default pace), above that what is live plus 64 MiB or an eighth of it. ` +
+	`else one that follows the live heap: at least 560 MiB (below it the collector keeps its default pace), above that what is live plus 64 MiB or an eighth of it, plus the runtime's own. ` +
 	`A size given here also lets the collector wait for more garbage below it (GOGC=200, unless GOGC is set), so the heap may grow towards the limit. ` +
-	`Set it well above what the process holds live (a server with 150,000 pods holds about 320-400 MiB): below that the collector runs continuously`
+	`Set it well above what the process holds live (a server with 150,000 pods holds about 320-400 MiB after a collection): below that the collector runs continuously`
 
 // Auto is the default value of the flag.
 const Auto = "auto"

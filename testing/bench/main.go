@@ -428,15 +428,18 @@ func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, d
 	if profileDir != "" {
 		// The clients' side too: they share the cores with the servers.
 		f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("clients-%d.pprof", n)))
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
 		if err != nil {
+			return lr, fmt.Errorf("profile the clients: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
 			return lr, fmt.Errorf("profile the clients: %w", err)
 		}
 		defer func() {
 			pprof.StopCPUProfile()
-			f.Close()
+			if err := f.Close(); err != nil {
+				log.Printf("profile of the clients: %v", err)
+			}
 		}()
 	}
 	sc0, cc0, mb0 := cpuOf(c), proc.SelfCPU(), proc.MachineBusy()
