@@ -66,20 +66,29 @@ func (r *recorder) label(verb, resource string) { r.verb, r.resource = verb, res
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, code: http.StatusOK, verb: methodLabel(r.Method), resource: "other"}
-	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			s.log.Error("panic while serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-			if !rec.wrote {
-				writeError(rec, api.NewInternalError(fmt.Errorf("panic: %v", v)))
-			}
-			rec.code = http.StatusInternalServerError
-		}
-		s.metrics.observe(rec.verb, rec.resource, rec.code, time.Since(start))
-	}()
+	defer s.finish(rec, r, start)
 	s.serve(rec, r)
+}
+
+// finish, deferred by ServeHTTP, answers a panic with 500 and counts the
+// request.
+func (s *Server) finish(rec *recorder, r *http.Request, start time.Time) {
+	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler {
+			// A reply cut off midway on purpose (a list whose item
+			// could not be encoded): net/http drops the connection so
+			// that the client sees a broken reply. Its status line may
+			// have said 200, but it failed: counted as 500.
+			s.metrics.observe(rec.verb, rec.resource, http.StatusInternalServerError, time.Since(start))
+			panic(v)
+		}
+		s.log.Error("panic while serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+		if !rec.wrote {
+			writeError(rec, api.NewInternalError(fmt.Errorf("panic: %v", v)))
+		}
+		rec.code = http.StatusInternalServerError
+	}
+	s.metrics.observe(rec.verb, rec.resource, rec.code, time.Since(start))
 }
 
 func (s *Server) serve(w *recorder, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -593,6 +594,30 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	c.must(http.StatusOK, "GET", "/apis/apps/v1", nil)
 	c.must(http.StatusNotFound, "GET", "/apis/apps/v2/deployments", nil)
+}
+
+// A reply cut off midway on purpose (a list whose item could not be
+// encoded, read.go) is passed on to net/http, which drops the connection,
+// and counted in the request metrics as a server error; it was missing
+// from them.
+func TestCutOffReplyIsCounted(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := admin(t, s)
+	rec := &recorder{ResponseWriter: httptest.NewRecorder(), code: http.StatusOK, verb: "list", resource: "pods", wrote: true}
+	r := httptest.NewRequest("GET", "/api/v1/pods", nil)
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("panic %v passed on, want http.ErrAbortHandler", v)
+			}
+		}()
+		defer s.finish(rec, r, time.Now())
+		panic(http.ErrAbortHandler)
+	}()
+	body := string(c.must(http.StatusOK, "GET", "/metrics", nil).body)
+	if want := `outpost_api_requests_total{code="500",resource="pods",verb="list"} 1`; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
 }
 
 func TestTokens(t *testing.T) {
