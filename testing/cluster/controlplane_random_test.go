@@ -292,13 +292,35 @@ func (e *randomEnv) voters() []string {
 
 // restart starts a stopped server again, unless it was removed from raft
 // meanwhile (its machine deleted): its agent released it, and a removed
-// server serves nothing.
+// server serves nothing. The control plane may also remove it while it
+// starts (its machine was found unhealthy while it was down, and the
+// check above came just before); it then says so and stays down, as the
+// test's agents would leave it.
 func (e *randomEnv) restart(m *Member) string {
-	if !slices.ContainsFunc(e.config(), func(p RaftPeerView) bool { return p.ID == m.ID }) {
+	e.t.Helper()
+	member := func() bool { return slices.ContainsFunc(e.config(), func(p RaftPeerView) bool { return p.ID == m.ID }) }
+	if !member() {
 		return "server " + m.ID + " was removed from raft while stopped: it stays down"
 	}
-	e.c.Restart(m)
-	return "restart server " + m.ID
+	if err := e.c.start(m, 0); err != nil {
+		e.t.Fatalf("restart %s: %v", m.ID, err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	for {
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		err := m.Server.WaitReady(wctx)
+		wcancel()
+		switch {
+		case err == nil:
+			return "restart server " + m.ID
+		case !member():
+			e.c.Stop(m)
+			return "server " + m.ID + " was removed from raft while it restarted: it stays down"
+		case ctx.Err() != nil:
+			e.t.Fatalf("restart %s: %v", m.ID, err)
+		}
+	}
 }
 
 // sample records the voter count of the leader's configuration.
