@@ -75,9 +75,12 @@ func (rig *sendAheadRig) storeAnswering(t *testing.T, term, from, to uint64, ans
 		logs = append(logs, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: []byte(fmt.Sprint("set k ", i))})
 	}
 	rig.logs.open = make(chan struct{})
+	// Read before StoreLogs starts: read after, an early send it had
+	// already made would be taken for none (CI saw "entry 6 sent ahead
+	// with <nil>").
+	before := rig.s.started.Load()
 	done := make(chan error, 1)
 	go func() { done <- rig.s.StoreLogs(logs) }()
-	before := rig.s.started.Load()
 	var got *raft.AppendEntriesRequest
 	// sendAhead decides before the store is reached.
 	<-rig.logs.entered
