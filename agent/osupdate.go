@@ -141,7 +141,7 @@ func (c osCluster) DisruptionPolicy(ctx context.Context) (*api.MachineConfigurat
 // (their controller tolerates the cordon and would put them back), not
 // those already done.
 func drained(p *api.Pod) bool {
-	if p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+	if api.IsPodPhaseTerminal(p.Status.Phase) {
 		return false
 	}
 	for _, o := range p.OwnerReferences {
@@ -214,7 +214,7 @@ func (c osCluster) PodsRunning(ctx context.Context) error {
 	}
 	var notRunning []string
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+		if p.DeletionTimestamp != nil || api.IsPodPhaseTerminal(p.Status.Phase) {
 			continue
 		}
 		if p.Status.Phase != api.PodRunning {

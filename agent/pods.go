@@ -330,8 +330,7 @@ func (a *Agent) sendStatus(ctx context.Context, p pendingStatus) {
 // an eviction wrote Failed (reportEvicted) must not bring it back to
 // Running when its first write meets the eviction's and is retried.
 func leavesTerminalPhase(pod *api.Pod, st api.PodStatus) bool {
-	terminal := func(ph string) bool { return ph == api.PodSucceeded || ph == api.PodFailed }
-	return terminal(pod.Status.Phase) && !terminal(st.Phase)
+	return api.IsPodPhaseTerminal(pod.Status.Phase) && !api.IsPodPhaseTerminal(st.Phase)
 }
 
 // watchPods keeps the desired set in line with the pods bound to this

@@ -151,7 +151,7 @@ func (w *worker) run(ctx context.Context, updates <-chan *api.Pod, stop <-chan t
 		}
 		next := w.sync(ctx)
 		st := w.status()
-		if st.Phase == api.PodSucceeded || st.Phase == api.PodFailed {
+		if api.IsPodPhaseTerminal(st.Phase) {
 			// A finished pod runs nothing more: its address goes back.
 			w.releaseNetwork(ctx)
 		}

@@ -282,6 +282,11 @@ const (
 	PodUnknown   = "Unknown"
 )
 
+// IsPodPhaseTerminal reports whether phase is one a pod never leaves:
+// Succeeded or Failed (evicted, say). Its controller replaces it, and
+// nothing it holds counts any more.
+func IsPodPhaseTerminal(phase string) bool { return phase == PodSucceeded || phase == PodFailed }
+
 // PodCondition is one aspect of a pod's progress (PodScheduled, Ready, ...).
 type PodCondition struct {
 	Type               string `json:"type"`

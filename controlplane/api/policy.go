@@ -140,7 +140,7 @@ func BudgetStatus(b *PodDisruptionBudget, pods []*Pod, scale Scale) PodDisruptio
 	byScale := b.Spec.MaxUnavailable != nil || b.Spec.MinAvailable != nil && b.Spec.MinAvailable.IsString
 	seen := map[string]bool{}
 	for _, p := range pods {
-		if p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed {
+		if IsPodPhaseTerminal(p.Status.Phase) {
 			continue
 		}
 		if PodHealthy(p) {

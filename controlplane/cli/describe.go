@@ -955,7 +955,7 @@ func (d *describer) nodePods(n *api.Node) {
 	var pods []*api.Pod
 	for _, obj := range objs {
 		p := obj.(*api.Pod)
-		if p.Spec.NodeName != n.Name || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+		if p.Spec.NodeName != n.Name || api.IsPodPhaseTerminal(p.Status.Phase) {
 			continue
 		}
 		pods = append(pods, p)

@@ -189,7 +189,7 @@ func classify(pods []*api.Pod, force, ignoreDS, emptyDir bool, warn io.Writer) (
 	var ignoredDS, forced []string
 	for _, p := range pods {
 		key := p.Namespace + "/" + p.Name
-		finished := p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
+		finished := api.IsPodPhaseTerminal(p.Status.Phase)
 		ref := api.ControllerRef(&p.ObjectMeta)
 		switch {
 		case finished:

@@ -109,7 +109,7 @@ func podStarted(p *api.Pod) time.Time {
 // podNoMetrics says why pod p has no metrics, given the nodes by name.
 func podNoMetrics(now time.Time, p *api.Pod, nodes map[string]*api.Node) noMetrics {
 	switch {
-	case p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed:
+	case api.IsPodPhaseTerminal(p.Status.Phase):
 		return metricsFinished
 	case p.Spec.NodeName == "":
 		return metricsUnassigned

@@ -29,7 +29,7 @@ const maxConcurrentWrites = 64
 // podFinished reports whether a pod ended (Succeeded or Failed, such as
 // evicted): its controller replaces it.
 func podFinished(p *api.Pod) bool {
-	return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
+	return api.IsPodPhaseTerminal(p.Status.Phase)
 }
 
 // podActive reports whether a pod counts toward its controller's

@@ -45,7 +45,7 @@ func (c *Core) Evict(ctx context.Context, id *auth.Identity, ns, name string, op
 	// held to the UID.
 	opts.ResourceVersion = ""
 	ignoreBudget := pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" ||
-		pod.Status.Phase == api.PodPending || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed
+		pod.Status.Phase == api.PodPending || api.IsPodPhaseTerminal(pod.Status.Phase)
 	if !ignoreBudget {
 		budgets, err := c.budgetsOf(pod)
 		if err != nil {

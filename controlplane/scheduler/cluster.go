@@ -547,7 +547,7 @@ func (c *Cluster) SetPod(pod *api.Pod) error {
 		}
 		c.removePod(old)
 	}
-	if pod.Spec.NodeName == "" || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+	if pod.Spec.NodeName == "" || api.IsPodPhaseTerminal(pod.Status.Phase) {
 		return nil
 	}
 	pi, err := newPodInfo(pod)

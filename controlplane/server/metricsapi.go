@@ -344,7 +344,7 @@ func (s *Server) podMetrics(ctx context.Context, objs []api.Object) []api.PodMet
 	var nodes []string
 	for _, o := range objs {
 		p, ok := o.(*api.Pod)
-		if !ok || p.Spec.NodeName == "" || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+		if !ok || p.Spec.NodeName == "" || api.IsPodPhaseTerminal(p.Status.Phase) {
 			continue
 		}
 		pods = append(pods, p)

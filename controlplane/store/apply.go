@@ -345,7 +345,7 @@ func (tx *txn) delete(body []byte, withGrace bool) *Result {
 // podGrace is the grace period a delete asking for grace gives p: none
 // for a pod no node runs (unbound, or finished), as in Kubernetes.
 func podGrace(p *api.Pod, grace int64) int64 {
-	if p.Spec.NodeName == "" || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+	if p.Spec.NodeName == "" || api.IsPodPhaseTerminal(p.Status.Phase) {
 		return 0
 	}
 	if grace >= 0 {

@@ -483,7 +483,7 @@ func counted(p *api.Pod) bool {
 
 // finished reports whether p ran to its end.
 func finished(p *api.Pod) bool {
-	return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
+	return api.IsPodPhaseTerminal(p.Status.Phase)
 }
 
 // sameForCluster reports whether replacing old by p would change nothing
