@@ -61,7 +61,8 @@ func (t pipelined) AppendEntriesPipeline(id raft.ServerID, addr raft.ServerAddre
 
 // guard wraps p and starts its forwarder, which ends with p. done, if
 // not nil, sees each answered future first (one that did not fail to
-// reach the follower): accepted or turned down.
+// reach the follower): accepted or turned down, but for one accepted by
+// its early send, whose reply was recorded already.
 func guard(p raft.AppendPipeline, stop <-chan struct{}, done func(raft.AppendFuture)) *guardedPipeline {
 	g := &guardedPipeline{
 		inner:  p,
@@ -185,7 +186,11 @@ func (g *guardedPipeline) forward(done func(raft.AppendFuture)) {
 		if f == nil {
 			return
 		}
-		if f.Error() == nil && done != nil {
+		// An append answered by its early send's success needs no
+		// telling: that reply already recorded how far the follower's
+		// log matches (sendahead.go), and a second record of it took
+		// the early sends' lock again for every append.
+		if done != nil && f.Error() == nil && !(a.early != nil && f.Response().Success) {
 			done(f)
 		}
 		select {

@@ -134,7 +134,8 @@ func TestGuardedPipelineAnswersFromEarlySend(t *testing.T) {
 		t.Run(fmt.Sprintf("early send ok=%v", ok), func(t *testing.T) {
 			p := newStuckPipeline()
 			p.free.Store(1)
-			g := guard(p, make(chan struct{}), nil)
+			seen := make(chan *raft.AppendEntriesRequest, 2)
+			g := guard(p, make(chan struct{}), func(f raft.AppendFuture) { seen <- f.Request() })
 			defer g.Close()
 			early := &earlySend{term: 3, first: 4, last: 5, done: make(chan struct{})}
 			a, b := entries(4, 5), entries(6, 6)
@@ -176,6 +177,20 @@ func TestGuardedPipelineAnswersFromEarlySend(t *testing.T) {
 			}
 			if r := first.Response(); first.Error() != nil || r.Success != ok || r.Term != early.replyTerm || r.LastLog != 5 {
 				t.Fatalf("answer %+v (error %v), want success %v in the follower's term %d up to 5", r, first.Error(), ok, early.replyTerm)
+			}
+			// done, which the early sends' bookkeeping is, hears of a
+			// rejection (it forgets the follower's log), not of a success
+			// the early send's own reply recorded.
+			// done sees a future before raft does, so what it heard of
+			// a is in seen by now (b's may come later).
+			heard := false
+			select {
+			case r := <-seen:
+				heard = r == a
+			default:
+			}
+			if heard == ok {
+				t.Errorf("done heard of the early-answered append: %v, want %v", heard, !ok)
 			}
 			if !ok {
 				// raft stops reading after a rejection: the pipeline is
