@@ -21,6 +21,7 @@ import (
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
+	"github.com/outpost-edge/outpost/internal/memlimit"
 	"github.com/outpost-edge/outpost/testing/proc"
 )
 
@@ -243,7 +244,9 @@ func withMemLimit(args ...string) []string {
 func memLimitNote() string {
 	switch memLimit {
 	case "", "auto":
-		return "The servers run with their default `--memory-limit auto`: in no cgroup with a memory limit, as here, the Go runtime's soft limit follows the live heap (at least 560 MiB, else what is live plus 64 MiB or an eighth of it).\n\n"
+		// What the servers log at their start, from the code that sets it.
+		follow := memlimit.Limit{Follow: true, From: "no cgroup memory limit here"}
+		return "The servers run with their default `--memory-limit auto`: the Go runtime's soft limit " + follow.String() + ".\n\n"
 	case "none", "0":
 		return "The servers run with `--memory-limit none`: no soft limit, so the Go collector lets the heap grow to twice what is live (GOGC=100).\n\n"
 	}
