@@ -298,7 +298,13 @@ func sharedContainerd(tb testing.TB, ctx context.Context) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = sup.Stop() })
+	tb.Cleanup(func() {
+		_ = sup.Stop()
+		// A stopped containerd leaves its shims running, each naming the
+		// socket under dir: one idle shim per test run piled up on the
+		// machine until it was rebooted.
+		killUnder(tb, dir)
+	})
 	return dir
 }
 
