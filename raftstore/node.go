@@ -384,6 +384,9 @@ func (n *Node) shutdown() error {
 		_ = n.mux.Close()
 	}
 	n.wg.Wait()
+	if n.ahead != nil {
+		n.ahead.wait()
+	}
 	if n.logs != nil {
 		if err := n.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close log store: %w", err))

@@ -65,6 +65,12 @@ type sendAhead struct {
 	mu    sync.Mutex
 	last  raft.Log // index and term of the last entry stored; zero: unknown
 	peers map[raft.ServerID]*peerLog
+
+	// sends are the early sends' goroutines, which Node's shutdown waits
+	// for: one left running would use the transport and the log's
+	// bookkeeping of a node that is gone (a restart in the same process
+	// builds a new one).
+	sends sync.WaitGroup
 }
 
 // peerLog is how far a follower's log is known to match the leader's, in
@@ -205,9 +211,13 @@ func (s *sendAhead) send(logs []*raft.Log) {
 			// follower only entries up to prev, which it holds.
 			LeaderCommitIndex: commit,
 		}
-		go s.appendEntries(m.ID, m.Address, req, e)
+		s.sends.Go(func() { s.appendEntries(m.ID, m.Address, req, e) })
 	}
 }
+
+// wait returns once every early send has ended. Call it after raft has
+// stopped, so that no new one starts, and after the transport is closed.
+func (s *sendAhead) wait() { s.sends.Wait() }
 
 func (s *sendAhead) appendEntries(id raft.ServerID, addr raft.ServerAddress, req *raft.AppendEntriesRequest, e *earlySend) {
 	var resp raft.AppendEntriesResponse

@@ -338,3 +338,42 @@ func TestSendAheadNewerTermTurnsDown(t *testing.T) {
 		t.Fatal("sent ahead to a follower that turned the last one down")
 	}
 }
+
+// TestSendAheadWaitEndsWithTheEarlySends checks that wait, which Node's
+// shutdown calls, returns only once an early send in flight has its
+// reply: an early send must not outlive the node that made it.
+func TestSendAheadWaitEndsWithTheEarlySends(t *testing.T) {
+	rig := newSendAheadRig(t)
+	rig.store(t, 2, 1, 3)
+	rig.raftAcked(2, 0, 3)
+	rig.logs.open = make(chan struct{})
+	close(rig.logs.open)
+	go func() { <-rig.logs.entered }()
+	if err := rig.s.StoreLogs([]*raft.Log{{Index: 4, Term: 2, Type: raft.LogCommand}}); err != nil {
+		t.Fatal(err)
+	}
+	var rpc raft.RPC
+	select {
+	case rpc = <-rig.follower.Consumer():
+	case <-time.After(5 * time.Second):
+		t.Fatal("entry 4 was not sent ahead")
+	}
+	waited := make(chan struct{})
+	go func() {
+		rig.s.wait()
+		close(waited)
+	}()
+	// Its absence can only be checked for a while: long enough for a
+	// wait that does not wait to have returned many times over.
+	select {
+	case <-waited:
+		t.Fatal("wait returned while the early send had no reply")
+	case <-time.After(100 * time.Millisecond):
+	}
+	rpc.Respond(&raft.AppendEntriesResponse{Term: 2, Success: true, LastLog: 4}, nil)
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("wait did not return after the early send's reply")
+	}
+}
