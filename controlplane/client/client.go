@@ -177,7 +177,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := readReply(resp)
 	if err != nil {
 		return nil, resp.Header, c.transportError(ctx, method, path, err)
 	}
@@ -186,6 +186,24 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	return data, resp.Header, nil
 }
+
+// readReply reads a reply's body whole. A length the server states is
+// read into one buffer of that size, up to a bound, where io.ReadAll would
+// grow one by copying (a third of a small write's allocations); a reply
+// that ends short of its stated length is an error, as net/http reports it.
+func readReply(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 && n <= maxSizedReply {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// maxSizedReply bounds what readReply allocates on a server's word alone.
+const maxSizedReply = 4 << 20
 
 // send issues the request and reports warnings; the caller owns the body.
 // A non-2xx reply is returned as a response, not an error. A server that

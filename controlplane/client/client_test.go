@@ -668,3 +668,34 @@ func BenchmarkCreateCodec(b *testing.B) {
 		}
 	}
 }
+
+// TestReadReply checks that a reply is read whole whether or not the
+// server states its length, and that one ending short of the length it
+// stated is an error rather than a body cut off.
+func TestReadReply(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	tests := []struct {
+		name    string
+		length  int64
+		wantErr bool
+	}{
+		{"stated", 3000, false},
+		{"unstated", -1, false},
+		{"stated short", 4000, true},
+		{"beyond the bound", maxSizedReply + 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readReply(&http.Response{ContentLength: tt.length, Body: io.NopCloser(strings.NewReader(body))})
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("read %d bytes of a reply stating %d, want an error", len(got), tt.length)
+				}
+				return
+			}
+			if err != nil || string(got) != body {
+				t.Fatalf("read %d bytes, %v; want the %d bytes sent", len(got), err, len(body))
+			}
+		})
+	}
+}
