@@ -189,6 +189,10 @@ type levelResult struct {
 	p50, p99             time.Duration
 	serverCPU, clientCPU time.Duration
 	otherCPU             time.Duration
+	// sentAhead and answeredEarly are the leader's early sends in the
+	// level, and raft's appends they answered (raftstore/sendahead.go);
+	// -1: not read.
+	sentAhead, answeredEarly float64
 }
 
 type report struct {
@@ -390,6 +394,39 @@ func benchPod(name string) *api.Pod {
 	}
 }
 
+// earlySends reads the server's counts of early sends and of raft's
+// appends they answered from its /metrics.
+func earlySends(ctx context.Context, cl *client.Client) (sent, answered float64, err error) {
+	body, _, err := cl.Do(ctx, "GET", "/metrics", nil, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	found := 0
+	for line := range strings.Lines(string(body)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch name {
+		case "outpost_raft_sent_ahead_total":
+			dst = &sent
+		case "outpost_raft_answered_early_total":
+			dst = &answered
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", name, err)
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("/metrics has %d of the 2 early-send counters", found)
+	}
+	return sent, answered, nil
+}
+
 func cpuOf(c *proc.Cluster) time.Duration {
 	var t time.Duration
 	for _, s := range c.Servers {
@@ -402,7 +439,8 @@ func cpuOf(c *proc.Cluster) time.Duration {
 }
 
 func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, dur time.Duration, seq *atomic.Int64) (levelResult, error) {
-	lr := levelResult{clients: n}
+	lr := levelResult{clients: n, sentAhead: -1, answeredEarly: -1}
+	sent0, answered0, earlyErr := earlySends(ctx, cl)
 	lat := make([][]time.Duration, n)
 	var errs atomic.Int64
 	var firstErr atomic.Value
@@ -471,6 +509,9 @@ func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, d
 	sc1, cc1, mb1 := cpuOf(c), proc.SelfCPU(), proc.MachineBusy()
 	lr.serverCPU, lr.clientCPU = sc1-sc0, cc1-cc0
 	lr.otherCPU = max(0, (mb1-mb0)-lr.serverCPU-lr.clientCPU)
+	if sent1, answered1, err := earlySends(ctx, cl); err == nil && earlyErr == nil {
+		lr.sentAhead, lr.answeredEarly = sent1-sent0, answered1-answered0
+	}
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -688,6 +729,16 @@ func (r *report) markdown() string {
 			}
 			fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
 				l.clients, ops, ms(l.p50), ms(l.p99), l.errs, l.serverCPU.Seconds(), l.clientCPU.Seconds(), l.otherCPU.Seconds(), eo, ep, ec, vs)
+		}
+		var early []string
+		for _, l := range r.levels {
+			if l.sentAhead > 0 {
+				early = append(early, fmt.Sprintf("%d clients: %.0f sent, %.0f answered (%.0f %%)",
+					l.clients, l.sentAhead, l.answeredEarly, 100*l.answeredEarly/l.sentAhead))
+			}
+		}
+		if len(early) > 0 {
+			fmt.Fprintf(&b, "\nThe leader's early sends (batches sent to a follower while the leader stores them) and how many of them answered raft's own append of the same entries, so that raft did not send them again: %s.\n", strings.Join(early, "; "))
 		}
 	}
 	if r.watchers > 0 {
