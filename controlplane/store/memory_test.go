@@ -159,6 +159,18 @@ func BenchmarkRead150kPods(b *testing.B) {
 			}
 		}
 	})
+	b.Run("Snapshot", func(b *testing.B) {
+		// What raft's FSM goroutine does between two applies: no write
+		// is applied meanwhile.
+		b.ReportAllocs()
+		for b.Loop() {
+			snap, err := s.Snapshot()
+			if err != nil {
+				b.Fatal(err)
+			}
+			snap.Release()
+		}
+	})
 	b.Run("Persist", func(b *testing.B) {
 		// As in production: the detector would encode every object.
 		defer func(on func() bool) { detectMutations = on }(detectMutations)
