@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -30,11 +31,28 @@ var (
 )
 
 // Marshal encodes v as encoding/json's Marshal does.
-func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, v1Options) }
+func Marshal(v any) ([]byte, error) {
+	bp := scratch.Get().(*[]byte)
+	defer scratch.Put(bp)
+	if b, ok := appendGenerated((*bp)[:0], v); ok {
+		*bp = b
+		// Exactly sized: the store may keep it for as long as the object.
+		return bytes.Clone(b), nil
+	}
+	return jsonv2.Marshal(v, v1Options)
+}
+
+// scratch holds buffers Marshal encodes into before it copies the result
+// out, so that a pod costs one allocation of its size instead of a
+// growing one.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // MarshalAppend appends the encoding of v, as Marshal writes it, to b,
 // without an intermediate buffer.
 func MarshalAppend(b []byte, v any) ([]byte, error) {
+	if out, ok := appendGenerated(b, v); ok {
+		return out, nil
+	}
 	buf := bytes.NewBuffer(b)
 	if err := jsonv2.MarshalWrite(buf, v, v1Options); err != nil {
 		return nil, err
