@@ -46,6 +46,14 @@ func appendTimeJSON(b []byte, t Time) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// unescaped marks the ASCII bytes a JSON string holds as they are.
+var unescaped = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendStringJSON appends s as a JSON string the way encoding/json
 // escapes it: quote, backslash and control characters, <, > and & (for
 // HTML), U+2028 and U+2029 (for JavaScript), and each byte of invalid
@@ -56,7 +64,7 @@ func appendStringJSON(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if unescaped[c] {
 				i++
 				continue
 			}

@@ -220,3 +220,127 @@ func BenchmarkMarshalPod(b *testing.B) {
 		_, _ = Marshal(p)
 	}
 }
+
+// decodeBoth decodes data with Unmarshal (the generated decoder first)
+// and with the engine alone, and fails unless both give the same pod or
+// both refuse it; likewise strictly.
+func decodeBoth(t testing.TB, data []byte) {
+	t.Helper()
+	var got, want Pod
+	gotErr, wantErr := Unmarshal(data, &got), jsonv2.Unmarshal(data, &want, v1Options)
+	if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(&got, &want) {
+		t.Fatalf("%s:\nUnmarshal %+v, %v\nengine    %+v, %v", data, got, gotErr, want, wantErr)
+	}
+	var sgot, swant Pod
+	gotOK, wantOK := strictUnmarshal(data, &sgot), jsonv2.Unmarshal(data, &swant, strictOptions) == nil
+	if gotOK != wantOK || gotOK && !reflect.DeepEqual(&sgot, &swant) {
+		t.Fatalf("%s:\nstrictUnmarshal %v %+v\nengine          %v %+v", data, gotOK, sgot, wantOK, swant)
+	}
+}
+
+// TestGeneratedDecoderSameObjects decodes random pods as the encoder
+// writes them, and variants a client or a hand may write (spacing,
+// escapes, names in another case, nulls, unknown and repeated members,
+// numbers out of range, cut short), with the generated decoder and with
+// the engine: the same pod or the same refusal every time.
+func TestGeneratedDecoderSameObjects(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
+	variants := []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return strings.ReplaceAll(s, ",", " ,\n\t") },
+		func(s string) string { return strings.ReplaceAll(s, ":", " : ") },
+		func(s string) string { return strings.Replace(s, `"name":`, `"Name":`, 1) },
+		func(s string) string { return strings.Replace(s, `"name":`, `"n\u0061me":`, 1) },
+		func(s string) string { return strings.Replace(s, `{"name":"`, `{"name":null,"name":"`, 1) },
+		func(s string) string { return strings.Replace(s, `"metadata":{`, `"metadata":{"bogus":1,`, 1) },
+		func(s string) string { return strings.Replace(s, `"labels":{`, `"labels":{"dup":"a","dup":"b",`, 1) },
+		func(s string) string { return strings.Replace(s, `"image":"`, `"image":"\u00e9\ud83d\ude00\n\/`, 1) },
+		func(s string) string { return strings.Replace(s, `"image":"`, `"image":"\ud800`, 1) },
+		func(s string) string { return strings.Replace(s, `"priority":`, `"priority":99999999999`, 1) },
+		func(s string) string { return strings.Replace(s, `"priority":`, `"priority":1.0,"x":`, 1) },
+		func(s string) string {
+			return strings.Replace(s, `"containers":[`, `"containers":null,"containers":[`, 1)
+		},
+		func(s string) string { return strings.Replace(s, `"spec":{`, `"spec":null,"spec2":{`, 1) },
+		func(s string) string { return s[:len(s)/2] },
+		func(s string) string { return s + " " },
+		func(s string) string { return s + "{}" },
+		func(s string) string { return strings.Replace(s, `"cpu":"`, `"cpu":"1`, 1) },
+		func(s string) string { return strings.Replace(s, `"cpu":"`, `"cpu":3,"x":"`, 1) },
+		func(s string) string { return strings.Replace(s, `[]`, `[ ]`, 1) },
+		func(s string) string { return strings.Replace(s, `{}`, `{ }`, 1) },
+	}
+	for i := range 2000 {
+		var p Pod
+		fill(rng, reflect.ValueOf(&p).Elem(), float64(i%10)/10, 0)
+		data, err := Marshal(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Pod
+		if err := Unmarshal(data, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !isZeroPod(&back) && !decodeGenerated(data, new(Pod)) && utf8.Valid(data) {
+			t.Fatalf("the generated decoder gave up on the encoder's own %s", data)
+		}
+		for _, v := range variants {
+			decodeBoth(t, []byte(v(string(data))))
+		}
+	}
+	for _, s := range []string{``, `null`, `{}`, `[]`, `{"metadata":{}}`, `{"spec":{"containers":[]}}`, `{"metadata":{"labels":{}}}`, `{"status":{"phase":"Running"}} x`} {
+		decodeBoth(t, []byte(s))
+	}
+}
+
+// TestGeneratedDecoderOnlyIntoZero checks that decoding into a pod that
+// holds something is the engine's merge, not a fresh pod.
+func TestGeneratedDecoderOnlyIntoZero(t *testing.T) {
+	p := Pod{ObjectMeta: ObjectMeta{Name: "kept", Labels: map[string]string{"a": "1"}}}
+	if err := Unmarshal([]byte(`{"metadata":{"labels":{"b":"2"}}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "kept" || p.Labels["a"] != "1" || p.Labels["b"] != "2" {
+		t.Fatalf("decoded into a set pod: %+v, want the engine's merge", p.ObjectMeta)
+	}
+}
+
+// BenchmarkDecodePodGenerated compares the generated decoder with the
+// engine on the pod of BenchmarkEncodePod.
+func BenchmarkDecodePodGenerated(b *testing.B) {
+	p := &Pod{ObjectMeta: ObjectMeta{Name: "p1", Namespace: "bench", UID: "0f3c1a2b-1111-2222-3333-444455556666", ResourceVersion: "12345",
+		Labels: map[string]string{"app": "bench", "tier": "load"}, Annotations: map[string]string{"bench.outpost.io/padding": strings.Repeat("x", 520)}},
+		Spec: PodSpec{Containers: []Container{{Name: "app", Image: "registry.local/bench/app:1.0", Command: []string{"/app", "--serve"},
+			Resources: ResourceRequirements{Requests: ResourceList{"cpu": MustParseQuantity("100m"), "memory": MustParseQuantity("500Mi")}}}}}}
+	SetDefaults(p)
+	data, _ := Marshal(p)
+	b.Run("generated", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var q Pod
+			if err := Unmarshal(data, &q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var q Pod
+			_ = jsonv2.Unmarshal(data, &q, v1Options)
+		}
+	})
+}
+
+// FuzzGeneratedDecoder decodes arbitrary bytes both ways: the generated
+// decoder must give what the engine gives, or give up.
+func FuzzGeneratedDecoder(f *testing.F) {
+	p := Pod{ObjectMeta: ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}},
+		Spec: PodSpec{Containers: []Container{{Name: "c", Image: "i", Command: []string{"x"},
+			Resources: ResourceRequirements{Requests: ResourceList{"cpu": MustParseQuantity("1")}}}}}}
+	SetDefaults(&p)
+	seed, _ := Marshal(&p)
+	f.Add(seed)
+	f.Add([]byte(`{"metadata":{"name":"a\u00e9\ud83d\ude00","creationTimestamp":"2026-11-27T15:00:00Z"},"spec":{"priority":-3}}`))
+	f.Fuzz(func(t *testing.T, data []byte) { decodeBoth(t, data) })
+}

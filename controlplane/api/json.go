@@ -63,12 +63,19 @@ func MarshalAppend(b []byte, v any) ([]byte, error) {
 // Unmarshal decodes data into v as encoding/json's Unmarshal does (but
 // for the wording of errors). Use it for what the store wrote; a
 // client's body goes through DecodeInto.
-func Unmarshal(data []byte, v any) error { return jsonv2.Unmarshal(data, v, v1Options) }
+func Unmarshal(data []byte, v any) error {
+	if decodeGenerated(data, v) {
+		return nil
+	}
+	return jsonv2.Unmarshal(data, v, v1Options)
+}
 
 // strictUnmarshal reports whether data is one JSON object that decodes into
 // obj with no unknown field, no field named in another case, no wrong type
 // and nothing after it, in one pass.
 // On false obj holds a partial decode; the caller decodes again to say why.
 func strictUnmarshal(data []byte, obj any) bool {
-	return jsonv2.Unmarshal(data, obj, strictOptions) == nil
+	// The generated decoder takes only exact names it knows, which is
+	// within what strict decoding accepts.
+	return decodeGenerated(data, obj) || jsonv2.Unmarshal(data, obj, strictOptions) == nil
 }

@@ -1325,6 +1325,13 @@ func isZeroContainerState(v *ContainerState) bool {
 		v.Terminated == nil
 }
 
+func isZeroPod(v *Pod) bool {
+	return isZeroTypeMeta(&v.TypeMeta) &&
+		isZeroObjectMeta(&v.ObjectMeta) &&
+		isZeroPodSpec(&v.Spec) &&
+		isZeroPodStatus(&v.Status)
+}
+
 func isZeroPodSpec(v *PodSpec) bool {
 	return v.Containers == nil &&
 		v.InitContainers == nil &&
@@ -1361,4 +1368,25 @@ func isZeroPodStatus(v *PodStatus) bool {
 func isZeroResourceRequirements(v *ResourceRequirements) bool {
 	return v.Limits == nil &&
 		v.Requests == nil
+}
+
+func isZeroObjectMeta(v *ObjectMeta) bool {
+	return v.Name == "" &&
+		v.GenerateName == "" &&
+		v.Namespace == "" &&
+		v.UID == "" &&
+		v.ResourceVersion == "" &&
+		v.Generation == 0 &&
+		v.CreationTimestamp == nil &&
+		v.DeletionTimestamp == nil &&
+		v.DeletionGracePeriodSeconds == nil &&
+		v.Labels == nil &&
+		v.Annotations == nil &&
+		v.OwnerReferences == nil &&
+		v.Finalizers == nil
+}
+
+func isZeroTypeMeta(v *TypeMeta) bool {
+	return v.APIVersion == "" &&
+		v.Kind == ""
 }
