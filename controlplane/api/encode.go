@@ -8,10 +8,11 @@ import (
 // Pods are most of what the control plane encodes: the leader encodes
 // each write's command, a snapshot every stored pod whose JSON was let
 // go, a client each pod it sends. The reflective engine spends about
-// 3.5 µs on a small pod, most of it walking its own state machine;
+// 3.8 µs on a small pod, most of it walking its own state machine;
 // zz_generated_encode.go writes the same bytes from code generated from
-// the types (encode_gen_test.go), several times faster. Tests compare the
-// two on random pods (TestGeneratedEncoderSameBytes).
+// the types (encode_gen_test.go) in about 0.9 µs. Tests compare the two
+// on random pods (TestGeneratedEncoderSameBytes, FuzzGeneratedEncoder).
+// decode_fast.go is the way back.
 
 // appendGenerated appends v's JSON if the generated encoder knows its
 // type.
