@@ -2,6 +2,7 @@ package api
 
 import (
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -24,7 +25,8 @@ func decodeGenerated(data []byte, v any) bool {
 		if o == nil || !isZeroPod(o) {
 			return false
 		}
-		d := fastDec{data: data}
+		d := fastDec{data: data, strs: stringCaches.Get().(*stringCache)}
+		defer stringCaches.Put(d.strs)
 		if decodeJSONPod(&d, o) && d.end() {
 			return true
 		}
@@ -37,6 +39,32 @@ func decodeGenerated(data []byte, v any) bool {
 type fastDec struct {
 	data []byte
 	i    int
+	strs *stringCache
+}
+
+// stringCache hands out the short strings it saw last instead of new
+// copies: a pod holds a dozen (policies, the scheduler's name, label
+// keys and values) that every other pod holds too, as the engine's own
+// cache does.
+type stringCache [256]string
+
+var stringCaches = sync.Pool{New: func() any { return new(stringCache) }}
+
+// str returns b as a string, the cached one if it is the same.
+func (c *stringCache) str(b []byte) string {
+	if len(b) == 0 || len(b) > 16 {
+		return string(b)
+	}
+	h := uint32(2166136261)
+	for _, x := range b {
+		h = (h ^ uint32(x)) * 16777619
+	}
+	slot := &c[h%uint32(len(c))]
+	if *slot == string(b) {
+		return *slot
+	}
+	*slot = string(b)
+	return *slot
 }
 
 // ws skips whitespace and returns the next byte, 0 at the end.
@@ -125,7 +153,7 @@ func (d *fastDec) str() (string, bool) {
 				return "", false
 			}
 			d.i = j + 1
-			return string(raw), true
+			return d.strs.str(raw), true
 		case c == '\\':
 			return d.escaped(start)
 		case c < 0x20:
