@@ -16,22 +16,19 @@ import (
 // and the engine decodes it again and decides, with the errors it always
 // gave. So it only ever returns what the engine would, faster.
 
-// decodeGenerated decodes data into v if the generated decoder knows v's
-// type and reads all of data; v must be zero (a merge into a set value is
-// the engine's). false: v is as it was.
-func decodeGenerated(data []byte, v any) bool {
-	switch o := v.(type) {
-	case *Pod:
-		if o == nil || !isZeroPod(o) {
-			return false
-		}
-		d := fastDec{data: data, strs: stringCaches.Get().(*stringCache)}
-		defer stringCaches.Put(d.strs)
-		if decodeJSONPod(&d, o) && d.end() {
-			return true
-		}
-		*o = Pod{}
+// decodeRoot decodes data into o, which must be zero, with dec; on
+// anything but a whole value read, o is zeroed again.
+func decodeRoot[T any](data []byte, o *T, isZero func(*T) bool, dec func(*fastDec, *T) bool) bool {
+	if o == nil || !isZero(o) {
+		return false
 	}
+	d := fastDec{data: data, strs: stringCaches.Get().(*stringCache)}
+	defer stringCaches.Put(d.strs)
+	if dec(&d, o) && d.end() {
+		return true
+	}
+	var zero T
+	*o = zero
 	return false
 }
 

@@ -50,31 +50,34 @@ func TestAppendStringJSONEscapes(t *testing.T) {
 	}
 }
 
-// TestGeneratedEncoderSameBytes encodes random pods, sparse and full,
-// with the generated encoder and with the engine, and requires the same
-// bytes: stored pods, snapshots and the servers' state hashes hold what
-// the engine wrote.
+// TestGeneratedEncoderSameBytes encodes random objects of every
+// generated type, sparse and full, with the generated encoder and with
+// the engine, and requires the same bytes: stored objects, snapshots and
+// the servers' state hashes hold what the engine wrote.
 func TestGeneratedEncoderSameBytes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
-	for i := range 3000 {
-		var p Pod
-		fill(rng, reflect.ValueOf(&p).Elem(), float64(i%10)/10, 0)
-		got, err := Marshal(&p)
-		if err != nil {
-			t.Fatal(err)
+	for _, typ := range generatedTypes {
+		for i := range 2000 {
+			v := reflect.New(typ)
+			fill(rng, v.Elem(), float64(i%10)/10, 0)
+			got, err := Marshal(v.Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := engineMarshal(t, v.Interface())
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s %d:\ngenerated %s\nengine    %s", typ.Name(), i, got, want)
+			}
+			prefix := []byte("prefix")
+			got, err = MarshalAppend(prefix, v.Interface())
+			if err != nil || !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], want) {
+				t.Fatalf("MarshalAppend of %s %d: %s, %v", typ.Name(), i, got, err)
+			}
 		}
-		if want := engineMarshal(t, &p); !bytes.Equal(got, want) {
-			t.Fatalf("pod %d:\ngenerated %s\nengine    %s", i, got, want)
+		// A nil one is the engine's.
+		if got, err := Marshal(reflect.Zero(reflect.PointerTo(typ)).Interface()); err != nil || string(got) != "null" {
+			t.Fatalf("nil %s: %s, %v", typ.Name(), got, err)
 		}
-		prefix := []byte("prefix")
-		got, err = MarshalAppend(prefix, &p)
-		if err != nil || !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], engineMarshal(t, &p)) {
-			t.Fatalf("MarshalAppend of pod %d: %s, %v", i, got, err)
-		}
-	}
-	// A nil pod is the engine's.
-	if got, err := Marshal((*Pod)(nil)); err != nil || string(got) != "null" {
-		t.Fatalf("nil pod: %s, %v", got, err)
 	}
 }
 
@@ -152,97 +155,51 @@ func fill(rng *rand.Rand, v reflect.Value, sparse float64, depth int) {
 }
 
 // FuzzGeneratedEncoder drives TestGeneratedEncoderSameBytes's comparison
-// from the fuzzer's seeds.
+// from the fuzzer's seeds, a string put in the metadata's names.
 func FuzzGeneratedEncoder(f *testing.F) {
 	f.Add(uint64(1), uint8(5), "")
 	f.Add(uint64(2), uint8(0), "\xff<\u2028")
 	f.Fuzz(func(t *testing.T, seed uint64, sparse uint8, s string) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		var p Pod
-		fill(rng, reflect.ValueOf(&p).Elem(), float64(sparse%10)/10, 0)
-		p.Name, p.Labels = s, map[string]string{s: s}
-		if !utf8.ValidString(s) {
-			p.Annotations = map[string]string{"k": s}
-		}
-		got, err := Marshal(&p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := engineMarshal(t, &p); !bytes.Equal(got, want) {
-			t.Fatalf("generated %s\nengine    %s", got, want)
-		}
-	})
-}
-
-// BenchmarkEncodePod compares the generated encoder with the engine on a
-// small pod as a client creates it and the store keeps it.
-func BenchmarkEncodePod(b *testing.B) {
-	at := NewTime(time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC))
-	p := &Pod{
-		TypeMeta: TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: ObjectMeta{
-			Name: "p1", Namespace: "bench", UID: "0f3c1a2b-1111-2222-3333-444455556666", ResourceVersion: "12345",
-			CreationTimestamp: at,
-			Labels:            map[string]string{"app": "bench", "tier": "load"},
-			Annotations:       map[string]string{"bench.outpost.io/padding": strings.Repeat("x", 520)},
-		},
-		Spec: PodSpec{Containers: []Container{{
-			Name: "app", Image: "registry.local/bench/app:1.0",
-			Command: []string{"/app", "--serve"},
-			Resources: ResourceRequirements{Requests: ResourceList{
-				"cpu": MustParseQuantity("100m"), "memory": MustParseQuantity("500Mi")}},
-		}}},
-	}
-	SetDefaults(p)
-	b.Run("generated", func(b *testing.B) {
-		b.ReportAllocs()
-		buf := make([]byte, 0, 4096)
-		for b.Loop() {
-			buf, _ = MarshalAppend(buf[:0], p)
-		}
-	})
-	b.Run("engine", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_, _ = jsonv2.Marshal(p, v1Options)
+		for _, typ := range generatedTypes {
+			v := reflect.New(typ)
+			fill(rng, v.Elem(), float64(sparse%10)/10, 0)
+			m := v.Interface().(Object).GetObjectMeta()
+			m.Name, m.Labels, m.Annotations = s, map[string]string{s: s}, map[string]string{"k": s}
+			got, err := Marshal(v.Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := engineMarshal(t, v.Interface()); !bytes.Equal(got, want) {
+				t.Fatalf("%s: generated %s\nengine    %s", typ.Name(), got, want)
+			}
 		}
 	})
 }
 
-// BenchmarkMarshalPod is Marshal's cost for that pod: a fresh slice of
-// its size, as the store keeps.
-func BenchmarkMarshalPod(b *testing.B) {
-	p := &Pod{ObjectMeta: ObjectMeta{Name: "p1", Namespace: "bench", Annotations: map[string]string{"pad": strings.Repeat("x", 520)}},
-		Spec: PodSpec{Containers: []Container{{Name: "app", Image: "registry.local/bench/app:1.0"}}}}
-	SetDefaults(p)
-	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = Marshal(p)
-	}
-}
-
-// decodeBoth decodes data with Unmarshal (the generated decoder first)
-// and with the engine alone, and fails unless both give the same pod or
-// both refuse it; likewise strictly.
-func decodeBoth(t testing.TB, data []byte) {
+// decodeBoth decodes data into a typ with Unmarshal (the generated
+// decoder first) and with the engine alone, and fails unless both give
+// the same object or both refuse it; likewise strictly.
+func decodeBoth(t testing.TB, typ reflect.Type, data []byte) {
 	t.Helper()
-	var got, want Pod
-	gotErr, wantErr := Unmarshal(data, &got), jsonv2.Unmarshal(data, &want, v1Options)
-	if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(&got, &want) {
+	got, want := reflect.New(typ).Interface(), reflect.New(typ).Interface()
+	gotErr, wantErr := Unmarshal(data, got), jsonv2.Unmarshal(data, want, v1Options)
+	if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s:\nUnmarshal %+v, %v\nengine    %+v, %v", data, got, gotErr, want, wantErr)
 	}
-	var sgot, swant Pod
-	gotOK, wantOK := strictUnmarshal(data, &sgot), jsonv2.Unmarshal(data, &swant, strictOptions) == nil
-	if gotOK != wantOK || gotOK && !reflect.DeepEqual(&sgot, &swant) {
+	sgot, swant := reflect.New(typ).Interface(), reflect.New(typ).Interface()
+	gotOK, wantOK := strictUnmarshal(data, sgot), jsonv2.Unmarshal(data, swant, strictOptions) == nil
+	if gotOK != wantOK || gotOK && !reflect.DeepEqual(sgot, swant) {
 		t.Fatalf("%s:\nstrictUnmarshal %v %+v\nengine          %v %+v", data, gotOK, sgot, wantOK, swant)
 	}
 }
 
-// TestGeneratedDecoderSameObjects decodes random pods as the encoder
-// writes them, and variants a client or a hand may write (spacing,
-// escapes, names in another case, nulls, unknown and repeated members,
-// numbers out of range, cut short), with the generated decoder and with
-// the engine: the same pod or the same refusal every time.
+// TestGeneratedDecoderSameObjects decodes random objects of every
+// generated type as the encoder writes them, and variants a client or a
+// hand may write (spacing, escapes, names in another case, nulls,
+// unknown and repeated members, numbers out of range, cut short), with
+// the generated decoder and with the engine: the same object or the
+// same refusal every time.
 func TestGeneratedDecoderSameObjects(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
 	variants := []func(string) string{
@@ -254,14 +211,16 @@ func TestGeneratedDecoderSameObjects(t *testing.T) {
 		func(s string) string { return strings.Replace(s, `{"name":"`, `{"name":null,"name":"`, 1) },
 		func(s string) string { return strings.Replace(s, `"metadata":{`, `"metadata":{"bogus":1,`, 1) },
 		func(s string) string { return strings.Replace(s, `"labels":{`, `"labels":{"dup":"a","dup":"b",`, 1) },
-		func(s string) string { return strings.Replace(s, `"image":"`, `"image":"\u00e9\ud83d\ude00\n\/`, 1) },
-		func(s string) string { return strings.Replace(s, `"image":"`, `"image":"\ud800`, 1) },
+		func(s string) string { return strings.Replace(s, `"name":"`, `"name":"\u00e9\ud83d\ude00\n\/`, 1) },
+		func(s string) string { return strings.Replace(s, `"name":"`, `"name":"\ud800`, 1) },
 		func(s string) string { return strings.Replace(s, `"priority":`, `"priority":99999999999`, 1) },
-		func(s string) string { return strings.Replace(s, `"priority":`, `"priority":1.0,"x":`, 1) },
+		func(s string) string { return strings.Replace(s, `"count":`, `"count":1.0,"x":`, 1) },
+		func(s string) string { return strings.Replace(s, `"count":`, `"count":-0,"x":`, 1) },
 		func(s string) string {
 			return strings.Replace(s, `"containers":[`, `"containers":null,"containers":[`, 1)
 		},
 		func(s string) string { return strings.Replace(s, `"spec":{`, `"spec":null,"spec2":{`, 1) },
+		func(s string) string { return strings.Replace(s, `"unschedulable":`, `"unschedulable":null,"x":`, 1) },
 		func(s string) string { return s[:len(s)/2] },
 		func(s string) string { return s + " " },
 		func(s string) string { return s + "{}" },
@@ -270,26 +229,24 @@ func TestGeneratedDecoderSameObjects(t *testing.T) {
 		func(s string) string { return strings.Replace(s, `[]`, `[ ]`, 1) },
 		func(s string) string { return strings.Replace(s, `{}`, `{ }`, 1) },
 	}
-	for i := range 2000 {
-		var p Pod
-		fill(rng, reflect.ValueOf(&p).Elem(), float64(i%10)/10, 0)
-		data, err := Marshal(&p)
-		if err != nil {
-			t.Fatal(err)
+	for _, typ := range generatedTypes {
+		for i := range 1500 {
+			v := reflect.New(typ)
+			fill(rng, v.Elem(), float64(i%10)/10, 0)
+			data, err := Marshal(v.Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !decodeGenerated(data, reflect.New(typ).Interface()) && !v.Elem().IsZero() {
+				t.Fatalf("the generated decoder gave up on the encoder's own %s", data)
+			}
+			for _, vary := range variants {
+				decodeBoth(t, typ, []byte(vary(string(data))))
+			}
 		}
-		var back Pod
-		if err := Unmarshal(data, &back); err != nil {
-			t.Fatal(err)
+		for _, s := range []string{``, `null`, `{}`, `[]`, `{"metadata":{}}`, `{"spec":{"containers":[]}}`, `{"metadata":{"labels":{}}}`, `{"status":{"phase":"Running"}} x`} {
+			decodeBoth(t, typ, []byte(s))
 		}
-		if !isZeroPod(&back) && !decodeGenerated(data, new(Pod)) && utf8.Valid(data) {
-			t.Fatalf("the generated decoder gave up on the encoder's own %s", data)
-		}
-		for _, v := range variants {
-			decodeBoth(t, []byte(v(string(data))))
-		}
-	}
-	for _, s := range []string{``, `null`, `{}`, `[]`, `{"metadata":{}}`, `{"spec":{"containers":[]}}`, `{"metadata":{"labels":{}}}`, `{"status":{"phase":"Running"}} x`} {
-		decodeBoth(t, []byte(s))
 	}
 }
 
@@ -332,8 +289,9 @@ func BenchmarkDecodePodGenerated(b *testing.B) {
 	})
 }
 
-// FuzzGeneratedDecoder decodes arbitrary bytes both ways: the generated
-// decoder must give what the engine gives, or give up.
+// FuzzGeneratedDecoder decodes arbitrary bytes both ways into every
+// generated type: the generated decoder must give what the engine gives,
+// or give up.
 func FuzzGeneratedDecoder(f *testing.F) {
 	p := Pod{ObjectMeta: ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}},
 		Spec: PodSpec{Containers: []Container{{Name: "c", Image: "i", Command: []string{"x"},
@@ -342,5 +300,9 @@ func FuzzGeneratedDecoder(f *testing.F) {
 	seed, _ := Marshal(&p)
 	f.Add(seed)
 	f.Add([]byte(`{"metadata":{"name":"a\u00e9\ud83d\ude00","creationTimestamp":"2026-11-27T15:00:00Z"},"spec":{"priority":-3}}`))
-	f.Fuzz(func(t *testing.T, data []byte) { decodeBoth(t, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, typ := range generatedTypes {
+			decodeBoth(t, typ, data)
+		}
+	})
 }

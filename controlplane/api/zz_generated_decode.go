@@ -2,6 +2,21 @@
 
 package api
 
+// decodeGenerated decodes data into v if the generated decoder knows
+// v's type and reads all of data; v must be zero (a merge into a set
+// value is the engine's). false: v is as it was.
+func decodeGenerated(data []byte, v any) bool {
+	switch o := v.(type) {
+	case *Pod:
+		return decodeRoot(data, o, isZeroPod, decodeJSONPod)
+	case *Node:
+		return decodeRoot(data, o, isZeroNode, decodeJSONNode)
+	case *Event:
+		return decodeRoot(data, o, isZeroEvent, decodeJSONEvent)
+	}
+	return false
+}
+
 func decodeJSONPod(d *fastDec, v *Pod) bool {
 	if !d.consume('{') {
 		return false
@@ -41,6 +56,160 @@ func decodeJSONPod(d *fastDec, v *Pod) bool {
 		case "status":
 			bit = 1 << 4
 			if !decodeJSONPodStatus(d, &v.Status) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNode(d *fastDec, v *Node) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "apiVersion":
+			bit = 1 << 0
+			if !decodeString(d, &v.TypeMeta.APIVersion) {
+				return false
+			}
+		case "kind":
+			bit = 1 << 1
+			if !decodeString(d, &v.TypeMeta.Kind) {
+				return false
+			}
+		case "metadata":
+			bit = 1 << 2
+			if !decodeJSONObjectMeta(d, &v.ObjectMeta) {
+				return false
+			}
+		case "spec":
+			bit = 1 << 3
+			if !decodeJSONNodeSpec(d, &v.Spec) {
+				return false
+			}
+		case "status":
+			bit = 1 << 4
+			if !decodeJSONNodeStatus(d, &v.Status) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONEvent(d *fastDec, v *Event) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "apiVersion":
+			bit = 1 << 0
+			if !decodeString(d, &v.TypeMeta.APIVersion) {
+				return false
+			}
+		case "kind":
+			bit = 1 << 1
+			if !decodeString(d, &v.TypeMeta.Kind) {
+				return false
+			}
+		case "metadata":
+			bit = 1 << 2
+			if !decodeJSONObjectMeta(d, &v.ObjectMeta) {
+				return false
+			}
+		case "involvedObject":
+			bit = 1 << 3
+			if !decodeJSONObjectReference(d, &v.InvolvedObject) {
+				return false
+			}
+		case "reason":
+			bit = 1 << 4
+			if !decodeString(d, &v.Reason) {
+				return false
+			}
+		case "message":
+			bit = 1 << 5
+			if !decodeString(d, &v.Message) {
+				return false
+			}
+		case "source":
+			bit = 1 << 6
+			if !decodeJSONEventSource(d, &v.Source) {
+				return false
+			}
+		case "firstTimestamp":
+			bit = 1 << 7
+			if d.null() {
+				v.FirstTimestamp = nil
+			} else {
+				p1 := new(Time)
+				if raw2, ok := d.scalar(); !ok || (*p1).UnmarshalJSON(raw2) != nil {
+					return false
+				}
+				v.FirstTimestamp = p1
+			}
+		case "lastTimestamp":
+			bit = 1 << 8
+			if d.null() {
+				v.LastTimestamp = nil
+			} else {
+				p3 := new(Time)
+				if raw4, ok := d.scalar(); !ok || (*p3).UnmarshalJSON(raw4) != nil {
+					return false
+				}
+				v.LastTimestamp = p3
+			}
+		case "count":
+			bit = 1 << 9
+			if !decodeInt(d, &v.Count, 32) {
+				return false
+			}
+		case "type":
+			bit = 1 << 10
+			if !decodeString(d, &v.Type) {
 				return false
 			}
 		default:
@@ -109,33 +278,33 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 			if d.null() {
 				v.CreationTimestamp = nil
 			} else {
-				p1 := new(Time)
-				if raw2, ok := d.scalar(); !ok || (*p1).UnmarshalJSON(raw2) != nil {
+				p5 := new(Time)
+				if raw6, ok := d.scalar(); !ok || (*p5).UnmarshalJSON(raw6) != nil {
 					return false
 				}
-				v.CreationTimestamp = p1
+				v.CreationTimestamp = p5
 			}
 		case "deletionTimestamp":
 			bit = 1 << 7
 			if d.null() {
 				v.DeletionTimestamp = nil
 			} else {
-				p3 := new(Time)
-				if raw4, ok := d.scalar(); !ok || (*p3).UnmarshalJSON(raw4) != nil {
+				p7 := new(Time)
+				if raw8, ok := d.scalar(); !ok || (*p7).UnmarshalJSON(raw8) != nil {
 					return false
 				}
-				v.DeletionTimestamp = p3
+				v.DeletionTimestamp = p7
 			}
 		case "deletionGracePeriodSeconds":
 			bit = 1 << 8
 			if d.null() {
 				v.DeletionGracePeriodSeconds = nil
 			} else {
-				p5 := new(int64)
-				if !decodeInt(d, &(*p5), 64) {
+				p9 := new(int64)
+				if !decodeInt(d, &(*p9), 64) {
 					return false
 				}
-				v.DeletionGracePeriodSeconds = p5
+				v.DeletionGracePeriodSeconds = p9
 			}
 		case "labels":
 			bit = 1 << 9
@@ -145,23 +314,23 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 				if !d.consume('{') {
 					return false
 				}
-				m6 := make(map[string]string)
+				m10 := make(map[string]string)
 				if d.ws() == '}' {
 					d.i++
 				} else {
 					for {
-						k7, ok := d.str()
+						k11, ok := d.str()
 						if !ok || !d.consume(':') {
 							return false
 						}
-						if _, dup := m6[string(k7)]; dup {
+						if _, dup := m10[string(k11)]; dup {
 							return false
 						}
-						var e8 string
-						if !decodeString(d, &e8) {
+						var e12 string
+						if !decodeString(d, &e12) {
 							return false
 						}
-						m6[string(k7)] = e8
+						m10[string(k11)] = e12
 						if more, ok := d.more('}'); !ok {
 							return false
 						} else if !more {
@@ -169,7 +338,7 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 						}
 					}
 				}
-				v.Labels = m6
+				v.Labels = m10
 			}
 		case "annotations":
 			bit = 1 << 10
@@ -179,23 +348,23 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 				if !d.consume('{') {
 					return false
 				}
-				m9 := make(map[string]string)
+				m13 := make(map[string]string)
 				if d.ws() == '}' {
 					d.i++
 				} else {
 					for {
-						k10, ok := d.str()
+						k14, ok := d.str()
 						if !ok || !d.consume(':') {
 							return false
 						}
-						if _, dup := m9[string(k10)]; dup {
+						if _, dup := m13[string(k14)]; dup {
 							return false
 						}
-						var e11 string
-						if !decodeString(d, &e11) {
+						var e15 string
+						if !decodeString(d, &e15) {
 							return false
 						}
-						m9[string(k10)] = e11
+						m13[string(k14)] = e15
 						if more, ok := d.more('}'); !ok {
 							return false
 						} else if !more {
@@ -203,7 +372,7 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 						}
 					}
 				}
-				v.Annotations = m9
+				v.Annotations = m13
 			}
 		case "ownerReferences":
 			bit = 1 << 11
@@ -213,13 +382,13 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s12 := make([]OwnerReference, 0)
+				s16 := make([]OwnerReference, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s12 = append(s12, *new(OwnerReference))
-						if !decodeJSONOwnerReference(d, &s12[len(s12)-1]) {
+						s16 = append(s16, *new(OwnerReference))
+						if !decodeJSONOwnerReference(d, &s16[len(s16)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -229,7 +398,7 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 						}
 					}
 				}
-				v.OwnerReferences = s12
+				v.OwnerReferences = s16
 			}
 		case "finalizers":
 			bit = 1 << 12
@@ -239,13 +408,13 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s13 := make([]string, 0)
+				s17 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s13 = append(s13, *new(string))
-						if !decodeString(d, &s13[len(s13)-1]) {
+						s17 = append(s17, *new(string))
+						if !decodeString(d, &s17[len(s17)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -255,7 +424,7 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 						}
 					}
 				}
-				v.Finalizers = s13
+				v.Finalizers = s17
 			}
 		default:
 			return false
@@ -296,13 +465,13 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s14 := make([]Container, 0)
+				s18 := make([]Container, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s14 = append(s14, *new(Container))
-						if !decodeJSONContainer(d, &s14[len(s14)-1]) {
+						s18 = append(s18, *new(Container))
+						if !decodeJSONContainer(d, &s18[len(s18)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -312,7 +481,7 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 						}
 					}
 				}
-				v.Containers = s14
+				v.Containers = s18
 			}
 		case "initContainers":
 			bit = 1 << 1
@@ -322,13 +491,13 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s15 := make([]Container, 0)
+				s19 := make([]Container, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s15 = append(s15, *new(Container))
-						if !decodeJSONContainer(d, &s15[len(s15)-1]) {
+						s19 = append(s19, *new(Container))
+						if !decodeJSONContainer(d, &s19[len(s19)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -338,7 +507,7 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 						}
 					}
 				}
-				v.InitContainers = s15
+				v.InitContainers = s19
 			}
 		case "volumes":
 			bit = 1 << 2
@@ -348,13 +517,13 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s16 := make([]Volume, 0)
+				s20 := make([]Volume, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s16 = append(s16, *new(Volume))
-						if !decodeJSONVolume(d, &s16[len(s16)-1]) {
+						s20 = append(s20, *new(Volume))
+						if !decodeJSONVolume(d, &s20[len(s20)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -364,7 +533,7 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 						}
 					}
 				}
-				v.Volumes = s16
+				v.Volumes = s20
 			}
 		case "restartPolicy":
 			bit = 1 << 3
@@ -376,11 +545,11 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 			if d.null() {
 				v.TerminationGracePeriodSeconds = nil
 			} else {
-				p17 := new(int64)
-				if !decodeInt(d, &(*p17), 64) {
+				p21 := new(int64)
+				if !decodeInt(d, &(*p21), 64) {
 					return false
 				}
-				v.TerminationGracePeriodSeconds = p17
+				v.TerminationGracePeriodSeconds = p21
 			}
 		case "nodeSelector":
 			bit = 1 << 5
@@ -390,23 +559,23 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 				if !d.consume('{') {
 					return false
 				}
-				m18 := make(map[string]string)
+				m22 := make(map[string]string)
 				if d.ws() == '}' {
 					d.i++
 				} else {
 					for {
-						k19, ok := d.str()
+						k23, ok := d.str()
 						if !ok || !d.consume(':') {
 							return false
 						}
-						if _, dup := m18[string(k19)]; dup {
+						if _, dup := m22[string(k23)]; dup {
 							return false
 						}
-						var e20 string
-						if !decodeString(d, &e20) {
+						var e24 string
+						if !decodeString(d, &e24) {
 							return false
 						}
-						m18[string(k19)] = e20
+						m22[string(k23)] = e24
 						if more, ok := d.more('}'); !ok {
 							return false
 						} else if !more {
@@ -414,7 +583,7 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 						}
 					}
 				}
-				v.NodeSelector = m18
+				v.NodeSelector = m22
 			}
 		case "nodeName":
 			bit = 1 << 6
@@ -431,11 +600,11 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 			if d.null() {
 				v.Affinity = nil
 			} else {
-				p21 := new(Affinity)
-				if !decodeJSONAffinity(d, &(*p21)) {
+				p25 := new(Affinity)
+				if !decodeJSONAffinity(d, &(*p25)) {
 					return false
 				}
-				v.Affinity = p21
+				v.Affinity = p25
 			}
 		case "tolerations":
 			bit = 1 << 9
@@ -445,13 +614,13 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s22 := make([]Toleration, 0)
+				s26 := make([]Toleration, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s22 = append(s22, *new(Toleration))
-						if !decodeJSONToleration(d, &s22[len(s22)-1]) {
+						s26 = append(s26, *new(Toleration))
+						if !decodeJSONToleration(d, &s26[len(s26)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -461,7 +630,7 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 						}
 					}
 				}
-				v.Tolerations = s22
+				v.Tolerations = s26
 			}
 		case "hostNetwork":
 			bit = 1 << 10
@@ -473,11 +642,11 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 			if d.null() {
 				v.Priority = nil
 			} else {
-				p23 := new(int32)
-				if !decodeInt(d, &(*p23), 32) {
+				p27 := new(int32)
+				if !decodeInt(d, &(*p27), 32) {
 					return false
 				}
-				v.Priority = p23
+				v.Priority = p27
 			}
 		case "priorityClassName":
 			bit = 1 << 12
@@ -494,11 +663,11 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 			if d.null() {
 				v.DNSConfig = nil
 			} else {
-				p24 := new(PodDNSConfig)
-				if !decodeJSONPodDNSConfig(d, &(*p24)) {
+				p28 := new(PodDNSConfig)
+				if !decodeJSONPodDNSConfig(d, &(*p28)) {
 					return false
 				}
-				v.DNSConfig = p24
+				v.DNSConfig = p28
 			}
 		default:
 			return false
@@ -544,13 +713,13 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s25 := make([]PodCondition, 0)
+				s29 := make([]PodCondition, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s25 = append(s25, *new(PodCondition))
-						if !decodeJSONPodCondition(d, &s25[len(s25)-1]) {
+						s29 = append(s29, *new(PodCondition))
+						if !decodeJSONPodCondition(d, &s29[len(s29)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -560,7 +729,7 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 						}
 					}
 				}
-				v.Conditions = s25
+				v.Conditions = s29
 			}
 		case "message":
 			bit = 1 << 2
@@ -595,13 +764,13 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s26 := make([]PodIPEntry, 0)
+				s30 := make([]PodIPEntry, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s26 = append(s26, *new(PodIPEntry))
-						if !decodeJSONPodIPEntry(d, &s26[len(s26)-1]) {
+						s30 = append(s30, *new(PodIPEntry))
+						if !decodeJSONPodIPEntry(d, &s30[len(s30)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -611,18 +780,18 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 						}
 					}
 				}
-				v.PodIPs = s26
+				v.PodIPs = s30
 			}
 		case "startTime":
 			bit = 1 << 8
 			if d.null() {
 				v.StartTime = nil
 			} else {
-				p27 := new(Time)
-				if raw28, ok := d.scalar(); !ok || (*p27).UnmarshalJSON(raw28) != nil {
+				p31 := new(Time)
+				if raw32, ok := d.scalar(); !ok || (*p31).UnmarshalJSON(raw32) != nil {
 					return false
 				}
-				v.StartTime = p27
+				v.StartTime = p31
 			}
 		case "initContainerStatuses":
 			bit = 1 << 9
@@ -632,13 +801,13 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s29 := make([]ContainerStatus, 0)
+				s33 := make([]ContainerStatus, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s29 = append(s29, *new(ContainerStatus))
-						if !decodeJSONContainerStatus(d, &s29[len(s29)-1]) {
+						s33 = append(s33, *new(ContainerStatus))
+						if !decodeJSONContainerStatus(d, &s33[len(s33)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -648,7 +817,7 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 						}
 					}
 				}
-				v.InitContainerStatuses = s29
+				v.InitContainerStatuses = s33
 			}
 		case "containerStatuses":
 			bit = 1 << 10
@@ -658,13 +827,13 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s30 := make([]ContainerStatus, 0)
+				s34 := make([]ContainerStatus, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s30 = append(s30, *new(ContainerStatus))
-						if !decodeJSONContainerStatus(d, &s30[len(s30)-1]) {
+						s34 = append(s34, *new(ContainerStatus))
+						if !decodeJSONContainerStatus(d, &s34[len(s34)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -674,11 +843,408 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 						}
 					}
 				}
-				v.ContainerStatuses = s30
+				v.ContainerStatuses = s34
 			}
 		case "qosClass":
 			bit = 1 << 11
 			if !decodeString(d, &v.QOSClass) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeSpec(d *fastDec, v *NodeSpec) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "unschedulable":
+			bit = 1 << 0
+			if !decodeBool(d, &v.Unschedulable) {
+				return false
+			}
+		case "taints":
+			bit = 1 << 1
+			if d.null() {
+				v.Taints = nil
+			} else {
+				if !d.consume('[') {
+					return false
+				}
+				s35 := make([]Taint, 0)
+				if d.ws() == ']' {
+					d.i++
+				} else {
+					for {
+						s35 = append(s35, *new(Taint))
+						if !decodeJSONTaint(d, &s35[len(s35)-1]) {
+							return false
+						}
+						if more, ok := d.more(']'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Taints = s35
+			}
+		case "podCIDR":
+			bit = 1 << 2
+			if !decodeString(d, &v.PodCIDR) {
+				return false
+			}
+		case "podCIDRs":
+			bit = 1 << 3
+			if d.null() {
+				v.PodCIDRs = nil
+			} else {
+				if !d.consume('[') {
+					return false
+				}
+				s36 := make([]string, 0)
+				if d.ws() == ']' {
+					d.i++
+				} else {
+					for {
+						s36 = append(s36, *new(string))
+						if !decodeString(d, &s36[len(s36)-1]) {
+							return false
+						}
+						if more, ok := d.more(']'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.PodCIDRs = s36
+			}
+		case "providerID":
+			bit = 1 << 4
+			if !decodeString(d, &v.ProviderID) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeStatus(d *fastDec, v *NodeStatus) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "capacity":
+			bit = 1 << 0
+			if d.null() {
+				v.Capacity = nil
+			} else {
+				if !d.consume('{') {
+					return false
+				}
+				m37 := make(ResourceList)
+				if d.ws() == '}' {
+					d.i++
+				} else {
+					for {
+						k38, ok := d.str()
+						if !ok || !d.consume(':') {
+							return false
+						}
+						if _, dup := m37[string(k38)]; dup {
+							return false
+						}
+						var e39 Quantity
+						if raw40, ok := d.scalar(); !ok || e39.UnmarshalJSON(raw40) != nil {
+							return false
+						}
+						m37[string(k38)] = e39
+						if more, ok := d.more('}'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Capacity = m37
+			}
+		case "allocatable":
+			bit = 1 << 1
+			if d.null() {
+				v.Allocatable = nil
+			} else {
+				if !d.consume('{') {
+					return false
+				}
+				m41 := make(ResourceList)
+				if d.ws() == '}' {
+					d.i++
+				} else {
+					for {
+						k42, ok := d.str()
+						if !ok || !d.consume(':') {
+							return false
+						}
+						if _, dup := m41[string(k42)]; dup {
+							return false
+						}
+						var e43 Quantity
+						if raw44, ok := d.scalar(); !ok || e43.UnmarshalJSON(raw44) != nil {
+							return false
+						}
+						m41[string(k42)] = e43
+						if more, ok := d.more('}'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Allocatable = m41
+			}
+		case "phase":
+			bit = 1 << 2
+			if !decodeString(d, &v.Phase) {
+				return false
+			}
+		case "conditions":
+			bit = 1 << 3
+			if d.null() {
+				v.Conditions = nil
+			} else {
+				if !d.consume('[') {
+					return false
+				}
+				s45 := make([]NodeCondition, 0)
+				if d.ws() == ']' {
+					d.i++
+				} else {
+					for {
+						s45 = append(s45, *new(NodeCondition))
+						if !decodeJSONNodeCondition(d, &s45[len(s45)-1]) {
+							return false
+						}
+						if more, ok := d.more(']'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Conditions = s45
+			}
+		case "addresses":
+			bit = 1 << 4
+			if d.null() {
+				v.Addresses = nil
+			} else {
+				if !d.consume('[') {
+					return false
+				}
+				s46 := make([]NodeAddress, 0)
+				if d.ws() == ']' {
+					d.i++
+				} else {
+					for {
+						s46 = append(s46, *new(NodeAddress))
+						if !decodeJSONNodeAddress(d, &s46[len(s46)-1]) {
+							return false
+						}
+						if more, ok := d.more(']'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Addresses = s46
+			}
+		case "nodeInfo":
+			bit = 1 << 5
+			if !decodeJSONNodeSystemInfo(d, &v.NodeInfo) {
+				return false
+			}
+		case "images":
+			bit = 1 << 6
+			if d.null() {
+				v.Images = nil
+			} else {
+				if !d.consume('[') {
+					return false
+				}
+				s47 := make([]ContainerImage, 0)
+				if d.ws() == ']' {
+					d.i++
+				} else {
+					for {
+						s47 = append(s47, *new(ContainerImage))
+						if !decodeJSONContainerImage(d, &s47[len(s47)-1]) {
+							return false
+						}
+						if more, ok := d.more(']'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Images = s47
+			}
+		case "daemonEndpoints":
+			bit = 1 << 7
+			if !decodeJSONNodeDaemonEndpoints(d, &v.DaemonEndpoints) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONObjectReference(d *fastDec, v *ObjectReference) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "kind":
+			bit = 1 << 0
+			if !decodeString(d, &v.Kind) {
+				return false
+			}
+		case "namespace":
+			bit = 1 << 1
+			if !decodeString(d, &v.Namespace) {
+				return false
+			}
+		case "name":
+			bit = 1 << 2
+			if !decodeString(d, &v.Name) {
+				return false
+			}
+		case "uid":
+			bit = 1 << 3
+			if !decodeString(d, &v.UID) {
+				return false
+			}
+		case "apiVersion":
+			bit = 1 << 4
+			if !decodeString(d, &v.APIVersion) {
+				return false
+			}
+		case "resourceVersion":
+			bit = 1 << 5
+			if !decodeString(d, &v.ResourceVersion) {
+				return false
+			}
+		case "fieldPath":
+			bit = 1 << 6
+			if !decodeString(d, &v.FieldPath) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONEventSource(d *fastDec, v *EventSource) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "component":
+			bit = 1 << 0
+			if !decodeString(d, &v.Component) {
+				return false
+			}
+		case "host":
+			bit = 1 << 1
+			if !decodeString(d, &v.Host) {
 				return false
 			}
 		default:
@@ -737,22 +1303,22 @@ func decodeJSONOwnerReference(d *fastDec, v *OwnerReference) bool {
 			if d.null() {
 				v.Controller = nil
 			} else {
-				p31 := new(bool)
-				if !decodeBool(d, &(*p31)) {
+				p48 := new(bool)
+				if !decodeBool(d, &(*p48)) {
 					return false
 				}
-				v.Controller = p31
+				v.Controller = p48
 			}
 		case "blockOwnerDeletion":
 			bit = 1 << 5
 			if d.null() {
 				v.BlockOwnerDeletion = nil
 			} else {
-				p32 := new(bool)
-				if !decodeBool(d, &(*p32)) {
+				p49 := new(bool)
+				if !decodeBool(d, &(*p49)) {
 					return false
 				}
-				v.BlockOwnerDeletion = p32
+				v.BlockOwnerDeletion = p49
 			}
 		default:
 			return false
@@ -803,13 +1369,13 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s33 := make([]string, 0)
+				s50 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s33 = append(s33, *new(string))
-						if !decodeString(d, &s33[len(s33)-1]) {
+						s50 = append(s50, *new(string))
+						if !decodeString(d, &s50[len(s50)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -819,7 +1385,7 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 						}
 					}
 				}
-				v.Command = s33
+				v.Command = s50
 			}
 		case "args":
 			bit = 1 << 3
@@ -829,13 +1395,13 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s34 := make([]string, 0)
+				s51 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s34 = append(s34, *new(string))
-						if !decodeString(d, &s34[len(s34)-1]) {
+						s51 = append(s51, *new(string))
+						if !decodeString(d, &s51[len(s51)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -845,7 +1411,7 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 						}
 					}
 				}
-				v.Args = s34
+				v.Args = s51
 			}
 		case "workingDir":
 			bit = 1 << 4
@@ -860,13 +1426,13 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s35 := make([]ContainerPort, 0)
+				s52 := make([]ContainerPort, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s35 = append(s35, *new(ContainerPort))
-						if !decodeJSONContainerPort(d, &s35[len(s35)-1]) {
+						s52 = append(s52, *new(ContainerPort))
+						if !decodeJSONContainerPort(d, &s52[len(s52)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -876,7 +1442,7 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 						}
 					}
 				}
-				v.Ports = s35
+				v.Ports = s52
 			}
 		case "env":
 			bit = 1 << 6
@@ -886,13 +1452,13 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s36 := make([]EnvVar, 0)
+				s53 := make([]EnvVar, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s36 = append(s36, *new(EnvVar))
-						if !decodeJSONEnvVar(d, &s36[len(s36)-1]) {
+						s53 = append(s53, *new(EnvVar))
+						if !decodeJSONEnvVar(d, &s53[len(s53)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -902,7 +1468,7 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 						}
 					}
 				}
-				v.Env = s36
+				v.Env = s53
 			}
 		case "resources":
 			bit = 1 << 7
@@ -917,13 +1483,13 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s37 := make([]VolumeMount, 0)
+				s54 := make([]VolumeMount, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s37 = append(s37, *new(VolumeMount))
-						if !decodeJSONVolumeMount(d, &s37[len(s37)-1]) {
+						s54 = append(s54, *new(VolumeMount))
+						if !decodeJSONVolumeMount(d, &s54[len(s54)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -933,7 +1499,7 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 						}
 					}
 				}
-				v.VolumeMounts = s37
+				v.VolumeMounts = s54
 			}
 		case "imagePullPolicy":
 			bit = 1 << 9
@@ -981,33 +1547,33 @@ func decodeJSONVolume(d *fastDec, v *Volume) bool {
 			if d.null() {
 				v.HostPath = nil
 			} else {
-				p38 := new(HostPathVolumeSource)
-				if !decodeJSONHostPathVolumeSource(d, &(*p38)) {
+				p55 := new(HostPathVolumeSource)
+				if !decodeJSONHostPathVolumeSource(d, &(*p55)) {
 					return false
 				}
-				v.HostPath = p38
+				v.HostPath = p55
 			}
 		case "emptyDir":
 			bit = 1 << 2
 			if d.null() {
 				v.EmptyDir = nil
 			} else {
-				p39 := new(EmptyDirVolumeSource)
-				if !decodeJSONEmptyDirVolumeSource(d, &(*p39)) {
+				p56 := new(EmptyDirVolumeSource)
+				if !decodeJSONEmptyDirVolumeSource(d, &(*p56)) {
 					return false
 				}
-				v.EmptyDir = p39
+				v.EmptyDir = p56
 			}
 		case "persistentVolumeClaim":
 			bit = 1 << 3
 			if d.null() {
 				v.PersistentVolumeClaim = nil
 			} else {
-				p40 := new(PersistentVolumeClaimVolumeSource)
-				if !decodeJSONPersistentVolumeClaimVolumeSource(d, &(*p40)) {
+				p57 := new(PersistentVolumeClaimVolumeSource)
+				if !decodeJSONPersistentVolumeClaimVolumeSource(d, &(*p57)) {
 					return false
 				}
-				v.PersistentVolumeClaim = p40
+				v.PersistentVolumeClaim = p57
 			}
 		default:
 			return false
@@ -1045,33 +1611,33 @@ func decodeJSONAffinity(d *fastDec, v *Affinity) bool {
 			if d.null() {
 				v.NodeAffinity = nil
 			} else {
-				p41 := new(NodeAffinity)
-				if !decodeJSONNodeAffinity(d, &(*p41)) {
+				p58 := new(NodeAffinity)
+				if !decodeJSONNodeAffinity(d, &(*p58)) {
 					return false
 				}
-				v.NodeAffinity = p41
+				v.NodeAffinity = p58
 			}
 		case "podAffinity":
 			bit = 1 << 1
 			if d.null() {
 				v.PodAffinity = nil
 			} else {
-				p42 := new(PodAffinity)
-				if !decodeJSONPodAffinity(d, &(*p42)) {
+				p59 := new(PodAffinity)
+				if !decodeJSONPodAffinity(d, &(*p59)) {
 					return false
 				}
-				v.PodAffinity = p42
+				v.PodAffinity = p59
 			}
 		case "podAntiAffinity":
 			bit = 1 << 2
 			if d.null() {
 				v.PodAntiAffinity = nil
 			} else {
-				p43 := new(PodAntiAffinity)
-				if !decodeJSONPodAntiAffinity(d, &(*p43)) {
+				p60 := new(PodAntiAffinity)
+				if !decodeJSONPodAntiAffinity(d, &(*p60)) {
 					return false
 				}
-				v.PodAntiAffinity = p43
+				v.PodAntiAffinity = p60
 			}
 		default:
 			return false
@@ -1129,11 +1695,11 @@ func decodeJSONToleration(d *fastDec, v *Toleration) bool {
 			if d.null() {
 				v.TolerationSeconds = nil
 			} else {
-				p44 := new(int64)
-				if !decodeInt(d, &(*p44), 64) {
+				p61 := new(int64)
+				if !decodeInt(d, &(*p61), 64) {
 					return false
 				}
-				v.TolerationSeconds = p44
+				v.TolerationSeconds = p61
 			}
 		default:
 			return false
@@ -1174,13 +1740,13 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s45 := make([]string, 0)
+				s62 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s45 = append(s45, *new(string))
-						if !decodeString(d, &s45[len(s45)-1]) {
+						s62 = append(s62, *new(string))
+						if !decodeString(d, &s62[len(s62)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -1190,7 +1756,7 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 						}
 					}
 				}
-				v.Nameservers = s45
+				v.Nameservers = s62
 			}
 		case "searches":
 			bit = 1 << 1
@@ -1200,13 +1766,13 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s46 := make([]string, 0)
+				s63 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s46 = append(s46, *new(string))
-						if !decodeString(d, &s46[len(s46)-1]) {
+						s63 = append(s63, *new(string))
+						if !decodeString(d, &s63[len(s63)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -1216,7 +1782,7 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 						}
 					}
 				}
-				v.Searches = s46
+				v.Searches = s63
 			}
 		case "options":
 			bit = 1 << 2
@@ -1226,13 +1792,13 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s47 := make([]PodDNSConfigOption, 0)
+				s64 := make([]PodDNSConfigOption, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s47 = append(s47, *new(PodDNSConfigOption))
-						if !decodeJSONPodDNSConfigOption(d, &s47[len(s47)-1]) {
+						s64 = append(s64, *new(PodDNSConfigOption))
+						if !decodeJSONPodDNSConfigOption(d, &s64[len(s64)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -1242,7 +1808,7 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 						}
 					}
 				}
-				v.Options = s47
+				v.Options = s64
 			}
 		default:
 			return false
@@ -1290,22 +1856,22 @@ func decodeJSONPodCondition(d *fastDec, v *PodCondition) bool {
 			if d.null() {
 				v.LastProbeTime = nil
 			} else {
-				p48 := new(Time)
-				if raw49, ok := d.scalar(); !ok || (*p48).UnmarshalJSON(raw49) != nil {
+				p65 := new(Time)
+				if raw66, ok := d.scalar(); !ok || (*p65).UnmarshalJSON(raw66) != nil {
 					return false
 				}
-				v.LastProbeTime = p48
+				v.LastProbeTime = p65
 			}
 		case "lastTransitionTime":
 			bit = 1 << 3
 			if d.null() {
 				v.LastTransitionTime = nil
 			} else {
-				p50 := new(Time)
-				if raw51, ok := d.scalar(); !ok || (*p50).UnmarshalJSON(raw51) != nil {
+				p67 := new(Time)
+				if raw68, ok := d.scalar(); !ok || (*p67).UnmarshalJSON(raw68) != nil {
 					return false
 				}
-				v.LastTransitionTime = p50
+				v.LastTransitionTime = p67
 			}
 		case "reason":
 			bit = 1 << 4
@@ -1429,11 +1995,361 @@ func decodeJSONContainerStatus(d *fastDec, v *ContainerStatus) bool {
 			if d.null() {
 				v.Started = nil
 			} else {
-				p52 := new(bool)
-				if !decodeBool(d, &(*p52)) {
+				p69 := new(bool)
+				if !decodeBool(d, &(*p69)) {
 					return false
 				}
-				v.Started = p52
+				v.Started = p69
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONTaint(d *fastDec, v *Taint) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "key":
+			bit = 1 << 0
+			if !decodeString(d, &v.Key) {
+				return false
+			}
+		case "value":
+			bit = 1 << 1
+			if !decodeString(d, &v.Value) {
+				return false
+			}
+		case "effect":
+			bit = 1 << 2
+			if !decodeString(d, &v.Effect) {
+				return false
+			}
+		case "timeAdded":
+			bit = 1 << 3
+			if d.null() {
+				v.TimeAdded = nil
+			} else {
+				p70 := new(Time)
+				if raw71, ok := d.scalar(); !ok || (*p70).UnmarshalJSON(raw71) != nil {
+					return false
+				}
+				v.TimeAdded = p70
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeCondition(d *fastDec, v *NodeCondition) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "type":
+			bit = 1 << 0
+			if !decodeString(d, &v.Type) {
+				return false
+			}
+		case "status":
+			bit = 1 << 1
+			if !decodeString(d, &v.Status) {
+				return false
+			}
+		case "lastHeartbeatTime":
+			bit = 1 << 2
+			if d.null() {
+				v.LastHeartbeatTime = nil
+			} else {
+				p72 := new(Time)
+				if raw73, ok := d.scalar(); !ok || (*p72).UnmarshalJSON(raw73) != nil {
+					return false
+				}
+				v.LastHeartbeatTime = p72
+			}
+		case "lastTransitionTime":
+			bit = 1 << 3
+			if d.null() {
+				v.LastTransitionTime = nil
+			} else {
+				p74 := new(Time)
+				if raw75, ok := d.scalar(); !ok || (*p74).UnmarshalJSON(raw75) != nil {
+					return false
+				}
+				v.LastTransitionTime = p74
+			}
+		case "reason":
+			bit = 1 << 4
+			if !decodeString(d, &v.Reason) {
+				return false
+			}
+		case "message":
+			bit = 1 << 5
+			if !decodeString(d, &v.Message) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeAddress(d *fastDec, v *NodeAddress) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "type":
+			bit = 1 << 0
+			if !decodeString(d, &v.Type) {
+				return false
+			}
+		case "address":
+			bit = 1 << 1
+			if !decodeString(d, &v.Address) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeSystemInfo(d *fastDec, v *NodeSystemInfo) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "machineID":
+			bit = 1 << 0
+			if !decodeString(d, &v.MachineID) {
+				return false
+			}
+		case "systemUUID":
+			bit = 1 << 1
+			if !decodeString(d, &v.SystemUUID) {
+				return false
+			}
+		case "bootID":
+			bit = 1 << 2
+			if !decodeString(d, &v.BootID) {
+				return false
+			}
+		case "kernelVersion":
+			bit = 1 << 3
+			if !decodeString(d, &v.KernelVersion) {
+				return false
+			}
+		case "osImage":
+			bit = 1 << 4
+			if !decodeString(d, &v.OSImage) {
+				return false
+			}
+		case "containerRuntimeVersion":
+			bit = 1 << 5
+			if !decodeString(d, &v.ContainerRuntimeVersion) {
+				return false
+			}
+		case "kubeletVersion":
+			bit = 1 << 6
+			if !decodeString(d, &v.KubeletVersion) {
+				return false
+			}
+		case "kubeProxyVersion":
+			bit = 1 << 7
+			if !decodeString(d, &v.KubeProxyVersion) {
+				return false
+			}
+		case "operatingSystem":
+			bit = 1 << 8
+			if !decodeString(d, &v.OperatingSystem) {
+				return false
+			}
+		case "architecture":
+			bit = 1 << 9
+			if !decodeString(d, &v.Architecture) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONContainerImage(d *fastDec, v *ContainerImage) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "names":
+			bit = 1 << 0
+			if d.null() {
+				v.Names = nil
+			} else {
+				if !d.consume('[') {
+					return false
+				}
+				s76 := make([]string, 0)
+				if d.ws() == ']' {
+					d.i++
+				} else {
+					for {
+						s76 = append(s76, *new(string))
+						if !decodeString(d, &s76[len(s76)-1]) {
+							return false
+						}
+						if more, ok := d.more(']'); !ok {
+							return false
+						} else if !more {
+							break
+						}
+					}
+				}
+				v.Names = s76
+			}
+		case "sizeBytes":
+			bit = 1 << 1
+			if !decodeInt(d, &v.SizeBytes, 64) {
+				return false
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeDaemonEndpoints(d *fastDec, v *NodeDaemonEndpoints) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "kubeletEndpoint":
+			bit = 1 << 0
+			if !decodeJSONDaemonEndpoint(d, &v.KubeletEndpoint) {
+				return false
 			}
 		default:
 			return false
@@ -1571,23 +2487,23 @@ func decodeJSONResourceRequirements(d *fastDec, v *ResourceRequirements) bool {
 				if !d.consume('{') {
 					return false
 				}
-				m53 := make(ResourceList)
+				m77 := make(ResourceList)
 				if d.ws() == '}' {
 					d.i++
 				} else {
 					for {
-						k54, ok := d.str()
+						k78, ok := d.str()
 						if !ok || !d.consume(':') {
 							return false
 						}
-						if _, dup := m53[string(k54)]; dup {
+						if _, dup := m77[string(k78)]; dup {
 							return false
 						}
-						var e55 Quantity
-						if raw56, ok := d.scalar(); !ok || e55.UnmarshalJSON(raw56) != nil {
+						var e79 Quantity
+						if raw80, ok := d.scalar(); !ok || e79.UnmarshalJSON(raw80) != nil {
 							return false
 						}
-						m53[string(k54)] = e55
+						m77[string(k78)] = e79
 						if more, ok := d.more('}'); !ok {
 							return false
 						} else if !more {
@@ -1595,7 +2511,7 @@ func decodeJSONResourceRequirements(d *fastDec, v *ResourceRequirements) bool {
 						}
 					}
 				}
-				v.Limits = m53
+				v.Limits = m77
 			}
 		case "requests":
 			bit = 1 << 1
@@ -1605,23 +2521,23 @@ func decodeJSONResourceRequirements(d *fastDec, v *ResourceRequirements) bool {
 				if !d.consume('{') {
 					return false
 				}
-				m57 := make(ResourceList)
+				m81 := make(ResourceList)
 				if d.ws() == '}' {
 					d.i++
 				} else {
 					for {
-						k58, ok := d.str()
+						k82, ok := d.str()
 						if !ok || !d.consume(':') {
 							return false
 						}
-						if _, dup := m57[string(k58)]; dup {
+						if _, dup := m81[string(k82)]; dup {
 							return false
 						}
-						var e59 Quantity
-						if raw60, ok := d.scalar(); !ok || e59.UnmarshalJSON(raw60) != nil {
+						var e83 Quantity
+						if raw84, ok := d.scalar(); !ok || e83.UnmarshalJSON(raw84) != nil {
 							return false
 						}
-						m57[string(k58)] = e59
+						m81[string(k82)] = e83
 						if more, ok := d.more('}'); !ok {
 							return false
 						} else if !more {
@@ -1629,7 +2545,7 @@ func decodeJSONResourceRequirements(d *fastDec, v *ResourceRequirements) bool {
 						}
 					}
 				}
-				v.Requests = m57
+				v.Requests = m81
 			}
 		default:
 			return false
@@ -1764,11 +2680,11 @@ func decodeJSONEmptyDirVolumeSource(d *fastDec, v *EmptyDirVolumeSource) bool {
 			if d.null() {
 				v.SizeLimit = nil
 			} else {
-				p61 := new(Quantity)
-				if raw62, ok := d.scalar(); !ok || (*p61).UnmarshalJSON(raw62) != nil {
+				p85 := new(Quantity)
+				if raw86, ok := d.scalar(); !ok || (*p85).UnmarshalJSON(raw86) != nil {
 					return false
 				}
-				v.SizeLimit = p61
+				v.SizeLimit = p85
 			}
 		default:
 			return false
@@ -1847,11 +2763,11 @@ func decodeJSONNodeAffinity(d *fastDec, v *NodeAffinity) bool {
 			if d.null() {
 				v.RequiredDuringSchedulingIgnoredDuringExecution = nil
 			} else {
-				p63 := new(NodeSelector)
-				if !decodeJSONNodeSelector(d, &(*p63)) {
+				p87 := new(NodeSelector)
+				if !decodeJSONNodeSelector(d, &(*p87)) {
 					return false
 				}
-				v.RequiredDuringSchedulingIgnoredDuringExecution = p63
+				v.RequiredDuringSchedulingIgnoredDuringExecution = p87
 			}
 		case "preferredDuringSchedulingIgnoredDuringExecution":
 			bit = 1 << 1
@@ -1861,13 +2777,13 @@ func decodeJSONNodeAffinity(d *fastDec, v *NodeAffinity) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s64 := make([]PreferredSchedulingTerm, 0)
+				s88 := make([]PreferredSchedulingTerm, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s64 = append(s64, *new(PreferredSchedulingTerm))
-						if !decodeJSONPreferredSchedulingTerm(d, &s64[len(s64)-1]) {
+						s88 = append(s88, *new(PreferredSchedulingTerm))
+						if !decodeJSONPreferredSchedulingTerm(d, &s88[len(s88)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -1877,7 +2793,7 @@ func decodeJSONNodeAffinity(d *fastDec, v *NodeAffinity) bool {
 						}
 					}
 				}
-				v.PreferredDuringSchedulingIgnoredDuringExecution = s64
+				v.PreferredDuringSchedulingIgnoredDuringExecution = s88
 			}
 		default:
 			return false
@@ -1918,13 +2834,13 @@ func decodeJSONPodAffinity(d *fastDec, v *PodAffinity) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s65 := make([]PodAffinityTerm, 0)
+				s89 := make([]PodAffinityTerm, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s65 = append(s65, *new(PodAffinityTerm))
-						if !decodeJSONPodAffinityTerm(d, &s65[len(s65)-1]) {
+						s89 = append(s89, *new(PodAffinityTerm))
+						if !decodeJSONPodAffinityTerm(d, &s89[len(s89)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -1934,7 +2850,7 @@ func decodeJSONPodAffinity(d *fastDec, v *PodAffinity) bool {
 						}
 					}
 				}
-				v.RequiredDuringSchedulingIgnoredDuringExecution = s65
+				v.RequiredDuringSchedulingIgnoredDuringExecution = s89
 			}
 		case "preferredDuringSchedulingIgnoredDuringExecution":
 			bit = 1 << 1
@@ -1944,13 +2860,13 @@ func decodeJSONPodAffinity(d *fastDec, v *PodAffinity) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s66 := make([]WeightedPodAffinityTerm, 0)
+				s90 := make([]WeightedPodAffinityTerm, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s66 = append(s66, *new(WeightedPodAffinityTerm))
-						if !decodeJSONWeightedPodAffinityTerm(d, &s66[len(s66)-1]) {
+						s90 = append(s90, *new(WeightedPodAffinityTerm))
+						if !decodeJSONWeightedPodAffinityTerm(d, &s90[len(s90)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -1960,7 +2876,7 @@ func decodeJSONPodAffinity(d *fastDec, v *PodAffinity) bool {
 						}
 					}
 				}
-				v.PreferredDuringSchedulingIgnoredDuringExecution = s66
+				v.PreferredDuringSchedulingIgnoredDuringExecution = s90
 			}
 		default:
 			return false
@@ -2001,13 +2917,13 @@ func decodeJSONPodAntiAffinity(d *fastDec, v *PodAntiAffinity) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s67 := make([]PodAffinityTerm, 0)
+				s91 := make([]PodAffinityTerm, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s67 = append(s67, *new(PodAffinityTerm))
-						if !decodeJSONPodAffinityTerm(d, &s67[len(s67)-1]) {
+						s91 = append(s91, *new(PodAffinityTerm))
+						if !decodeJSONPodAffinityTerm(d, &s91[len(s91)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2017,7 +2933,7 @@ func decodeJSONPodAntiAffinity(d *fastDec, v *PodAntiAffinity) bool {
 						}
 					}
 				}
-				v.RequiredDuringSchedulingIgnoredDuringExecution = s67
+				v.RequiredDuringSchedulingIgnoredDuringExecution = s91
 			}
 		case "preferredDuringSchedulingIgnoredDuringExecution":
 			bit = 1 << 1
@@ -2027,13 +2943,13 @@ func decodeJSONPodAntiAffinity(d *fastDec, v *PodAntiAffinity) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s68 := make([]WeightedPodAffinityTerm, 0)
+				s92 := make([]WeightedPodAffinityTerm, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s68 = append(s68, *new(WeightedPodAffinityTerm))
-						if !decodeJSONWeightedPodAffinityTerm(d, &s68[len(s68)-1]) {
+						s92 = append(s92, *new(WeightedPodAffinityTerm))
+						if !decodeJSONWeightedPodAffinityTerm(d, &s92[len(s92)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2043,7 +2959,7 @@ func decodeJSONPodAntiAffinity(d *fastDec, v *PodAntiAffinity) bool {
 						}
 					}
 				}
-				v.PreferredDuringSchedulingIgnoredDuringExecution = s68
+				v.PreferredDuringSchedulingIgnoredDuringExecution = s92
 			}
 		default:
 			return false
@@ -2086,11 +3002,11 @@ func decodeJSONPodDNSConfigOption(d *fastDec, v *PodDNSConfigOption) bool {
 			if d.null() {
 				v.Value = nil
 			} else {
-				p69 := new(string)
-				if !decodeString(d, &(*p69)) {
+				p93 := new(string)
+				if !decodeString(d, &(*p93)) {
 					return false
 				}
-				v.Value = p69
+				v.Value = p93
 			}
 		default:
 			return false
@@ -2128,33 +3044,69 @@ func decodeJSONContainerState(d *fastDec, v *ContainerState) bool {
 			if d.null() {
 				v.Waiting = nil
 			} else {
-				p70 := new(ContainerStateWaiting)
-				if !decodeJSONContainerStateWaiting(d, &(*p70)) {
+				p94 := new(ContainerStateWaiting)
+				if !decodeJSONContainerStateWaiting(d, &(*p94)) {
 					return false
 				}
-				v.Waiting = p70
+				v.Waiting = p94
 			}
 		case "running":
 			bit = 1 << 1
 			if d.null() {
 				v.Running = nil
 			} else {
-				p71 := new(ContainerStateRunning)
-				if !decodeJSONContainerStateRunning(d, &(*p71)) {
+				p95 := new(ContainerStateRunning)
+				if !decodeJSONContainerStateRunning(d, &(*p95)) {
 					return false
 				}
-				v.Running = p71
+				v.Running = p95
 			}
 		case "terminated":
 			bit = 1 << 2
 			if d.null() {
 				v.Terminated = nil
 			} else {
-				p72 := new(ContainerStateTerminated)
-				if !decodeJSONContainerStateTerminated(d, &(*p72)) {
+				p96 := new(ContainerStateTerminated)
+				if !decodeJSONContainerStateTerminated(d, &(*p96)) {
 					return false
 				}
-				v.Terminated = p72
+				v.Terminated = p96
+			}
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONDaemonEndpoint(d *fastDec, v *DaemonEndpoint) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "Port":
+			bit = 1 << 0
+			if !decodeInt(d, &v.Port, 32) {
+				return false
 			}
 		default:
 			return false
@@ -2195,13 +3147,13 @@ func decodeJSONNodeSelector(d *fastDec, v *NodeSelector) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s73 := make([]NodeSelectorTerm, 0)
+				s97 := make([]NodeSelectorTerm, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s73 = append(s73, *new(NodeSelectorTerm))
-						if !decodeJSONNodeSelectorTerm(d, &s73[len(s73)-1]) {
+						s97 = append(s97, *new(NodeSelectorTerm))
+						if !decodeJSONNodeSelectorTerm(d, &s97[len(s97)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2211,7 +3163,7 @@ func decodeJSONNodeSelector(d *fastDec, v *NodeSelector) bool {
 						}
 					}
 				}
-				v.NodeSelectorTerms = s73
+				v.NodeSelectorTerms = s97
 			}
 		default:
 			return false
@@ -2290,11 +3242,11 @@ func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
 			if d.null() {
 				v.LabelSelector = nil
 			} else {
-				p74 := new(LabelSelector)
-				if !decodeJSONLabelSelector(d, &(*p74)) {
+				p98 := new(LabelSelector)
+				if !decodeJSONLabelSelector(d, &(*p98)) {
 					return false
 				}
-				v.LabelSelector = p74
+				v.LabelSelector = p98
 			}
 		case "namespaces":
 			bit = 1 << 1
@@ -2304,13 +3256,13 @@ func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s75 := make([]string, 0)
+				s99 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s75 = append(s75, *new(string))
-						if !decodeString(d, &s75[len(s75)-1]) {
+						s99 = append(s99, *new(string))
+						if !decodeString(d, &s99[len(s99)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2320,7 +3272,7 @@ func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
 						}
 					}
 				}
-				v.Namespaces = s75
+				v.Namespaces = s99
 			}
 		case "topologyKey":
 			bit = 1 << 2
@@ -2445,11 +3397,11 @@ func decodeJSONContainerStateRunning(d *fastDec, v *ContainerStateRunning) bool 
 			if d.null() {
 				v.StartedAt = nil
 			} else {
-				p76 := new(Time)
-				if raw77, ok := d.scalar(); !ok || (*p76).UnmarshalJSON(raw77) != nil {
+				p100 := new(Time)
+				if raw101, ok := d.scalar(); !ok || (*p100).UnmarshalJSON(raw101) != nil {
 					return false
 				}
-				v.StartedAt = p76
+				v.StartedAt = p100
 			}
 		default:
 			return false
@@ -2507,22 +3459,22 @@ func decodeJSONContainerStateTerminated(d *fastDec, v *ContainerStateTerminated)
 			if d.null() {
 				v.StartedAt = nil
 			} else {
-				p78 := new(Time)
-				if raw79, ok := d.scalar(); !ok || (*p78).UnmarshalJSON(raw79) != nil {
+				p102 := new(Time)
+				if raw103, ok := d.scalar(); !ok || (*p102).UnmarshalJSON(raw103) != nil {
 					return false
 				}
-				v.StartedAt = p78
+				v.StartedAt = p102
 			}
 		case "finishedAt":
 			bit = 1 << 5
 			if d.null() {
 				v.FinishedAt = nil
 			} else {
-				p80 := new(Time)
-				if raw81, ok := d.scalar(); !ok || (*p80).UnmarshalJSON(raw81) != nil {
+				p104 := new(Time)
+				if raw105, ok := d.scalar(); !ok || (*p104).UnmarshalJSON(raw105) != nil {
 					return false
 				}
-				v.FinishedAt = p80
+				v.FinishedAt = p104
 			}
 		case "containerID":
 			bit = 1 << 6
@@ -2568,13 +3520,13 @@ func decodeJSONNodeSelectorTerm(d *fastDec, v *NodeSelectorTerm) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s82 := make([]NodeSelectorRequirement, 0)
+				s106 := make([]NodeSelectorRequirement, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s82 = append(s82, *new(NodeSelectorRequirement))
-						if !decodeJSONNodeSelectorRequirement(d, &s82[len(s82)-1]) {
+						s106 = append(s106, *new(NodeSelectorRequirement))
+						if !decodeJSONNodeSelectorRequirement(d, &s106[len(s106)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2584,7 +3536,7 @@ func decodeJSONNodeSelectorTerm(d *fastDec, v *NodeSelectorTerm) bool {
 						}
 					}
 				}
-				v.MatchExpressions = s82
+				v.MatchExpressions = s106
 			}
 		case "matchFields":
 			bit = 1 << 1
@@ -2594,13 +3546,13 @@ func decodeJSONNodeSelectorTerm(d *fastDec, v *NodeSelectorTerm) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s83 := make([]NodeSelectorRequirement, 0)
+				s107 := make([]NodeSelectorRequirement, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s83 = append(s83, *new(NodeSelectorRequirement))
-						if !decodeJSONNodeSelectorRequirement(d, &s83[len(s83)-1]) {
+						s107 = append(s107, *new(NodeSelectorRequirement))
+						if !decodeJSONNodeSelectorRequirement(d, &s107[len(s107)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2610,7 +3562,7 @@ func decodeJSONNodeSelectorTerm(d *fastDec, v *NodeSelectorTerm) bool {
 						}
 					}
 				}
-				v.MatchFields = s83
+				v.MatchFields = s107
 			}
 		default:
 			return false
@@ -2651,23 +3603,23 @@ func decodeJSONLabelSelector(d *fastDec, v *LabelSelector) bool {
 				if !d.consume('{') {
 					return false
 				}
-				m84 := make(map[string]string)
+				m108 := make(map[string]string)
 				if d.ws() == '}' {
 					d.i++
 				} else {
 					for {
-						k85, ok := d.str()
+						k109, ok := d.str()
 						if !ok || !d.consume(':') {
 							return false
 						}
-						if _, dup := m84[string(k85)]; dup {
+						if _, dup := m108[string(k109)]; dup {
 							return false
 						}
-						var e86 string
-						if !decodeString(d, &e86) {
+						var e110 string
+						if !decodeString(d, &e110) {
 							return false
 						}
-						m84[string(k85)] = e86
+						m108[string(k109)] = e110
 						if more, ok := d.more('}'); !ok {
 							return false
 						} else if !more {
@@ -2675,7 +3627,7 @@ func decodeJSONLabelSelector(d *fastDec, v *LabelSelector) bool {
 						}
 					}
 				}
-				v.MatchLabels = m84
+				v.MatchLabels = m108
 			}
 		case "matchExpressions":
 			bit = 1 << 1
@@ -2685,13 +3637,13 @@ func decodeJSONLabelSelector(d *fastDec, v *LabelSelector) bool {
 				if !d.consume('[') {
 					return false
 				}
-				s87 := make([]LabelSelectorRequirement, 0)
+				s111 := make([]LabelSelectorRequirement, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s87 = append(s87, *new(LabelSelectorRequirement))
-						if !decodeJSONLabelSelectorRequirement(d, &s87[len(s87)-1]) {
+						s111 = append(s111, *new(LabelSelectorRequirement))
+						if !decodeJSONLabelSelectorRequirement(d, &s111[len(s111)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2701,7 +3653,7 @@ func decodeJSONLabelSelector(d *fastDec, v *LabelSelector) bool {
 						}
 					}
 				}
-				v.MatchExpressions = s87
+				v.MatchExpressions = s111
 			}
 		default:
 			return false
@@ -2752,13 +3704,13 @@ func decodeJSONNodeSelectorRequirement(d *fastDec, v *NodeSelectorRequirement) b
 				if !d.consume('[') {
 					return false
 				}
-				s88 := make([]string, 0)
+				s112 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s88 = append(s88, *new(string))
-						if !decodeString(d, &s88[len(s88)-1]) {
+						s112 = append(s112, *new(string))
+						if !decodeString(d, &s112[len(s112)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2768,7 +3720,7 @@ func decodeJSONNodeSelectorRequirement(d *fastDec, v *NodeSelectorRequirement) b
 						}
 					}
 				}
-				v.Values = s88
+				v.Values = s112
 			}
 		default:
 			return false
@@ -2819,13 +3771,13 @@ func decodeJSONLabelSelectorRequirement(d *fastDec, v *LabelSelectorRequirement)
 				if !d.consume('[') {
 					return false
 				}
-				s89 := make([]string, 0)
+				s113 := make([]string, 0)
 				if d.ws() == ']' {
 					d.i++
 				} else {
 					for {
-						s89 = append(s89, *new(string))
-						if !decodeString(d, &s89[len(s89)-1]) {
+						s113 = append(s113, *new(string))
+						if !decodeString(d, &s113[len(s113)-1]) {
 							return false
 						}
 						if more, ok := d.more(']'); !ok {
@@ -2835,7 +3787,7 @@ func decodeJSONLabelSelectorRequirement(d *fastDec, v *LabelSelectorRequirement)
 						}
 					}
 				}
-				v.Values = s89
+				v.Values = s113
 			}
 		default:
 			return false

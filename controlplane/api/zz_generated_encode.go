@@ -7,6 +7,26 @@ import (
 	"strconv"
 )
 
+// appendGenerated appends v's JSON if the generated encoder knows its
+// type.
+func appendGenerated(b []byte, v any) ([]byte, bool) {
+	switch o := v.(type) {
+	case *Pod:
+		if o != nil {
+			return appendJSONPod(b, o), true
+		}
+	case *Node:
+		if o != nil {
+			return appendJSONNode(b, o), true
+		}
+	case *Event:
+		if o != nil {
+			return appendJSONEvent(b, o), true
+		}
+	}
+	return b, false
+}
+
 func appendJSONPod(b []byte, v *Pod) []byte {
 	b = append(b, '{')
 	start := len(b)
@@ -27,6 +47,84 @@ func appendJSONPod(b []byte, v *Pod) []byte {
 	if !isZeroPodStatus(&v.Status) {
 		b = appendMember(b, start, "\"status\":")
 		b = appendJSONPodStatus(b, &v.Status)
+	}
+	return append(b, '}')
+}
+
+func appendJSONNode(b []byte, v *Node) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.TypeMeta.APIVersion != "" {
+		b = appendMember(b, start, "\"apiVersion\":")
+		b = appendStringJSON(b, string(v.TypeMeta.APIVersion))
+	}
+	if v.TypeMeta.Kind != "" {
+		b = appendMember(b, start, "\"kind\":")
+		b = appendStringJSON(b, string(v.TypeMeta.Kind))
+	}
+	b = appendMember(b, start, "\"metadata\":")
+	b = appendJSONObjectMeta(b, &v.ObjectMeta)
+	if !isZeroNodeSpec(&v.Spec) {
+		b = appendMember(b, start, "\"spec\":")
+		b = appendJSONNodeSpec(b, &v.Spec)
+	}
+	if !isZeroNodeStatus(&v.Status) {
+		b = appendMember(b, start, "\"status\":")
+		b = appendJSONNodeStatus(b, &v.Status)
+	}
+	return append(b, '}')
+}
+
+func appendJSONEvent(b []byte, v *Event) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.TypeMeta.APIVersion != "" {
+		b = appendMember(b, start, "\"apiVersion\":")
+		b = appendStringJSON(b, string(v.TypeMeta.APIVersion))
+	}
+	if v.TypeMeta.Kind != "" {
+		b = appendMember(b, start, "\"kind\":")
+		b = appendStringJSON(b, string(v.TypeMeta.Kind))
+	}
+	b = appendMember(b, start, "\"metadata\":")
+	b = appendJSONObjectMeta(b, &v.ObjectMeta)
+	b = appendMember(b, start, "\"involvedObject\":")
+	b = appendJSONObjectReference(b, &v.InvolvedObject)
+	if v.Reason != "" {
+		b = appendMember(b, start, "\"reason\":")
+		b = appendStringJSON(b, string(v.Reason))
+	}
+	if v.Message != "" {
+		b = appendMember(b, start, "\"message\":")
+		b = appendStringJSON(b, string(v.Message))
+	}
+	if !isZeroEventSource(&v.Source) {
+		b = appendMember(b, start, "\"source\":")
+		b = appendJSONEventSource(b, &v.Source)
+	}
+	if v.FirstTimestamp != nil {
+		b = appendMember(b, start, "\"firstTimestamp\":")
+		if v.FirstTimestamp == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendTimeJSON(b, (*v.FirstTimestamp))
+		}
+	}
+	if v.LastTimestamp != nil {
+		b = appendMember(b, start, "\"lastTimestamp\":")
+		if v.LastTimestamp == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendTimeJSON(b, (*v.LastTimestamp))
+		}
+	}
+	if v.Count != 0 {
+		b = appendMember(b, start, "\"count\":")
+		b = strconv.AppendInt(b, int64(v.Count), 10)
+	}
+	if v.Type != "" {
+		b = appendMember(b, start, "\"type\":")
+		b = appendStringJSON(b, string(v.Type))
 	}
 	return append(b, '}')
 }
@@ -406,6 +504,211 @@ func appendJSONPodStatus(b []byte, v *PodStatus) []byte {
 	return append(b, '}')
 }
 
+func appendJSONNodeSpec(b []byte, v *NodeSpec) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.Unschedulable {
+		b = appendMember(b, start, "\"unschedulable\":")
+		b = strconv.AppendBool(b, v.Unschedulable)
+	}
+	if len(v.Taints) != 0 {
+		b = appendMember(b, start, "\"taints\":")
+		if v.Taints == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i23 := range v.Taints {
+				if i23 > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONTaint(b, &v.Taints[i23])
+			}
+			b = append(b, ']')
+		}
+	}
+	if v.PodCIDR != "" {
+		b = appendMember(b, start, "\"podCIDR\":")
+		b = appendStringJSON(b, string(v.PodCIDR))
+	}
+	if len(v.PodCIDRs) != 0 {
+		b = appendMember(b, start, "\"podCIDRs\":")
+		if v.PodCIDRs == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i24 := range v.PodCIDRs {
+				if i24 > 0 {
+					b = append(b, ',')
+				}
+				b = appendStringJSON(b, string(v.PodCIDRs[i24]))
+			}
+			b = append(b, ']')
+		}
+	}
+	if v.ProviderID != "" {
+		b = appendMember(b, start, "\"providerID\":")
+		b = appendStringJSON(b, string(v.ProviderID))
+	}
+	return append(b, '}')
+}
+
+func appendJSONNodeStatus(b []byte, v *NodeStatus) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if len(v.Capacity) != 0 {
+		b = appendMember(b, start, "\"capacity\":")
+		if v.Capacity == nil {
+			b = append(b, "null"...)
+		} else {
+			keys25 := make([]string, 0, len(v.Capacity))
+			for k26 := range v.Capacity {
+				keys25 = append(keys25, k26)
+			}
+			slices.Sort(keys25)
+			b = append(b, '{')
+			for i27, k26 := range keys25 {
+				if i27 > 0 {
+					b = append(b, ',')
+				}
+				b = appendStringJSON(b, string(k26))
+				b = append(b, ':')
+				mv28 := v.Capacity[k26]
+				b = appendStringJSON(b, mv28.String())
+			}
+			b = append(b, '}')
+		}
+	}
+	if len(v.Allocatable) != 0 {
+		b = appendMember(b, start, "\"allocatable\":")
+		if v.Allocatable == nil {
+			b = append(b, "null"...)
+		} else {
+			keys29 := make([]string, 0, len(v.Allocatable))
+			for k30 := range v.Allocatable {
+				keys29 = append(keys29, k30)
+			}
+			slices.Sort(keys29)
+			b = append(b, '{')
+			for i31, k30 := range keys29 {
+				if i31 > 0 {
+					b = append(b, ',')
+				}
+				b = appendStringJSON(b, string(k30))
+				b = append(b, ':')
+				mv32 := v.Allocatable[k30]
+				b = appendStringJSON(b, mv32.String())
+			}
+			b = append(b, '}')
+		}
+	}
+	if v.Phase != "" {
+		b = appendMember(b, start, "\"phase\":")
+		b = appendStringJSON(b, string(v.Phase))
+	}
+	if len(v.Conditions) != 0 {
+		b = appendMember(b, start, "\"conditions\":")
+		if v.Conditions == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i33 := range v.Conditions {
+				if i33 > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONNodeCondition(b, &v.Conditions[i33])
+			}
+			b = append(b, ']')
+		}
+	}
+	if len(v.Addresses) != 0 {
+		b = appendMember(b, start, "\"addresses\":")
+		if v.Addresses == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i34 := range v.Addresses {
+				if i34 > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONNodeAddress(b, &v.Addresses[i34])
+			}
+			b = append(b, ']')
+		}
+	}
+	if !isZeroNodeSystemInfo(&v.NodeInfo) {
+		b = appendMember(b, start, "\"nodeInfo\":")
+		b = appendJSONNodeSystemInfo(b, &v.NodeInfo)
+	}
+	if len(v.Images) != 0 {
+		b = appendMember(b, start, "\"images\":")
+		if v.Images == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i35 := range v.Images {
+				if i35 > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONContainerImage(b, &v.Images[i35])
+			}
+			b = append(b, ']')
+		}
+	}
+	if !isZeroNodeDaemonEndpoints(&v.DaemonEndpoints) {
+		b = appendMember(b, start, "\"daemonEndpoints\":")
+		b = appendJSONNodeDaemonEndpoints(b, &v.DaemonEndpoints)
+	}
+	return append(b, '}')
+}
+
+func appendJSONObjectReference(b []byte, v *ObjectReference) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.Kind != "" {
+		b = appendMember(b, start, "\"kind\":")
+		b = appendStringJSON(b, string(v.Kind))
+	}
+	if v.Namespace != "" {
+		b = appendMember(b, start, "\"namespace\":")
+		b = appendStringJSON(b, string(v.Namespace))
+	}
+	if v.Name != "" {
+		b = appendMember(b, start, "\"name\":")
+		b = appendStringJSON(b, string(v.Name))
+	}
+	if v.UID != "" {
+		b = appendMember(b, start, "\"uid\":")
+		b = appendStringJSON(b, string(v.UID))
+	}
+	if v.APIVersion != "" {
+		b = appendMember(b, start, "\"apiVersion\":")
+		b = appendStringJSON(b, string(v.APIVersion))
+	}
+	if v.ResourceVersion != "" {
+		b = appendMember(b, start, "\"resourceVersion\":")
+		b = appendStringJSON(b, string(v.ResourceVersion))
+	}
+	if v.FieldPath != "" {
+		b = appendMember(b, start, "\"fieldPath\":")
+		b = appendStringJSON(b, string(v.FieldPath))
+	}
+	return append(b, '}')
+}
+
+func appendJSONEventSource(b []byte, v *EventSource) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.Component != "" {
+		b = appendMember(b, start, "\"component\":")
+		b = appendStringJSON(b, string(v.Component))
+	}
+	if v.Host != "" {
+		b = appendMember(b, start, "\"host\":")
+		b = appendStringJSON(b, string(v.Host))
+	}
+	return append(b, '}')
+}
+
 func appendJSONOwnerReference(b []byte, v *OwnerReference) []byte {
 	b = append(b, '{')
 	start := len(b)
@@ -451,11 +754,11 @@ func appendJSONContainer(b []byte, v *Container) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i23 := range v.Command {
-				if i23 > 0 {
+			for i36 := range v.Command {
+				if i36 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Command[i23]))
+				b = appendStringJSON(b, string(v.Command[i36]))
 			}
 			b = append(b, ']')
 		}
@@ -466,11 +769,11 @@ func appendJSONContainer(b []byte, v *Container) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i24 := range v.Args {
-				if i24 > 0 {
+			for i37 := range v.Args {
+				if i37 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Args[i24]))
+				b = appendStringJSON(b, string(v.Args[i37]))
 			}
 			b = append(b, ']')
 		}
@@ -485,11 +788,11 @@ func appendJSONContainer(b []byte, v *Container) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i25 := range v.Ports {
-				if i25 > 0 {
+			for i38 := range v.Ports {
+				if i38 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONContainerPort(b, &v.Ports[i25])
+				b = appendJSONContainerPort(b, &v.Ports[i38])
 			}
 			b = append(b, ']')
 		}
@@ -500,11 +803,11 @@ func appendJSONContainer(b []byte, v *Container) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i26 := range v.Env {
-				if i26 > 0 {
+			for i39 := range v.Env {
+				if i39 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONEnvVar(b, &v.Env[i26])
+				b = appendJSONEnvVar(b, &v.Env[i39])
 			}
 			b = append(b, ']')
 		}
@@ -519,11 +822,11 @@ func appendJSONContainer(b []byte, v *Container) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i27 := range v.VolumeMounts {
-				if i27 > 0 {
+			for i40 := range v.VolumeMounts {
+				if i40 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONVolumeMount(b, &v.VolumeMounts[i27])
+				b = appendJSONVolumeMount(b, &v.VolumeMounts[i40])
 			}
 			b = append(b, ']')
 		}
@@ -636,11 +939,11 @@ func appendJSONPodDNSConfig(b []byte, v *PodDNSConfig) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i28 := range v.Nameservers {
-				if i28 > 0 {
+			for i41 := range v.Nameservers {
+				if i41 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Nameservers[i28]))
+				b = appendStringJSON(b, string(v.Nameservers[i41]))
 			}
 			b = append(b, ']')
 		}
@@ -651,11 +954,11 @@ func appendJSONPodDNSConfig(b []byte, v *PodDNSConfig) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i29 := range v.Searches {
-				if i29 > 0 {
+			for i42 := range v.Searches {
+				if i42 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Searches[i29]))
+				b = appendStringJSON(b, string(v.Searches[i42]))
 			}
 			b = append(b, ']')
 		}
@@ -666,11 +969,11 @@ func appendJSONPodDNSConfig(b []byte, v *PodDNSConfig) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i30 := range v.Options {
-				if i30 > 0 {
+			for i43 := range v.Options {
+				if i43 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONPodDNSConfigOption(b, &v.Options[i30])
+				b = appendJSONPodDNSConfigOption(b, &v.Options[i43])
 			}
 			b = append(b, ']')
 		}
@@ -756,6 +1059,151 @@ func appendJSONContainerStatus(b []byte, v *ContainerStatus) []byte {
 	return append(b, '}')
 }
 
+func appendJSONTaint(b []byte, v *Taint) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = appendMember(b, start, "\"key\":")
+	b = appendStringJSON(b, string(v.Key))
+	if v.Value != "" {
+		b = appendMember(b, start, "\"value\":")
+		b = appendStringJSON(b, string(v.Value))
+	}
+	b = appendMember(b, start, "\"effect\":")
+	b = appendStringJSON(b, string(v.Effect))
+	if v.TimeAdded != nil {
+		b = appendMember(b, start, "\"timeAdded\":")
+		if v.TimeAdded == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendTimeJSON(b, (*v.TimeAdded))
+		}
+	}
+	return append(b, '}')
+}
+
+func appendJSONNodeCondition(b []byte, v *NodeCondition) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = appendMember(b, start, "\"type\":")
+	b = appendStringJSON(b, string(v.Type))
+	b = appendMember(b, start, "\"status\":")
+	b = appendStringJSON(b, string(v.Status))
+	if v.LastHeartbeatTime != nil {
+		b = appendMember(b, start, "\"lastHeartbeatTime\":")
+		if v.LastHeartbeatTime == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendTimeJSON(b, (*v.LastHeartbeatTime))
+		}
+	}
+	if v.LastTransitionTime != nil {
+		b = appendMember(b, start, "\"lastTransitionTime\":")
+		if v.LastTransitionTime == nil {
+			b = append(b, "null"...)
+		} else {
+			b = appendTimeJSON(b, (*v.LastTransitionTime))
+		}
+	}
+	if v.Reason != "" {
+		b = appendMember(b, start, "\"reason\":")
+		b = appendStringJSON(b, string(v.Reason))
+	}
+	if v.Message != "" {
+		b = appendMember(b, start, "\"message\":")
+		b = appendStringJSON(b, string(v.Message))
+	}
+	return append(b, '}')
+}
+
+func appendJSONNodeAddress(b []byte, v *NodeAddress) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = appendMember(b, start, "\"type\":")
+	b = appendStringJSON(b, string(v.Type))
+	b = appendMember(b, start, "\"address\":")
+	b = appendStringJSON(b, string(v.Address))
+	return append(b, '}')
+}
+
+func appendJSONNodeSystemInfo(b []byte, v *NodeSystemInfo) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.MachineID != "" {
+		b = appendMember(b, start, "\"machineID\":")
+		b = appendStringJSON(b, string(v.MachineID))
+	}
+	if v.SystemUUID != "" {
+		b = appendMember(b, start, "\"systemUUID\":")
+		b = appendStringJSON(b, string(v.SystemUUID))
+	}
+	if v.BootID != "" {
+		b = appendMember(b, start, "\"bootID\":")
+		b = appendStringJSON(b, string(v.BootID))
+	}
+	if v.KernelVersion != "" {
+		b = appendMember(b, start, "\"kernelVersion\":")
+		b = appendStringJSON(b, string(v.KernelVersion))
+	}
+	if v.OSImage != "" {
+		b = appendMember(b, start, "\"osImage\":")
+		b = appendStringJSON(b, string(v.OSImage))
+	}
+	if v.ContainerRuntimeVersion != "" {
+		b = appendMember(b, start, "\"containerRuntimeVersion\":")
+		b = appendStringJSON(b, string(v.ContainerRuntimeVersion))
+	}
+	if v.KubeletVersion != "" {
+		b = appendMember(b, start, "\"kubeletVersion\":")
+		b = appendStringJSON(b, string(v.KubeletVersion))
+	}
+	if v.KubeProxyVersion != "" {
+		b = appendMember(b, start, "\"kubeProxyVersion\":")
+		b = appendStringJSON(b, string(v.KubeProxyVersion))
+	}
+	if v.OperatingSystem != "" {
+		b = appendMember(b, start, "\"operatingSystem\":")
+		b = appendStringJSON(b, string(v.OperatingSystem))
+	}
+	if v.Architecture != "" {
+		b = appendMember(b, start, "\"architecture\":")
+		b = appendStringJSON(b, string(v.Architecture))
+	}
+	return append(b, '}')
+}
+
+func appendJSONContainerImage(b []byte, v *ContainerImage) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = appendMember(b, start, "\"names\":")
+	if v.Names == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i44 := range v.Names {
+			if i44 > 0 {
+				b = append(b, ',')
+			}
+			b = appendStringJSON(b, string(v.Names[i44]))
+		}
+		b = append(b, ']')
+	}
+	if v.SizeBytes != 0 {
+		b = appendMember(b, start, "\"sizeBytes\":")
+		b = strconv.AppendInt(b, int64(v.SizeBytes), 10)
+	}
+	return append(b, '}')
+}
+
+func appendJSONNodeDaemonEndpoints(b []byte, v *NodeDaemonEndpoints) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if !isZeroDaemonEndpoint(&v.KubeletEndpoint) {
+		b = appendMember(b, start, "\"kubeletEndpoint\":")
+		b = appendJSONDaemonEndpoint(b, &v.KubeletEndpoint)
+	}
+	return append(b, '}')
+}
+
 func appendJSONContainerPort(b []byte, v *ContainerPort) []byte {
 	b = append(b, '{')
 	start := len(b)
@@ -800,20 +1248,20 @@ func appendJSONResourceRequirements(b []byte, v *ResourceRequirements) []byte {
 		if v.Limits == nil {
 			b = append(b, "null"...)
 		} else {
-			keys31 := make([]string, 0, len(v.Limits))
-			for k32 := range v.Limits {
-				keys31 = append(keys31, k32)
+			keys45 := make([]string, 0, len(v.Limits))
+			for k46 := range v.Limits {
+				keys45 = append(keys45, k46)
 			}
-			slices.Sort(keys31)
+			slices.Sort(keys45)
 			b = append(b, '{')
-			for i33, k32 := range keys31 {
-				if i33 > 0 {
+			for i47, k46 := range keys45 {
+				if i47 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(k32))
+				b = appendStringJSON(b, string(k46))
 				b = append(b, ':')
-				mv34 := v.Limits[k32]
-				b = appendStringJSON(b, mv34.String())
+				mv48 := v.Limits[k46]
+				b = appendStringJSON(b, mv48.String())
 			}
 			b = append(b, '}')
 		}
@@ -823,20 +1271,20 @@ func appendJSONResourceRequirements(b []byte, v *ResourceRequirements) []byte {
 		if v.Requests == nil {
 			b = append(b, "null"...)
 		} else {
-			keys35 := make([]string, 0, len(v.Requests))
-			for k36 := range v.Requests {
-				keys35 = append(keys35, k36)
+			keys49 := make([]string, 0, len(v.Requests))
+			for k50 := range v.Requests {
+				keys49 = append(keys49, k50)
 			}
-			slices.Sort(keys35)
+			slices.Sort(keys49)
 			b = append(b, '{')
-			for i37, k36 := range keys35 {
-				if i37 > 0 {
+			for i51, k50 := range keys49 {
+				if i51 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(k36))
+				b = appendStringJSON(b, string(k50))
 				b = append(b, ':')
-				mv38 := v.Requests[k36]
-				b = appendStringJSON(b, mv38.String())
+				mv52 := v.Requests[k50]
+				b = appendStringJSON(b, mv52.String())
 			}
 			b = append(b, '}')
 		}
@@ -921,11 +1369,11 @@ func appendJSONNodeAffinity(b []byte, v *NodeAffinity) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i39 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
-				if i39 > 0 {
+			for i53 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
+				if i53 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONPreferredSchedulingTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i39])
+				b = appendJSONPreferredSchedulingTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i53])
 			}
 			b = append(b, ']')
 		}
@@ -942,11 +1390,11 @@ func appendJSONPodAffinity(b []byte, v *PodAffinity) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i40 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
-				if i40 > 0 {
+			for i54 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
+				if i54 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONPodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i40])
+				b = appendJSONPodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i54])
 			}
 			b = append(b, ']')
 		}
@@ -957,11 +1405,11 @@ func appendJSONPodAffinity(b []byte, v *PodAffinity) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i41 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
-				if i41 > 0 {
+			for i55 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
+				if i55 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONWeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i41])
+				b = appendJSONWeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i55])
 			}
 			b = append(b, ']')
 		}
@@ -978,11 +1426,11 @@ func appendJSONPodAntiAffinity(b []byte, v *PodAntiAffinity) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i42 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
-				if i42 > 0 {
+			for i56 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
+				if i56 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONPodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i42])
+				b = appendJSONPodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i56])
 			}
 			b = append(b, ']')
 		}
@@ -993,11 +1441,11 @@ func appendJSONPodAntiAffinity(b []byte, v *PodAntiAffinity) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i43 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
-				if i43 > 0 {
+			for i57 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
+				if i57 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONWeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i43])
+				b = appendJSONWeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i57])
 			}
 			b = append(b, ']')
 		}
@@ -1051,6 +1499,14 @@ func appendJSONContainerState(b []byte, v *ContainerState) []byte {
 	return append(b, '}')
 }
 
+func appendJSONDaemonEndpoint(b []byte, v *DaemonEndpoint) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = appendMember(b, start, "\"Port\":")
+	b = strconv.AppendInt(b, int64(v.Port), 10)
+	return append(b, '}')
+}
+
 func appendJSONNodeSelector(b []byte, v *NodeSelector) []byte {
 	b = append(b, '{')
 	start := len(b)
@@ -1059,11 +1515,11 @@ func appendJSONNodeSelector(b []byte, v *NodeSelector) []byte {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '[')
-		for i44 := range v.NodeSelectorTerms {
-			if i44 > 0 {
+		for i58 := range v.NodeSelectorTerms {
+			if i58 > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONNodeSelectorTerm(b, &v.NodeSelectorTerms[i44])
+			b = appendJSONNodeSelectorTerm(b, &v.NodeSelectorTerms[i58])
 		}
 		b = append(b, ']')
 	}
@@ -1097,11 +1553,11 @@ func appendJSONPodAffinityTerm(b []byte, v *PodAffinityTerm) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i45 := range v.Namespaces {
-				if i45 > 0 {
+			for i59 := range v.Namespaces {
+				if i59 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Namespaces[i45]))
+				b = appendStringJSON(b, string(v.Namespaces[i59]))
 			}
 			b = append(b, ']')
 		}
@@ -1198,11 +1654,11 @@ func appendJSONNodeSelectorTerm(b []byte, v *NodeSelectorTerm) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i46 := range v.MatchExpressions {
-				if i46 > 0 {
+			for i60 := range v.MatchExpressions {
+				if i60 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONNodeSelectorRequirement(b, &v.MatchExpressions[i46])
+				b = appendJSONNodeSelectorRequirement(b, &v.MatchExpressions[i60])
 			}
 			b = append(b, ']')
 		}
@@ -1213,11 +1669,11 @@ func appendJSONNodeSelectorTerm(b []byte, v *NodeSelectorTerm) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i47 := range v.MatchFields {
-				if i47 > 0 {
+			for i61 := range v.MatchFields {
+				if i61 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONNodeSelectorRequirement(b, &v.MatchFields[i47])
+				b = appendJSONNodeSelectorRequirement(b, &v.MatchFields[i61])
 			}
 			b = append(b, ']')
 		}
@@ -1233,20 +1689,20 @@ func appendJSONLabelSelector(b []byte, v *LabelSelector) []byte {
 		if v.MatchLabels == nil {
 			b = append(b, "null"...)
 		} else {
-			keys48 := make([]string, 0, len(v.MatchLabels))
-			for k49 := range v.MatchLabels {
-				keys48 = append(keys48, k49)
+			keys62 := make([]string, 0, len(v.MatchLabels))
+			for k63 := range v.MatchLabels {
+				keys62 = append(keys62, k63)
 			}
-			slices.Sort(keys48)
+			slices.Sort(keys62)
 			b = append(b, '{')
-			for i50, k49 := range keys48 {
-				if i50 > 0 {
+			for i64, k63 := range keys62 {
+				if i64 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(k49))
+				b = appendStringJSON(b, string(k63))
 				b = append(b, ':')
-				mv51 := v.MatchLabels[k49]
-				b = appendStringJSON(b, string(mv51))
+				mv65 := v.MatchLabels[k63]
+				b = appendStringJSON(b, string(mv65))
 			}
 			b = append(b, '}')
 		}
@@ -1257,11 +1713,11 @@ func appendJSONLabelSelector(b []byte, v *LabelSelector) []byte {
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i52 := range v.MatchExpressions {
-				if i52 > 0 {
+			for i66 := range v.MatchExpressions {
+				if i66 > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONLabelSelectorRequirement(b, &v.MatchExpressions[i52])
+				b = appendJSONLabelSelectorRequirement(b, &v.MatchExpressions[i66])
 			}
 			b = append(b, ']')
 		}
@@ -1282,11 +1738,11 @@ func appendJSONNodeSelectorRequirement(b []byte, v *NodeSelectorRequirement) []b
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i53 := range v.Values {
-				if i53 > 0 {
+			for i67 := range v.Values {
+				if i67 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Values[i53]))
+				b = appendStringJSON(b, string(v.Values[i67]))
 			}
 			b = append(b, ']')
 		}
@@ -1307,11 +1763,11 @@ func appendJSONLabelSelectorRequirement(b []byte, v *LabelSelectorRequirement) [
 			b = append(b, "null"...)
 		} else {
 			b = append(b, '[')
-			for i54 := range v.Values {
-				if i54 > 0 {
+			for i68 := range v.Values {
+				if i68 > 0 {
 					b = append(b, ',')
 				}
-				b = appendStringJSON(b, string(v.Values[i54]))
+				b = appendStringJSON(b, string(v.Values[i68]))
 			}
 			b = append(b, ']')
 		}
@@ -1323,6 +1779,71 @@ func isZeroContainerState(v *ContainerState) bool {
 	return v.Waiting == nil &&
 		v.Running == nil &&
 		v.Terminated == nil
+}
+
+func isZeroDaemonEndpoint(v *DaemonEndpoint) bool {
+	return v.Port == 0
+}
+
+func isZeroEvent(v *Event) bool {
+	return isZeroTypeMeta(&v.TypeMeta) &&
+		isZeroObjectMeta(&v.ObjectMeta) &&
+		isZeroObjectReference(&v.InvolvedObject) &&
+		v.Reason == "" &&
+		v.Message == "" &&
+		isZeroEventSource(&v.Source) &&
+		v.FirstTimestamp == nil &&
+		v.LastTimestamp == nil &&
+		v.Count == 0 &&
+		v.Type == ""
+}
+
+func isZeroEventSource(v *EventSource) bool {
+	return v.Component == "" &&
+		v.Host == ""
+}
+
+func isZeroNode(v *Node) bool {
+	return isZeroTypeMeta(&v.TypeMeta) &&
+		isZeroObjectMeta(&v.ObjectMeta) &&
+		isZeroNodeSpec(&v.Spec) &&
+		isZeroNodeStatus(&v.Status)
+}
+
+func isZeroNodeDaemonEndpoints(v *NodeDaemonEndpoints) bool {
+	return isZeroDaemonEndpoint(&v.KubeletEndpoint)
+}
+
+func isZeroNodeSpec(v *NodeSpec) bool {
+	return !v.Unschedulable &&
+		v.Taints == nil &&
+		v.PodCIDR == "" &&
+		v.PodCIDRs == nil &&
+		v.ProviderID == ""
+}
+
+func isZeroNodeStatus(v *NodeStatus) bool {
+	return v.Capacity == nil &&
+		v.Allocatable == nil &&
+		v.Phase == "" &&
+		v.Conditions == nil &&
+		v.Addresses == nil &&
+		isZeroNodeSystemInfo(&v.NodeInfo) &&
+		v.Images == nil &&
+		isZeroNodeDaemonEndpoints(&v.DaemonEndpoints)
+}
+
+func isZeroNodeSystemInfo(v *NodeSystemInfo) bool {
+	return v.MachineID == "" &&
+		v.SystemUUID == "" &&
+		v.BootID == "" &&
+		v.KernelVersion == "" &&
+		v.OSImage == "" &&
+		v.ContainerRuntimeVersion == "" &&
+		v.KubeletVersion == "" &&
+		v.KubeProxyVersion == "" &&
+		v.OperatingSystem == "" &&
+		v.Architecture == ""
 }
 
 func isZeroPod(v *Pod) bool {
@@ -1384,6 +1905,16 @@ func isZeroObjectMeta(v *ObjectMeta) bool {
 		v.Annotations == nil &&
 		v.OwnerReferences == nil &&
 		v.Finalizers == nil
+}
+
+func isZeroObjectReference(v *ObjectReference) bool {
+	return v.Kind == "" &&
+		v.Namespace == "" &&
+		v.Name == "" &&
+		v.UID == "" &&
+		v.APIVersion == "" &&
+		v.ResourceVersion == "" &&
+		v.FieldPath == ""
 }
 
 func isZeroTypeMeta(v *TypeMeta) bool {
