@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding"
 	"flag"
 	"fmt"
 	"go/format"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 var updateEncoder = flag.Bool("update-encoder", false, "rewrite "+generatedEncoderFile+" and "+generatedDecoderFile+" from the types they handle")
@@ -290,6 +293,31 @@ func notEmpty(t reflect.Type, expr string) string {
 	panic(fmt.Sprintf("omitempty on %s", t))
 }
 
+// jsonMethods are the interfaces through which the engine lets a type
+// encode or decode itself (a map key only through the text ones, but
+// those too); the generated code would bypass them.
+var jsonMethods = []reflect.Type{
+	reflect.TypeFor[jsonv2.MarshalerTo](), reflect.TypeFor[jsonv2.Marshaler](),
+	reflect.TypeFor[encoding.TextAppender](), reflect.TypeFor[encoding.TextMarshaler](),
+	reflect.TypeFor[jsonv2.UnmarshalerFrom](), reflect.TypeFor[jsonv2.Unmarshaler](),
+	reflect.TypeFor[encoding.TextUnmarshaler](),
+}
+
+// refuseMethods stops the generation when t (or *t, which the engine
+// uses when t is addressable) has a method of jsonMethods, its own or
+// promoted from an embedded field: Time and Quantity are the only ones
+// the generated code knows to call.
+func refuseMethods(t reflect.Type) {
+	if t.Kind() == reflect.Pointer {
+		return // the engine looks at the element, and so does the caller
+	}
+	for _, m := range jsonMethods {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			panic(fmt.Sprintf("%s implements %s", t, m))
+		}
+	}
+}
+
 // notZero is the condition under which omitzero keeps a member: its
 // IsZero method says no, or without one it is not the zero value.
 func (g *encoderGen) notZero(t reflect.Type, expr string) string {
@@ -298,6 +326,11 @@ func (g *encoderGen) notZero(t reflect.Type, expr string) string {
 			panic(fmt.Sprintf("omitzero on pointer %s with IsZero", t))
 		}
 		return "!" + expr + ".IsZero()"
+	}
+	if _, ok := reflect.PointerTo(t).MethodByName("IsZero"); ok {
+		// The engine calls it through the field's address; the
+		// generated test below would not.
+		panic(fmt.Sprintf("omitzero on %s with IsZero on its pointer", t))
 	}
 	return "!" + g.isZero(t, expr)
 }
@@ -369,10 +402,7 @@ func (g *encoderGen) value(t reflect.Type, expr string) {
 		g.p("b = appendStringJSON(b, %s.String())", expr)
 		return
 	}
-	if t.Kind() != reflect.Pointer && t.Implements(reflect.TypeFor[interface{ MarshalJSON() ([]byte, error) }]()) ||
-		reflect.PointerTo(t).Implements(reflect.TypeFor[interface{ MarshalJSON() ([]byte, error) }]()) {
-		panic(fmt.Sprintf("%s has a MarshalJSON of its own", t))
-	}
+	refuseMethods(t)
 	switch t.Kind() {
 	case reflect.String:
 		g.p("b = appendStringJSON(b, string(%s))", expr)
@@ -407,6 +437,7 @@ func (g *encoderGen) value(t reflect.Type, expr string) {
 		if t.Key().Kind() != reflect.String {
 			panic(fmt.Sprintf("map key of %s", t))
 		}
+		refuseMethods(t.Key())
 		keys, k, i, mv := g.v("keys"), g.v("k"), g.v("i"), g.v("mv")
 		g.p("if %s == nil {", expr)
 		g.p(`b = append(b, "null"...)`)
@@ -480,6 +511,7 @@ func (g *encoderGen) decValue(t reflect.Type, expr string) {
 		g.p("if %s, ok := d.scalar(); !ok || %s.UnmarshalJSON(%s) != nil { return false }", raw, expr, raw)
 		return
 	}
+	refuseMethods(t)
 	switch t.Kind() {
 	case reflect.String:
 		g.p("if !decodeString(d, &%s) { return false }", expr)
@@ -518,6 +550,7 @@ func (g *encoderGen) decValue(t reflect.Type, expr string) {
 		if t.Key().Kind() != reflect.String {
 			panic(fmt.Sprintf("map key of %s", t))
 		}
+		refuseMethods(t.Key())
 		m, k, e := g.v("m"), g.v("k"), g.v("e")
 		g.p("if d.null() {")
 		g.p("%s = nil", expr)
@@ -545,5 +578,57 @@ func (g *encoderGen) decValue(t reflect.Type, expr string) {
 		g.p("if !decodeJSON%s(d, &%s) { return false }", t.Name(), expr)
 	default:
 		panic(fmt.Sprintf("kind %s (%s)", t.Kind(), t))
+	}
+}
+
+// Types the generator must refuse: the engine would call their methods,
+// which generated code would not.
+type (
+	genTextOut string
+	genTextIn  string
+	genPtrZero struct {
+		N int `json:"n"`
+	}
+	genWithOut struct {
+		A genTextOut `json:"a"`
+	}
+	genWithIn struct {
+		A []genTextIn `json:"a"`
+	}
+	genWithKey struct {
+		A map[genTextIn]string `json:"a"`
+	}
+	genWithZero struct {
+		A genPtrZero `json:"a,omitzero"`
+	}
+	genEmbedTime struct{ Time }
+	genWithEmbed struct {
+		A *genEmbedTime `json:"a"`
+	}
+)
+
+func (genTextOut) MarshalText() ([]byte, error) { return []byte("x"), nil }
+func (*genTextIn) UnmarshalText(b []byte) error { return nil }
+func (*genPtrZero) IsZero() bool                { return true }
+
+// TestGeneratorRefusesMethods checks that a type that encodes or decodes
+// itself, or decides its own omitzero through its pointer, stops the
+// generation instead of being written as a plain value.
+func TestGeneratorRefusesMethods(t *testing.T) {
+	for _, c := range []struct {
+		typ reflect.Type
+		gen func([]reflect.Type) ([]byte, error)
+	}{
+		{reflect.TypeFor[genWithOut](), generateEncoder},
+		{reflect.TypeFor[genWithIn](), generateDecoder},
+		{reflect.TypeFor[genWithKey](), generateEncoder},
+		{reflect.TypeFor[genWithKey](), generateDecoder},
+		{reflect.TypeFor[genWithZero](), generateEncoder},
+		{reflect.TypeFor[genWithEmbed](), generateEncoder},
+		{reflect.TypeFor[genWithEmbed](), generateDecoder},
+	} {
+		if _, err := c.gen([]reflect.Type{c.typ}); err == nil {
+			t.Errorf("%s: generated, want refused", c.typ)
+		}
 	}
 }
