@@ -227,6 +227,14 @@ func TestGeneratedDecoderSameObjects(t *testing.T) {
 		func(s string) string { return strings.Replace(s, `"cpu":"`, `"cpu":"1`, 1) },
 		func(s string) string { return strings.Replace(s, `"cpu":"`, `"cpu":3,"x":"`, 1) },
 		func(s string) string { return strings.Replace(s, `[]`, `[ ]`, 1) },
+		// The encoder never writes these, so without them the guards
+		// against invalid UTF-8 and leading zeros were never reached.
+		func(s string) string { return strings.Replace(s, `":"`, "\":\"\xff", 1) },
+		func(s string) string { return strings.Replace(s, `":"`, "\":\"\xed\xa0\x80", 1) },
+		func(s string) string { return strings.Replace(s, `":"`, `":"\u00e9`+"\xc3", 1) },
+		func(s string) string { return strings.Replace(s, `":1`, `":01`, 1) },
+		func(s string) string { return strings.Replace(s, `":-`, `":-0`, 1) },
+		func(s string) string { return strings.Replace(s, `":1`, `":-0`, 1) },
 		func(s string) string { return strings.Replace(s, `{}`, `{ }`, 1) },
 	}
 	for _, typ := range generatedTypes {
