@@ -33,12 +33,17 @@ var (
 // Marshal encodes v as encoding/json's Marshal does.
 func Marshal(v any) ([]byte, error) {
 	bp := scratch.Get().(*[]byte)
-	defer scratch.Put(bp)
 	if b, ok := appendGenerated((*bp)[:0], v); ok {
-		*bp = b
-		// Exactly sized: the store may keep it for as long as the object.
-		return bytes.Clone(b), nil
+		out := bytes.Clone(b) // exactly sized: the store may keep it as long as the object
+		// A buffer grown by one huge object is let go rather than kept
+		// in the pool for ever.
+		if cap(b) <= maxScratch {
+			*bp = b
+			scratch.Put(bp)
+		}
+		return out, nil
 	}
+	scratch.Put(bp)
 	return jsonv2.Marshal(v, v1Options)
 }
 
@@ -46,6 +51,8 @@ func Marshal(v any) ([]byte, error) {
 // out, so that a pod costs one allocation of its size instead of a
 // growing one.
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxScratch = 64 << 10
 
 // MarshalAppend appends the encoding of v, as Marshal writes it, to b,
 // without an intermediate buffer.
