@@ -365,3 +365,15 @@ func decodeUint[T ~uint | ~uint16 | ~uint32 | ~uint64](d *fastDec, p *T, bits in
 	*p = T(n)
 	return ok
 }
+
+// decodeTime and decodeQuantity hand the next string or number to the
+// type's UnmarshalJSON, as the engine does.
+func decodeTime(d *fastDec, p *Time) bool {
+	raw, ok := d.scalar()
+	return ok && p.UnmarshalJSON(raw) == nil
+}
+
+func decodeQuantity(d *fastDec, p *Quantity) bool {
+	raw, ok := d.scalar()
+	return ok && p.UnmarshalJSON(raw) == nil
+}

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"time"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Pods are most of what the control plane encodes: the leader encodes
 // each write's command, a snapshot every stored pod whose JSON was let
@@ -22,16 +19,6 @@ func appendMember(b []byte, start int, name string) []byte {
 		b = append(b, ',')
 	}
 	return append(b, name...)
-}
-
-// appendTimeJSON appends t as Time.MarshalJSON writes it.
-func appendTimeJSON(b []byte, t Time) []byte {
-	if t.IsZero() {
-		return append(b, "null"...)
-	}
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, time.RFC3339)
-	return append(b, '"')
 }
 
 const hexDigits = "0123456789abcdef"

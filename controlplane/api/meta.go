@@ -61,13 +61,18 @@ func NewTime(t time.Time) *Time {
 
 // MarshalJSON encodes the time as an RFC 3339 string, or null when zero.
 func (t Time) MarshalJSON() ([]byte, error) {
+	return t.appendJSON(make([]byte, 0, len(time.RFC3339)+2)), nil
+}
+
+// appendJSON appends what MarshalJSON writes; the generated encoder
+// (encode.go) calls it too.
+func (t Time) appendJSON(b []byte) []byte {
 	if t.IsZero() {
-		return []byte("null"), nil
+		return append(b, "null"...)
 	}
-	b := make([]byte, 0, len(time.RFC3339)+2)
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, time.RFC3339)
-	return append(b, '"'), nil
+	return append(b, '"')
 }
 
 // MarshalJSONTo writes what MarshalJSON does, in the encoder's own
@@ -77,9 +82,7 @@ func (t Time) MarshalJSONTo(enc *jsontext.Encoder) error {
 	if t.IsZero() {
 		return enc.WriteToken(jsontext.Null)
 	}
-	b := append(enc.AvailableBuffer(), '"')
-	b = t.UTC().AppendFormat(b, time.RFC3339)
-	return enc.WriteValue(append(b, '"'))
+	return enc.WriteValue(t.appendJSON(enc.AvailableBuffer()))
 }
 
 // UnmarshalJSON accepts RFC 3339 strings and null.

@@ -34,34 +34,19 @@ func decodeJSONPod(d *fastDec, v *Pod) bool {
 		var bit uint64
 		switch string(name) {
 		case "apiVersion":
-			bit = 1 << 0
-			if !decodeString(d, &v.TypeMeta.APIVersion) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.TypeMeta.APIVersion)
 		case "kind":
-			bit = 1 << 1
-			if !decodeString(d, &v.TypeMeta.Kind) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.TypeMeta.Kind)
 		case "metadata":
-			bit = 1 << 2
-			if !decodeJSONObjectMeta(d, &v.ObjectMeta) {
-				return false
-			}
+			bit, ok = 1<<2, decodeJSONObjectMeta(d, &v.ObjectMeta)
 		case "spec":
-			bit = 1 << 3
-			if !decodeJSONPodSpec(d, &v.Spec) {
-				return false
-			}
+			bit, ok = 1<<3, decodeJSONPodSpec(d, &v.Spec)
 		case "status":
-			bit = 1 << 4
-			if !decodeJSONPodStatus(d, &v.Status) {
-				return false
-			}
+			bit, ok = 1<<4, decodeJSONPodStatus(d, &v.Status)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -90,34 +75,19 @@ func decodeJSONNode(d *fastDec, v *Node) bool {
 		var bit uint64
 		switch string(name) {
 		case "apiVersion":
-			bit = 1 << 0
-			if !decodeString(d, &v.TypeMeta.APIVersion) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.TypeMeta.APIVersion)
 		case "kind":
-			bit = 1 << 1
-			if !decodeString(d, &v.TypeMeta.Kind) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.TypeMeta.Kind)
 		case "metadata":
-			bit = 1 << 2
-			if !decodeJSONObjectMeta(d, &v.ObjectMeta) {
-				return false
-			}
+			bit, ok = 1<<2, decodeJSONObjectMeta(d, &v.ObjectMeta)
 		case "spec":
-			bit = 1 << 3
-			if !decodeJSONNodeSpec(d, &v.Spec) {
-				return false
-			}
+			bit, ok = 1<<3, decodeJSONNodeSpec(d, &v.Spec)
 		case "status":
-			bit = 1 << 4
-			if !decodeJSONNodeStatus(d, &v.Status) {
-				return false
-			}
+			bit, ok = 1<<4, decodeJSONNodeStatus(d, &v.Status)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -146,76 +116,31 @@ func decodeJSONEvent(d *fastDec, v *Event) bool {
 		var bit uint64
 		switch string(name) {
 		case "apiVersion":
-			bit = 1 << 0
-			if !decodeString(d, &v.TypeMeta.APIVersion) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.TypeMeta.APIVersion)
 		case "kind":
-			bit = 1 << 1
-			if !decodeString(d, &v.TypeMeta.Kind) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.TypeMeta.Kind)
 		case "metadata":
-			bit = 1 << 2
-			if !decodeJSONObjectMeta(d, &v.ObjectMeta) {
-				return false
-			}
+			bit, ok = 1<<2, decodeJSONObjectMeta(d, &v.ObjectMeta)
 		case "involvedObject":
-			bit = 1 << 3
-			if !decodeJSONObjectReference(d, &v.InvolvedObject) {
-				return false
-			}
+			bit, ok = 1<<3, decodeJSONObjectReference(d, &v.InvolvedObject)
 		case "reason":
-			bit = 1 << 4
-			if !decodeString(d, &v.Reason) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.Reason)
 		case "message":
-			bit = 1 << 5
-			if !decodeString(d, &v.Message) {
-				return false
-			}
+			bit, ok = 1<<5, decodeString(d, &v.Message)
 		case "source":
-			bit = 1 << 6
-			if !decodeJSONEventSource(d, &v.Source) {
-				return false
-			}
+			bit, ok = 1<<6, decodeJSONEventSource(d, &v.Source)
 		case "firstTimestamp":
-			bit = 1 << 7
-			if d.null() {
-				v.FirstTimestamp = nil
-			} else {
-				p1 := new(Time)
-				if raw2, ok := d.scalar(); !ok || (*p1).UnmarshalJSON(raw2) != nil {
-					return false
-				}
-				v.FirstTimestamp = p1
-			}
+			bit, ok = 1<<7, decodeJSONPtrTime(d, &v.FirstTimestamp)
 		case "lastTimestamp":
-			bit = 1 << 8
-			if d.null() {
-				v.LastTimestamp = nil
-			} else {
-				p3 := new(Time)
-				if raw4, ok := d.scalar(); !ok || (*p3).UnmarshalJSON(raw4) != nil {
-					return false
-				}
-				v.LastTimestamp = p3
-			}
+			bit, ok = 1<<8, decodeJSONPtrTime(d, &v.LastTimestamp)
 		case "count":
-			bit = 1 << 9
-			if !decodeInt(d, &v.Count, 32) {
-				return false
-			}
+			bit, ok = 1<<9, decodeInt(d, &v.Count, 32)
 		case "type":
-			bit = 1 << 10
-			if !decodeString(d, &v.Type) {
-				return false
-			}
+			bit, ok = 1<<10, decodeString(d, &v.Type)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -244,192 +169,35 @@ func decodeJSONObjectMeta(d *fastDec, v *ObjectMeta) bool {
 		var bit uint64
 		switch string(name) {
 		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Name)
 		case "generateName":
-			bit = 1 << 1
-			if !decodeString(d, &v.GenerateName) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.GenerateName)
 		case "namespace":
-			bit = 1 << 2
-			if !decodeString(d, &v.Namespace) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Namespace)
 		case "uid":
-			bit = 1 << 3
-			if !decodeString(d, &v.UID) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.UID)
 		case "resourceVersion":
-			bit = 1 << 4
-			if !decodeString(d, &v.ResourceVersion) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.ResourceVersion)
 		case "generation":
-			bit = 1 << 5
-			if !decodeInt(d, &v.Generation, 64) {
-				return false
-			}
+			bit, ok = 1<<5, decodeInt(d, &v.Generation, 64)
 		case "creationTimestamp":
-			bit = 1 << 6
-			if d.null() {
-				v.CreationTimestamp = nil
-			} else {
-				p5 := new(Time)
-				if raw6, ok := d.scalar(); !ok || (*p5).UnmarshalJSON(raw6) != nil {
-					return false
-				}
-				v.CreationTimestamp = p5
-			}
+			bit, ok = 1<<6, decodeJSONPtrTime(d, &v.CreationTimestamp)
 		case "deletionTimestamp":
-			bit = 1 << 7
-			if d.null() {
-				v.DeletionTimestamp = nil
-			} else {
-				p7 := new(Time)
-				if raw8, ok := d.scalar(); !ok || (*p7).UnmarshalJSON(raw8) != nil {
-					return false
-				}
-				v.DeletionTimestamp = p7
-			}
+			bit, ok = 1<<7, decodeJSONPtrTime(d, &v.DeletionTimestamp)
 		case "deletionGracePeriodSeconds":
-			bit = 1 << 8
-			if d.null() {
-				v.DeletionGracePeriodSeconds = nil
-			} else {
-				p9 := new(int64)
-				if !decodeInt(d, &(*p9), 64) {
-					return false
-				}
-				v.DeletionGracePeriodSeconds = p9
-			}
+			bit, ok = 1<<8, decodeJSONPtrInt64(d, &v.DeletionGracePeriodSeconds)
 		case "labels":
-			bit = 1 << 9
-			if d.null() {
-				v.Labels = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m10 := make(map[string]string)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k11, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m10[string(k11)]; dup {
-							return false
-						}
-						var e12 string
-						if !decodeString(d, &e12) {
-							return false
-						}
-						m10[string(k11)] = e12
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Labels = m10
-			}
+			bit, ok = 1<<9, decodeJSONMapStringString(d, &v.Labels)
 		case "annotations":
-			bit = 1 << 10
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m13 := make(map[string]string)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k14, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m13[string(k14)]; dup {
-							return false
-						}
-						var e15 string
-						if !decodeString(d, &e15) {
-							return false
-						}
-						m13[string(k14)] = e15
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Annotations = m13
-			}
+			bit, ok = 1<<10, decodeJSONMapStringString(d, &v.Annotations)
 		case "ownerReferences":
-			bit = 1 << 11
-			if d.null() {
-				v.OwnerReferences = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s16 := make([]OwnerReference, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s16 = append(s16, *new(OwnerReference))
-						if !decodeJSONOwnerReference(d, &s16[len(s16)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.OwnerReferences = s16
-			}
+			bit, ok = 1<<11, decodeJSONSliceOwnerReference(d, &v.OwnerReferences)
 		case "finalizers":
-			bit = 1 << 12
-			if d.null() {
-				v.Finalizers = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s17 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s17 = append(s17, *new(string))
-						if !decodeString(d, &s17[len(s17)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Finalizers = s17
-			}
+			bit, ok = 1<<12, decodeJSONSliceString(d, &v.Finalizers)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -458,221 +226,39 @@ func decodeJSONPodSpec(d *fastDec, v *PodSpec) bool {
 		var bit uint64
 		switch string(name) {
 		case "containers":
-			bit = 1 << 0
-			if d.null() {
-				v.Containers = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s18 := make([]Container, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s18 = append(s18, *new(Container))
-						if !decodeJSONContainer(d, &s18[len(s18)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Containers = s18
-			}
+			bit, ok = 1<<0, decodeJSONSliceContainer(d, &v.Containers)
 		case "initContainers":
-			bit = 1 << 1
-			if d.null() {
-				v.InitContainers = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s19 := make([]Container, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s19 = append(s19, *new(Container))
-						if !decodeJSONContainer(d, &s19[len(s19)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.InitContainers = s19
-			}
+			bit, ok = 1<<1, decodeJSONSliceContainer(d, &v.InitContainers)
 		case "volumes":
-			bit = 1 << 2
-			if d.null() {
-				v.Volumes = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s20 := make([]Volume, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s20 = append(s20, *new(Volume))
-						if !decodeJSONVolume(d, &s20[len(s20)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Volumes = s20
-			}
+			bit, ok = 1<<2, decodeJSONSliceVolume(d, &v.Volumes)
 		case "restartPolicy":
-			bit = 1 << 3
-			if !decodeString(d, &v.RestartPolicy) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.RestartPolicy)
 		case "terminationGracePeriodSeconds":
-			bit = 1 << 4
-			if d.null() {
-				v.TerminationGracePeriodSeconds = nil
-			} else {
-				p21 := new(int64)
-				if !decodeInt(d, &(*p21), 64) {
-					return false
-				}
-				v.TerminationGracePeriodSeconds = p21
-			}
+			bit, ok = 1<<4, decodeJSONPtrInt64(d, &v.TerminationGracePeriodSeconds)
 		case "nodeSelector":
-			bit = 1 << 5
-			if d.null() {
-				v.NodeSelector = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m22 := make(map[string]string)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k23, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m22[string(k23)]; dup {
-							return false
-						}
-						var e24 string
-						if !decodeString(d, &e24) {
-							return false
-						}
-						m22[string(k23)] = e24
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.NodeSelector = m22
-			}
+			bit, ok = 1<<5, decodeJSONMapStringString(d, &v.NodeSelector)
 		case "nodeName":
-			bit = 1 << 6
-			if !decodeString(d, &v.NodeName) {
-				return false
-			}
+			bit, ok = 1<<6, decodeString(d, &v.NodeName)
 		case "schedulerName":
-			bit = 1 << 7
-			if !decodeString(d, &v.SchedulerName) {
-				return false
-			}
+			bit, ok = 1<<7, decodeString(d, &v.SchedulerName)
 		case "affinity":
-			bit = 1 << 8
-			if d.null() {
-				v.Affinity = nil
-			} else {
-				p25 := new(Affinity)
-				if !decodeJSONAffinity(d, &(*p25)) {
-					return false
-				}
-				v.Affinity = p25
-			}
+			bit, ok = 1<<8, decodeJSONPtrAffinity(d, &v.Affinity)
 		case "tolerations":
-			bit = 1 << 9
-			if d.null() {
-				v.Tolerations = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s26 := make([]Toleration, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s26 = append(s26, *new(Toleration))
-						if !decodeJSONToleration(d, &s26[len(s26)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Tolerations = s26
-			}
+			bit, ok = 1<<9, decodeJSONSliceToleration(d, &v.Tolerations)
 		case "hostNetwork":
-			bit = 1 << 10
-			if !decodeBool(d, &v.HostNetwork) {
-				return false
-			}
+			bit, ok = 1<<10, decodeBool(d, &v.HostNetwork)
 		case "priority":
-			bit = 1 << 11
-			if d.null() {
-				v.Priority = nil
-			} else {
-				p27 := new(int32)
-				if !decodeInt(d, &(*p27), 32) {
-					return false
-				}
-				v.Priority = p27
-			}
+			bit, ok = 1<<11, decodeJSONPtrInt32(d, &v.Priority)
 		case "priorityClassName":
-			bit = 1 << 12
-			if !decodeString(d, &v.PriorityClassName) {
-				return false
-			}
+			bit, ok = 1<<12, decodeString(d, &v.PriorityClassName)
 		case "dnsPolicy":
-			bit = 1 << 13
-			if !decodeString(d, &v.DNSPolicy) {
-				return false
-			}
+			bit, ok = 1<<13, decodeString(d, &v.DNSPolicy)
 		case "dnsConfig":
-			bit = 1 << 14
-			if d.null() {
-				v.DNSConfig = nil
-			} else {
-				p28 := new(PodDNSConfig)
-				if !decodeJSONPodDNSConfig(d, &(*p28)) {
-					return false
-				}
-				v.DNSConfig = p28
-			}
+			bit, ok = 1<<14, decodeJSONPtrPodDNSConfig(d, &v.DNSConfig)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -701,159 +287,33 @@ func decodeJSONPodStatus(d *fastDec, v *PodStatus) bool {
 		var bit uint64
 		switch string(name) {
 		case "phase":
-			bit = 1 << 0
-			if !decodeString(d, &v.Phase) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Phase)
 		case "conditions":
-			bit = 1 << 1
-			if d.null() {
-				v.Conditions = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s29 := make([]PodCondition, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s29 = append(s29, *new(PodCondition))
-						if !decodeJSONPodCondition(d, &s29[len(s29)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Conditions = s29
-			}
+			bit, ok = 1<<1, decodeJSONSlicePodCondition(d, &v.Conditions)
 		case "message":
-			bit = 1 << 2
-			if !decodeString(d, &v.Message) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Message)
 		case "reason":
-			bit = 1 << 3
-			if !decodeString(d, &v.Reason) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.Reason)
 		case "nominatedNodeName":
-			bit = 1 << 4
-			if !decodeString(d, &v.NominatedNodeName) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.NominatedNodeName)
 		case "hostIP":
-			bit = 1 << 5
-			if !decodeString(d, &v.HostIP) {
-				return false
-			}
+			bit, ok = 1<<5, decodeString(d, &v.HostIP)
 		case "podIP":
-			bit = 1 << 6
-			if !decodeString(d, &v.PodIP) {
-				return false
-			}
+			bit, ok = 1<<6, decodeString(d, &v.PodIP)
 		case "podIPs":
-			bit = 1 << 7
-			if d.null() {
-				v.PodIPs = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s30 := make([]PodIPEntry, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s30 = append(s30, *new(PodIPEntry))
-						if !decodeJSONPodIPEntry(d, &s30[len(s30)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.PodIPs = s30
-			}
+			bit, ok = 1<<7, decodeJSONSlicePodIPEntry(d, &v.PodIPs)
 		case "startTime":
-			bit = 1 << 8
-			if d.null() {
-				v.StartTime = nil
-			} else {
-				p31 := new(Time)
-				if raw32, ok := d.scalar(); !ok || (*p31).UnmarshalJSON(raw32) != nil {
-					return false
-				}
-				v.StartTime = p31
-			}
+			bit, ok = 1<<8, decodeJSONPtrTime(d, &v.StartTime)
 		case "initContainerStatuses":
-			bit = 1 << 9
-			if d.null() {
-				v.InitContainerStatuses = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s33 := make([]ContainerStatus, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s33 = append(s33, *new(ContainerStatus))
-						if !decodeJSONContainerStatus(d, &s33[len(s33)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.InitContainerStatuses = s33
-			}
+			bit, ok = 1<<9, decodeJSONSliceContainerStatus(d, &v.InitContainerStatuses)
 		case "containerStatuses":
-			bit = 1 << 10
-			if d.null() {
-				v.ContainerStatuses = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s34 := make([]ContainerStatus, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s34 = append(s34, *new(ContainerStatus))
-						if !decodeJSONContainerStatus(d, &s34[len(s34)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.ContainerStatuses = s34
-			}
+			bit, ok = 1<<10, decodeJSONSliceContainerStatus(d, &v.ContainerStatuses)
 		case "qosClass":
-			bit = 1 << 11
-			if !decodeString(d, &v.QOSClass) {
-				return false
-			}
+			bit, ok = 1<<11, decodeString(d, &v.QOSClass)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -882,76 +342,19 @@ func decodeJSONNodeSpec(d *fastDec, v *NodeSpec) bool {
 		var bit uint64
 		switch string(name) {
 		case "unschedulable":
-			bit = 1 << 0
-			if !decodeBool(d, &v.Unschedulable) {
-				return false
-			}
+			bit, ok = 1<<0, decodeBool(d, &v.Unschedulable)
 		case "taints":
-			bit = 1 << 1
-			if d.null() {
-				v.Taints = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s35 := make([]Taint, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s35 = append(s35, *new(Taint))
-						if !decodeJSONTaint(d, &s35[len(s35)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Taints = s35
-			}
+			bit, ok = 1<<1, decodeJSONSliceTaint(d, &v.Taints)
 		case "podCIDR":
-			bit = 1 << 2
-			if !decodeString(d, &v.PodCIDR) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.PodCIDR)
 		case "podCIDRs":
-			bit = 1 << 3
-			if d.null() {
-				v.PodCIDRs = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s36 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s36 = append(s36, *new(string))
-						if !decodeString(d, &s36[len(s36)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.PodCIDRs = s36
-			}
+			bit, ok = 1<<3, decodeJSONSliceString(d, &v.PodCIDRs)
 		case "providerID":
-			bit = 1 << 4
-			if !decodeString(d, &v.ProviderID) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.ProviderID)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -980,170 +383,25 @@ func decodeJSONNodeStatus(d *fastDec, v *NodeStatus) bool {
 		var bit uint64
 		switch string(name) {
 		case "capacity":
-			bit = 1 << 0
-			if d.null() {
-				v.Capacity = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m37 := make(ResourceList)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k38, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m37[string(k38)]; dup {
-							return false
-						}
-						var e39 Quantity
-						if raw40, ok := d.scalar(); !ok || e39.UnmarshalJSON(raw40) != nil {
-							return false
-						}
-						m37[string(k38)] = e39
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Capacity = m37
-			}
+			bit, ok = 1<<0, decodeJSONResourceList(d, &v.Capacity)
 		case "allocatable":
-			bit = 1 << 1
-			if d.null() {
-				v.Allocatable = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m41 := make(ResourceList)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k42, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m41[string(k42)]; dup {
-							return false
-						}
-						var e43 Quantity
-						if raw44, ok := d.scalar(); !ok || e43.UnmarshalJSON(raw44) != nil {
-							return false
-						}
-						m41[string(k42)] = e43
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Allocatable = m41
-			}
+			bit, ok = 1<<1, decodeJSONResourceList(d, &v.Allocatable)
 		case "phase":
-			bit = 1 << 2
-			if !decodeString(d, &v.Phase) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Phase)
 		case "conditions":
-			bit = 1 << 3
-			if d.null() {
-				v.Conditions = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s45 := make([]NodeCondition, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s45 = append(s45, *new(NodeCondition))
-						if !decodeJSONNodeCondition(d, &s45[len(s45)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Conditions = s45
-			}
+			bit, ok = 1<<3, decodeJSONSliceNodeCondition(d, &v.Conditions)
 		case "addresses":
-			bit = 1 << 4
-			if d.null() {
-				v.Addresses = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s46 := make([]NodeAddress, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s46 = append(s46, *new(NodeAddress))
-						if !decodeJSONNodeAddress(d, &s46[len(s46)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Addresses = s46
-			}
+			bit, ok = 1<<4, decodeJSONSliceNodeAddress(d, &v.Addresses)
 		case "nodeInfo":
-			bit = 1 << 5
-			if !decodeJSONNodeSystemInfo(d, &v.NodeInfo) {
-				return false
-			}
+			bit, ok = 1<<5, decodeJSONNodeSystemInfo(d, &v.NodeInfo)
 		case "images":
-			bit = 1 << 6
-			if d.null() {
-				v.Images = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s47 := make([]ContainerImage, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s47 = append(s47, *new(ContainerImage))
-						if !decodeJSONContainerImage(d, &s47[len(s47)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Images = s47
-			}
+			bit, ok = 1<<6, decodeJSONSliceContainerImage(d, &v.Images)
 		case "daemonEndpoints":
-			bit = 1 << 7
-			if !decodeJSONNodeDaemonEndpoints(d, &v.DaemonEndpoints) {
-				return false
-			}
+			bit, ok = 1<<7, decodeJSONNodeDaemonEndpoints(d, &v.DaemonEndpoints)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1172,44 +430,23 @@ func decodeJSONObjectReference(d *fastDec, v *ObjectReference) bool {
 		var bit uint64
 		switch string(name) {
 		case "kind":
-			bit = 1 << 0
-			if !decodeString(d, &v.Kind) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Kind)
 		case "namespace":
-			bit = 1 << 1
-			if !decodeString(d, &v.Namespace) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Namespace)
 		case "name":
-			bit = 1 << 2
-			if !decodeString(d, &v.Name) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Name)
 		case "uid":
-			bit = 1 << 3
-			if !decodeString(d, &v.UID) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.UID)
 		case "apiVersion":
-			bit = 1 << 4
-			if !decodeString(d, &v.APIVersion) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.APIVersion)
 		case "resourceVersion":
-			bit = 1 << 5
-			if !decodeString(d, &v.ResourceVersion) {
-				return false
-			}
+			bit, ok = 1<<5, decodeString(d, &v.ResourceVersion)
 		case "fieldPath":
-			bit = 1 << 6
-			if !decodeString(d, &v.FieldPath) {
-				return false
-			}
+			bit, ok = 1<<6, decodeString(d, &v.FieldPath)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1238,19 +475,570 @@ func decodeJSONEventSource(d *fastDec, v *EventSource) bool {
 		var bit uint64
 		switch string(name) {
 		case "component":
-			bit = 1 << 0
-			if !decodeString(d, &v.Component) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Component)
 		case "host":
-			bit = 1 << 1
-			if !decodeString(d, &v.Host) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Host)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrTime(d *fastDec, v **Time) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(Time)
+	if !decodeTime(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrInt64(d *fastDec, v **int64) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(int64)
+	if !decodeInt(d, p, 64) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONMapStringString(d *fastDec, v *map[string]string) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('{') {
+		return false
+	}
+	m := make(map[string]string)
+	if d.ws() == '}' {
+		d.i++
+		*v = m
+		return true
+	}
+	for {
+		k, ok := d.str()
+		if !ok || !d.consume(':') {
+			return false
+		}
+		if _, dup := m[string(k)]; dup {
+			return false
+		}
+		var e string
+		if !decodeString(d, &e) {
+			return false
+		}
+		m[string(k)] = e
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			*v = m
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceOwnerReference(d *fastDec, v *[]OwnerReference) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]OwnerReference, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(OwnerReference))
+		if !decodeJSONOwnerReference(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceString(d *fastDec, v *[]string) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]string, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(string))
+		if !decodeString(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceContainer(d *fastDec, v *[]Container) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]Container, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(Container))
+		if !decodeJSONContainer(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceVolume(d *fastDec, v *[]Volume) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]Volume, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(Volume))
+		if !decodeJSONVolume(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrAffinity(d *fastDec, v **Affinity) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(Affinity)
+	if !decodeJSONAffinity(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONSliceToleration(d *fastDec, v *[]Toleration) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]Toleration, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(Toleration))
+		if !decodeJSONToleration(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrInt32(d *fastDec, v **int32) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(int32)
+	if !decodeInt(d, p, 32) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrPodDNSConfig(d *fastDec, v **PodDNSConfig) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(PodDNSConfig)
+	if !decodeJSONPodDNSConfig(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONSlicePodCondition(d *fastDec, v *[]PodCondition) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]PodCondition, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(PodCondition))
+		if !decodeJSONPodCondition(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSlicePodIPEntry(d *fastDec, v *[]PodIPEntry) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]PodIPEntry, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(PodIPEntry))
+		if !decodeJSONPodIPEntry(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceContainerStatus(d *fastDec, v *[]ContainerStatus) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]ContainerStatus, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(ContainerStatus))
+		if !decodeJSONContainerStatus(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceTaint(d *fastDec, v *[]Taint) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]Taint, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(Taint))
+		if !decodeJSONTaint(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONResourceList(d *fastDec, v *ResourceList) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('{') {
+		return false
+	}
+	m := make(ResourceList)
+	if d.ws() == '}' {
+		d.i++
+		*v = m
+		return true
+	}
+	for {
+		k, ok := d.str()
+		if !ok || !d.consume(':') {
+			return false
+		}
+		if _, dup := m[string(k)]; dup {
+			return false
+		}
+		var e Quantity
+		if !decodeQuantity(d, &e) {
+			return false
+		}
+		m[string(k)] = e
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			*v = m
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceNodeCondition(d *fastDec, v *[]NodeCondition) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]NodeCondition, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(NodeCondition))
+		if !decodeJSONNodeCondition(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceNodeAddress(d *fastDec, v *[]NodeAddress) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]NodeAddress, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(NodeAddress))
+		if !decodeJSONNodeAddress(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeSystemInfo(d *fastDec, v *NodeSystemInfo) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "machineID":
+			bit, ok = 1<<0, decodeString(d, &v.MachineID)
+		case "systemUUID":
+			bit, ok = 1<<1, decodeString(d, &v.SystemUUID)
+		case "bootID":
+			bit, ok = 1<<2, decodeString(d, &v.BootID)
+		case "kernelVersion":
+			bit, ok = 1<<3, decodeString(d, &v.KernelVersion)
+		case "osImage":
+			bit, ok = 1<<4, decodeString(d, &v.OSImage)
+		case "containerRuntimeVersion":
+			bit, ok = 1<<5, decodeString(d, &v.ContainerRuntimeVersion)
+		case "kubeletVersion":
+			bit, ok = 1<<6, decodeString(d, &v.KubeletVersion)
+		case "kubeProxyVersion":
+			bit, ok = 1<<7, decodeString(d, &v.KubeProxyVersion)
+		case "operatingSystem":
+			bit, ok = 1<<8, decodeString(d, &v.OperatingSystem)
+		case "architecture":
+			bit, ok = 1<<9, decodeString(d, &v.Architecture)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceContainerImage(d *fastDec, v *[]ContainerImage) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]ContainerImage, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(ContainerImage))
+		if !decodeJSONContainerImage(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeDaemonEndpoints(d *fastDec, v *NodeDaemonEndpoints) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "kubeletEndpoint":
+			bit, ok = 1<<0, decodeJSONDaemonEndpoint(d, &v.KubeletEndpoint)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1279,51 +1067,21 @@ func decodeJSONOwnerReference(d *fastDec, v *OwnerReference) bool {
 		var bit uint64
 		switch string(name) {
 		case "apiVersion":
-			bit = 1 << 0
-			if !decodeString(d, &v.APIVersion) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.APIVersion)
 		case "kind":
-			bit = 1 << 1
-			if !decodeString(d, &v.Kind) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Kind)
 		case "name":
-			bit = 1 << 2
-			if !decodeString(d, &v.Name) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Name)
 		case "uid":
-			bit = 1 << 3
-			if !decodeString(d, &v.UID) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.UID)
 		case "controller":
-			bit = 1 << 4
-			if d.null() {
-				v.Controller = nil
-			} else {
-				p48 := new(bool)
-				if !decodeBool(d, &(*p48)) {
-					return false
-				}
-				v.Controller = p48
-			}
+			bit, ok = 1<<4, decodeJSONPtrBool(d, &v.Controller)
 		case "blockOwnerDeletion":
-			bit = 1 << 5
-			if d.null() {
-				v.BlockOwnerDeletion = nil
-			} else {
-				p49 := new(bool)
-				if !decodeBool(d, &(*p49)) {
-					return false
-				}
-				v.BlockOwnerDeletion = p49
-			}
+			bit, ok = 1<<5, decodeJSONPtrBool(d, &v.BlockOwnerDeletion)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1352,164 +1110,29 @@ func decodeJSONContainer(d *fastDec, v *Container) bool {
 		var bit uint64
 		switch string(name) {
 		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Name)
 		case "image":
-			bit = 1 << 1
-			if !decodeString(d, &v.Image) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Image)
 		case "command":
-			bit = 1 << 2
-			if d.null() {
-				v.Command = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s50 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s50 = append(s50, *new(string))
-						if !decodeString(d, &s50[len(s50)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Command = s50
-			}
+			bit, ok = 1<<2, decodeJSONSliceString(d, &v.Command)
 		case "args":
-			bit = 1 << 3
-			if d.null() {
-				v.Args = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s51 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s51 = append(s51, *new(string))
-						if !decodeString(d, &s51[len(s51)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Args = s51
-			}
+			bit, ok = 1<<3, decodeJSONSliceString(d, &v.Args)
 		case "workingDir":
-			bit = 1 << 4
-			if !decodeString(d, &v.WorkingDir) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.WorkingDir)
 		case "ports":
-			bit = 1 << 5
-			if d.null() {
-				v.Ports = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s52 := make([]ContainerPort, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s52 = append(s52, *new(ContainerPort))
-						if !decodeJSONContainerPort(d, &s52[len(s52)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Ports = s52
-			}
+			bit, ok = 1<<5, decodeJSONSliceContainerPort(d, &v.Ports)
 		case "env":
-			bit = 1 << 6
-			if d.null() {
-				v.Env = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s53 := make([]EnvVar, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s53 = append(s53, *new(EnvVar))
-						if !decodeJSONEnvVar(d, &s53[len(s53)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Env = s53
-			}
+			bit, ok = 1<<6, decodeJSONSliceEnvVar(d, &v.Env)
 		case "resources":
-			bit = 1 << 7
-			if !decodeJSONResourceRequirements(d, &v.Resources) {
-				return false
-			}
+			bit, ok = 1<<7, decodeJSONResourceRequirements(d, &v.Resources)
 		case "volumeMounts":
-			bit = 1 << 8
-			if d.null() {
-				v.VolumeMounts = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s54 := make([]VolumeMount, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s54 = append(s54, *new(VolumeMount))
-						if !decodeJSONVolumeMount(d, &s54[len(s54)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.VolumeMounts = s54
-			}
+			bit, ok = 1<<8, decodeJSONSliceVolumeMount(d, &v.VolumeMounts)
 		case "imagePullPolicy":
-			bit = 1 << 9
-			if !decodeString(d, &v.ImagePullPolicy) {
-				return false
-			}
+			bit, ok = 1<<9, decodeString(d, &v.ImagePullPolicy)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1538,47 +1161,17 @@ func decodeJSONVolume(d *fastDec, v *Volume) bool {
 		var bit uint64
 		switch string(name) {
 		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Name)
 		case "hostPath":
-			bit = 1 << 1
-			if d.null() {
-				v.HostPath = nil
-			} else {
-				p55 := new(HostPathVolumeSource)
-				if !decodeJSONHostPathVolumeSource(d, &(*p55)) {
-					return false
-				}
-				v.HostPath = p55
-			}
+			bit, ok = 1<<1, decodeJSONPtrHostPathVolumeSource(d, &v.HostPath)
 		case "emptyDir":
-			bit = 1 << 2
-			if d.null() {
-				v.EmptyDir = nil
-			} else {
-				p56 := new(EmptyDirVolumeSource)
-				if !decodeJSONEmptyDirVolumeSource(d, &(*p56)) {
-					return false
-				}
-				v.EmptyDir = p56
-			}
+			bit, ok = 1<<2, decodeJSONPtrEmptyDirVolumeSource(d, &v.EmptyDir)
 		case "persistentVolumeClaim":
-			bit = 1 << 3
-			if d.null() {
-				v.PersistentVolumeClaim = nil
-			} else {
-				p57 := new(PersistentVolumeClaimVolumeSource)
-				if !decodeJSONPersistentVolumeClaimVolumeSource(d, &(*p57)) {
-					return false
-				}
-				v.PersistentVolumeClaim = p57
-			}
+			bit, ok = 1<<3, decodeJSONPtrPersistentVolumeClaimVolumeSource(d, &v.PersistentVolumeClaim)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1607,42 +1200,15 @@ func decodeJSONAffinity(d *fastDec, v *Affinity) bool {
 		var bit uint64
 		switch string(name) {
 		case "nodeAffinity":
-			bit = 1 << 0
-			if d.null() {
-				v.NodeAffinity = nil
-			} else {
-				p58 := new(NodeAffinity)
-				if !decodeJSONNodeAffinity(d, &(*p58)) {
-					return false
-				}
-				v.NodeAffinity = p58
-			}
+			bit, ok = 1<<0, decodeJSONPtrNodeAffinity(d, &v.NodeAffinity)
 		case "podAffinity":
-			bit = 1 << 1
-			if d.null() {
-				v.PodAffinity = nil
-			} else {
-				p59 := new(PodAffinity)
-				if !decodeJSONPodAffinity(d, &(*p59)) {
-					return false
-				}
-				v.PodAffinity = p59
-			}
+			bit, ok = 1<<1, decodeJSONPtrPodAffinity(d, &v.PodAffinity)
 		case "podAntiAffinity":
-			bit = 1 << 2
-			if d.null() {
-				v.PodAntiAffinity = nil
-			} else {
-				p60 := new(PodAntiAffinity)
-				if !decodeJSONPodAntiAffinity(d, &(*p60)) {
-					return false
-				}
-				v.PodAntiAffinity = p60
-			}
+			bit, ok = 1<<2, decodeJSONPtrPodAntiAffinity(d, &v.PodAntiAffinity)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1671,40 +1237,19 @@ func decodeJSONToleration(d *fastDec, v *Toleration) bool {
 		var bit uint64
 		switch string(name) {
 		case "key":
-			bit = 1 << 0
-			if !decodeString(d, &v.Key) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Key)
 		case "operator":
-			bit = 1 << 1
-			if !decodeString(d, &v.Operator) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Operator)
 		case "value":
-			bit = 1 << 2
-			if !decodeString(d, &v.Value) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Value)
 		case "effect":
-			bit = 1 << 3
-			if !decodeString(d, &v.Effect) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.Effect)
 		case "tolerationSeconds":
-			bit = 1 << 4
-			if d.null() {
-				v.TolerationSeconds = nil
-			} else {
-				p61 := new(int64)
-				if !decodeInt(d, &(*p61), 64) {
-					return false
-				}
-				v.TolerationSeconds = p61
-			}
+			bit, ok = 1<<4, decodeJSONPtrInt64(d, &v.TolerationSeconds)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1733,87 +1278,15 @@ func decodeJSONPodDNSConfig(d *fastDec, v *PodDNSConfig) bool {
 		var bit uint64
 		switch string(name) {
 		case "nameservers":
-			bit = 1 << 0
-			if d.null() {
-				v.Nameservers = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s62 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s62 = append(s62, *new(string))
-						if !decodeString(d, &s62[len(s62)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Nameservers = s62
-			}
+			bit, ok = 1<<0, decodeJSONSliceString(d, &v.Nameservers)
 		case "searches":
-			bit = 1 << 1
-			if d.null() {
-				v.Searches = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s63 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s63 = append(s63, *new(string))
-						if !decodeString(d, &s63[len(s63)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Searches = s63
-			}
+			bit, ok = 1<<1, decodeJSONSliceString(d, &v.Searches)
 		case "options":
-			bit = 1 << 2
-			if d.null() {
-				v.Options = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s64 := make([]PodDNSConfigOption, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s64 = append(s64, *new(PodDNSConfigOption))
-						if !decodeJSONPodDNSConfigOption(d, &s64[len(s64)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Options = s64
-			}
+			bit, ok = 1<<2, decodeJSONSlicePodDNSConfigOption(d, &v.Options)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1842,51 +1315,21 @@ func decodeJSONPodCondition(d *fastDec, v *PodCondition) bool {
 		var bit uint64
 		switch string(name) {
 		case "type":
-			bit = 1 << 0
-			if !decodeString(d, &v.Type) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Type)
 		case "status":
-			bit = 1 << 1
-			if !decodeString(d, &v.Status) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Status)
 		case "lastProbeTime":
-			bit = 1 << 2
-			if d.null() {
-				v.LastProbeTime = nil
-			} else {
-				p65 := new(Time)
-				if raw66, ok := d.scalar(); !ok || (*p65).UnmarshalJSON(raw66) != nil {
-					return false
-				}
-				v.LastProbeTime = p65
-			}
+			bit, ok = 1<<2, decodeJSONPtrTime(d, &v.LastProbeTime)
 		case "lastTransitionTime":
-			bit = 1 << 3
-			if d.null() {
-				v.LastTransitionTime = nil
-			} else {
-				p67 := new(Time)
-				if raw68, ok := d.scalar(); !ok || (*p67).UnmarshalJSON(raw68) != nil {
-					return false
-				}
-				v.LastTransitionTime = p67
-			}
+			bit, ok = 1<<3, decodeJSONPtrTime(d, &v.LastTransitionTime)
 		case "reason":
-			bit = 1 << 4
-			if !decodeString(d, &v.Reason) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.Reason)
 		case "message":
-			bit = 1 << 5
-			if !decodeString(d, &v.Message) {
-				return false
-			}
+			bit, ok = 1<<5, decodeString(d, &v.Message)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1915,14 +1358,11 @@ func decodeJSONPodIPEntry(d *fastDec, v *PodIPEntry) bool {
 		var bit uint64
 		switch string(name) {
 		case "ip":
-			bit = 1 << 0
-			if !decodeString(d, &v.IP) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.IP)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -1951,60 +1391,27 @@ func decodeJSONContainerStatus(d *fastDec, v *ContainerStatus) bool {
 		var bit uint64
 		switch string(name) {
 		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Name)
 		case "state":
-			bit = 1 << 1
-			if !decodeJSONContainerState(d, &v.State) {
-				return false
-			}
+			bit, ok = 1<<1, decodeJSONContainerState(d, &v.State)
 		case "lastState":
-			bit = 1 << 2
-			if !decodeJSONContainerState(d, &v.LastState) {
-				return false
-			}
+			bit, ok = 1<<2, decodeJSONContainerState(d, &v.LastState)
 		case "ready":
-			bit = 1 << 3
-			if !decodeBool(d, &v.Ready) {
-				return false
-			}
+			bit, ok = 1<<3, decodeBool(d, &v.Ready)
 		case "restartCount":
-			bit = 1 << 4
-			if !decodeInt(d, &v.RestartCount, 32) {
-				return false
-			}
+			bit, ok = 1<<4, decodeInt(d, &v.RestartCount, 32)
 		case "image":
-			bit = 1 << 5
-			if !decodeString(d, &v.Image) {
-				return false
-			}
+			bit, ok = 1<<5, decodeString(d, &v.Image)
 		case "imageID":
-			bit = 1 << 6
-			if !decodeString(d, &v.ImageID) {
-				return false
-			}
+			bit, ok = 1<<6, decodeString(d, &v.ImageID)
 		case "containerID":
-			bit = 1 << 7
-			if !decodeString(d, &v.ContainerID) {
-				return false
-			}
+			bit, ok = 1<<7, decodeString(d, &v.ContainerID)
 		case "started":
-			bit = 1 << 8
-			if d.null() {
-				v.Started = nil
-			} else {
-				p69 := new(bool)
-				if !decodeBool(d, &(*p69)) {
-					return false
-				}
-				v.Started = p69
-			}
+			bit, ok = 1<<8, decodeJSONPtrBool(d, &v.Started)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -2033,35 +1440,17 @@ func decodeJSONTaint(d *fastDec, v *Taint) bool {
 		var bit uint64
 		switch string(name) {
 		case "key":
-			bit = 1 << 0
-			if !decodeString(d, &v.Key) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Key)
 		case "value":
-			bit = 1 << 1
-			if !decodeString(d, &v.Value) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Value)
 		case "effect":
-			bit = 1 << 2
-			if !decodeString(d, &v.Effect) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Effect)
 		case "timeAdded":
-			bit = 1 << 3
-			if d.null() {
-				v.TimeAdded = nil
-			} else {
-				p70 := new(Time)
-				if raw71, ok := d.scalar(); !ok || (*p70).UnmarshalJSON(raw71) != nil {
-					return false
-				}
-				v.TimeAdded = p70
-			}
+			bit, ok = 1<<3, decodeJSONPtrTime(d, &v.TimeAdded)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -2090,51 +1479,21 @@ func decodeJSONNodeCondition(d *fastDec, v *NodeCondition) bool {
 		var bit uint64
 		switch string(name) {
 		case "type":
-			bit = 1 << 0
-			if !decodeString(d, &v.Type) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Type)
 		case "status":
-			bit = 1 << 1
-			if !decodeString(d, &v.Status) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Status)
 		case "lastHeartbeatTime":
-			bit = 1 << 2
-			if d.null() {
-				v.LastHeartbeatTime = nil
-			} else {
-				p72 := new(Time)
-				if raw73, ok := d.scalar(); !ok || (*p72).UnmarshalJSON(raw73) != nil {
-					return false
-				}
-				v.LastHeartbeatTime = p72
-			}
+			bit, ok = 1<<2, decodeJSONPtrTime(d, &v.LastHeartbeatTime)
 		case "lastTransitionTime":
-			bit = 1 << 3
-			if d.null() {
-				v.LastTransitionTime = nil
-			} else {
-				p74 := new(Time)
-				if raw75, ok := d.scalar(); !ok || (*p74).UnmarshalJSON(raw75) != nil {
-					return false
-				}
-				v.LastTransitionTime = p74
-			}
+			bit, ok = 1<<3, decodeJSONPtrTime(d, &v.LastTransitionTime)
 		case "reason":
-			bit = 1 << 4
-			if !decodeString(d, &v.Reason) {
-				return false
-			}
+			bit, ok = 1<<4, decodeString(d, &v.Reason)
 		case "message":
-			bit = 1 << 5
-			if !decodeString(d, &v.Message) {
-				return false
-			}
+			bit, ok = 1<<5, decodeString(d, &v.Message)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -2163,100 +1522,13 @@ func decodeJSONNodeAddress(d *fastDec, v *NodeAddress) bool {
 		var bit uint64
 		switch string(name) {
 		case "type":
-			bit = 1 << 0
-			if !decodeString(d, &v.Type) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Type)
 		case "address":
-			bit = 1 << 1
-			if !decodeString(d, &v.Address) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Address)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONNodeSystemInfo(d *fastDec, v *NodeSystemInfo) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "machineID":
-			bit = 1 << 0
-			if !decodeString(d, &v.MachineID) {
-				return false
-			}
-		case "systemUUID":
-			bit = 1 << 1
-			if !decodeString(d, &v.SystemUUID) {
-				return false
-			}
-		case "bootID":
-			bit = 1 << 2
-			if !decodeString(d, &v.BootID) {
-				return false
-			}
-		case "kernelVersion":
-			bit = 1 << 3
-			if !decodeString(d, &v.KernelVersion) {
-				return false
-			}
-		case "osImage":
-			bit = 1 << 4
-			if !decodeString(d, &v.OSImage) {
-				return false
-			}
-		case "containerRuntimeVersion":
-			bit = 1 << 5
-			if !decodeString(d, &v.ContainerRuntimeVersion) {
-				return false
-			}
-		case "kubeletVersion":
-			bit = 1 << 6
-			if !decodeString(d, &v.KubeletVersion) {
-				return false
-			}
-		case "kubeProxyVersion":
-			bit = 1 << 7
-			if !decodeString(d, &v.KubeProxyVersion) {
-				return false
-			}
-		case "operatingSystem":
-			bit = 1 << 8
-			if !decodeString(d, &v.OperatingSystem) {
-				return false
-			}
-		case "architecture":
-			bit = 1 << 9
-			if !decodeString(d, &v.Architecture) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -2285,797 +1557,13 @@ func decodeJSONContainerImage(d *fastDec, v *ContainerImage) bool {
 		var bit uint64
 		switch string(name) {
 		case "names":
-			bit = 1 << 0
-			if d.null() {
-				v.Names = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s76 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s76 = append(s76, *new(string))
-						if !decodeString(d, &s76[len(s76)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Names = s76
-			}
+			bit, ok = 1<<0, decodeJSONSliceString(d, &v.Names)
 		case "sizeBytes":
-			bit = 1 << 1
-			if !decodeInt(d, &v.SizeBytes, 64) {
-				return false
-			}
+			bit, ok = 1<<1, decodeInt(d, &v.SizeBytes, 64)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONNodeDaemonEndpoints(d *fastDec, v *NodeDaemonEndpoints) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "kubeletEndpoint":
-			bit = 1 << 0
-			if !decodeJSONDaemonEndpoint(d, &v.KubeletEndpoint) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONContainerPort(d *fastDec, v *ContainerPort) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
-		case "hostPort":
-			bit = 1 << 1
-			if !decodeInt(d, &v.HostPort, 32) {
-				return false
-			}
-		case "containerPort":
-			bit = 1 << 2
-			if !decodeInt(d, &v.ContainerPort, 32) {
-				return false
-			}
-		case "protocol":
-			bit = 1 << 3
-			if !decodeString(d, &v.Protocol) {
-				return false
-			}
-		case "hostIP":
-			bit = 1 << 4
-			if !decodeString(d, &v.HostIP) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONEnvVar(d *fastDec, v *EnvVar) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
-		case "value":
-			bit = 1 << 1
-			if !decodeString(d, &v.Value) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONResourceRequirements(d *fastDec, v *ResourceRequirements) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "limits":
-			bit = 1 << 0
-			if d.null() {
-				v.Limits = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m77 := make(ResourceList)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k78, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m77[string(k78)]; dup {
-							return false
-						}
-						var e79 Quantity
-						if raw80, ok := d.scalar(); !ok || e79.UnmarshalJSON(raw80) != nil {
-							return false
-						}
-						m77[string(k78)] = e79
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Limits = m77
-			}
-		case "requests":
-			bit = 1 << 1
-			if d.null() {
-				v.Requests = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m81 := make(ResourceList)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k82, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m81[string(k82)]; dup {
-							return false
-						}
-						var e83 Quantity
-						if raw84, ok := d.scalar(); !ok || e83.UnmarshalJSON(raw84) != nil {
-							return false
-						}
-						m81[string(k82)] = e83
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Requests = m81
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONVolumeMount(d *fastDec, v *VolumeMount) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
-		case "mountPath":
-			bit = 1 << 1
-			if !decodeString(d, &v.MountPath) {
-				return false
-			}
-		case "readOnly":
-			bit = 1 << 2
-			if !decodeBool(d, &v.ReadOnly) {
-				return false
-			}
-		case "subPath":
-			bit = 1 << 3
-			if !decodeString(d, &v.SubPath) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONHostPathVolumeSource(d *fastDec, v *HostPathVolumeSource) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "path":
-			bit = 1 << 0
-			if !decodeString(d, &v.Path) {
-				return false
-			}
-		case "type":
-			bit = 1 << 1
-			if !decodeString(d, &v.Type) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONEmptyDirVolumeSource(d *fastDec, v *EmptyDirVolumeSource) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "medium":
-			bit = 1 << 0
-			if !decodeString(d, &v.Medium) {
-				return false
-			}
-		case "sizeLimit":
-			bit = 1 << 1
-			if d.null() {
-				v.SizeLimit = nil
-			} else {
-				p85 := new(Quantity)
-				if raw86, ok := d.scalar(); !ok || (*p85).UnmarshalJSON(raw86) != nil {
-					return false
-				}
-				v.SizeLimit = p85
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONPersistentVolumeClaimVolumeSource(d *fastDec, v *PersistentVolumeClaimVolumeSource) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "claimName":
-			bit = 1 << 0
-			if !decodeString(d, &v.ClaimName) {
-				return false
-			}
-		case "readOnly":
-			bit = 1 << 1
-			if !decodeBool(d, &v.ReadOnly) {
-				return false
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONNodeAffinity(d *fastDec, v *NodeAffinity) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "requiredDuringSchedulingIgnoredDuringExecution":
-			bit = 1 << 0
-			if d.null() {
-				v.RequiredDuringSchedulingIgnoredDuringExecution = nil
-			} else {
-				p87 := new(NodeSelector)
-				if !decodeJSONNodeSelector(d, &(*p87)) {
-					return false
-				}
-				v.RequiredDuringSchedulingIgnoredDuringExecution = p87
-			}
-		case "preferredDuringSchedulingIgnoredDuringExecution":
-			bit = 1 << 1
-			if d.null() {
-				v.PreferredDuringSchedulingIgnoredDuringExecution = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s88 := make([]PreferredSchedulingTerm, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s88 = append(s88, *new(PreferredSchedulingTerm))
-						if !decodeJSONPreferredSchedulingTerm(d, &s88[len(s88)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.PreferredDuringSchedulingIgnoredDuringExecution = s88
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONPodAffinity(d *fastDec, v *PodAffinity) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "requiredDuringSchedulingIgnoredDuringExecution":
-			bit = 1 << 0
-			if d.null() {
-				v.RequiredDuringSchedulingIgnoredDuringExecution = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s89 := make([]PodAffinityTerm, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s89 = append(s89, *new(PodAffinityTerm))
-						if !decodeJSONPodAffinityTerm(d, &s89[len(s89)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.RequiredDuringSchedulingIgnoredDuringExecution = s89
-			}
-		case "preferredDuringSchedulingIgnoredDuringExecution":
-			bit = 1 << 1
-			if d.null() {
-				v.PreferredDuringSchedulingIgnoredDuringExecution = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s90 := make([]WeightedPodAffinityTerm, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s90 = append(s90, *new(WeightedPodAffinityTerm))
-						if !decodeJSONWeightedPodAffinityTerm(d, &s90[len(s90)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.PreferredDuringSchedulingIgnoredDuringExecution = s90
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONPodAntiAffinity(d *fastDec, v *PodAntiAffinity) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "requiredDuringSchedulingIgnoredDuringExecution":
-			bit = 1 << 0
-			if d.null() {
-				v.RequiredDuringSchedulingIgnoredDuringExecution = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s91 := make([]PodAffinityTerm, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s91 = append(s91, *new(PodAffinityTerm))
-						if !decodeJSONPodAffinityTerm(d, &s91[len(s91)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.RequiredDuringSchedulingIgnoredDuringExecution = s91
-			}
-		case "preferredDuringSchedulingIgnoredDuringExecution":
-			bit = 1 << 1
-			if d.null() {
-				v.PreferredDuringSchedulingIgnoredDuringExecution = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s92 := make([]WeightedPodAffinityTerm, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s92 = append(s92, *new(WeightedPodAffinityTerm))
-						if !decodeJSONWeightedPodAffinityTerm(d, &s92[len(s92)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.PreferredDuringSchedulingIgnoredDuringExecution = s92
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONPodDNSConfigOption(d *fastDec, v *PodDNSConfigOption) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "name":
-			bit = 1 << 0
-			if !decodeString(d, &v.Name) {
-				return false
-			}
-		case "value":
-			bit = 1 << 1
-			if d.null() {
-				v.Value = nil
-			} else {
-				p93 := new(string)
-				if !decodeString(d, &(*p93)) {
-					return false
-				}
-				v.Value = p93
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		if more, ok := d.more('}'); !ok {
-			return false
-		} else if !more {
-			return true
-		}
-	}
-}
-
-func decodeJSONContainerState(d *fastDec, v *ContainerState) bool {
-	if !d.consume('{') {
-		return false
-	}
-	if d.ws() == '}' {
-		d.i++
-		return true
-	}
-	var seen uint64
-	for {
-		name, ok := d.name()
-		if !ok {
-			return false
-		}
-		var bit uint64
-		switch string(name) {
-		case "waiting":
-			bit = 1 << 0
-			if d.null() {
-				v.Waiting = nil
-			} else {
-				p94 := new(ContainerStateWaiting)
-				if !decodeJSONContainerStateWaiting(d, &(*p94)) {
-					return false
-				}
-				v.Waiting = p94
-			}
-		case "running":
-			bit = 1 << 1
-			if d.null() {
-				v.Running = nil
-			} else {
-				p95 := new(ContainerStateRunning)
-				if !decodeJSONContainerStateRunning(d, &(*p95)) {
-					return false
-				}
-				v.Running = p95
-			}
-		case "terminated":
-			bit = 1 << 2
-			if d.null() {
-				v.Terminated = nil
-			} else {
-				p96 := new(ContainerStateTerminated)
-				if !decodeJSONContainerStateTerminated(d, &(*p96)) {
-					return false
-				}
-				v.Terminated = p96
-			}
-		default:
-			return false
-		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3104,14 +1592,11 @@ func decodeJSONDaemonEndpoint(d *fastDec, v *DaemonEndpoint) bool {
 		var bit uint64
 		switch string(name) {
 		case "Port":
-			bit = 1 << 0
-			if !decodeInt(d, &v.Port, 32) {
-				return false
-			}
+			bit, ok = 1<<0, decodeInt(d, &v.Port, 32)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3123,7 +1608,76 @@ func decodeJSONDaemonEndpoint(d *fastDec, v *DaemonEndpoint) bool {
 	}
 }
 
-func decodeJSONNodeSelector(d *fastDec, v *NodeSelector) bool {
+func decodeJSONPtrBool(d *fastDec, v **bool) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(bool)
+	if !decodeBool(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONSliceContainerPort(d *fastDec, v *[]ContainerPort) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]ContainerPort, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(ContainerPort))
+		if !decodeJSONContainerPort(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceEnvVar(d *fastDec, v *[]EnvVar) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]EnvVar, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(EnvVar))
+		if !decodeJSONEnvVar(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONResourceRequirements(d *fastDec, v *ResourceRequirements) bool {
 	if !d.consume('{') {
 		return false
 	}
@@ -3139,36 +1693,14 @@ func decodeJSONNodeSelector(d *fastDec, v *NodeSelector) bool {
 		}
 		var bit uint64
 		switch string(name) {
-		case "nodeSelectorTerms":
-			bit = 1 << 0
-			if d.null() {
-				v.NodeSelectorTerms = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s97 := make([]NodeSelectorTerm, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s97 = append(s97, *new(NodeSelectorTerm))
-						if !decodeJSONNodeSelectorTerm(d, &s97[len(s97)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.NodeSelectorTerms = s97
-			}
+		case "limits":
+			bit, ok = 1<<0, decodeJSONResourceList(d, &v.Limits)
+		case "requests":
+			bit, ok = 1<<1, decodeJSONResourceList(d, &v.Requests)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3180,7 +1712,141 @@ func decodeJSONNodeSelector(d *fastDec, v *NodeSelector) bool {
 	}
 }
 
-func decodeJSONPreferredSchedulingTerm(d *fastDec, v *PreferredSchedulingTerm) bool {
+func decodeJSONSliceVolumeMount(d *fastDec, v *[]VolumeMount) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]VolumeMount, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(VolumeMount))
+		if !decodeJSONVolumeMount(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrHostPathVolumeSource(d *fastDec, v **HostPathVolumeSource) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(HostPathVolumeSource)
+	if !decodeJSONHostPathVolumeSource(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrEmptyDirVolumeSource(d *fastDec, v **EmptyDirVolumeSource) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(EmptyDirVolumeSource)
+	if !decodeJSONEmptyDirVolumeSource(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrPersistentVolumeClaimVolumeSource(d *fastDec, v **PersistentVolumeClaimVolumeSource) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(PersistentVolumeClaimVolumeSource)
+	if !decodeJSONPersistentVolumeClaimVolumeSource(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrNodeAffinity(d *fastDec, v **NodeAffinity) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(NodeAffinity)
+	if !decodeJSONNodeAffinity(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrPodAffinity(d *fastDec, v **PodAffinity) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(PodAffinity)
+	if !decodeJSONPodAffinity(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrPodAntiAffinity(d *fastDec, v **PodAntiAffinity) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(PodAntiAffinity)
+	if !decodeJSONPodAntiAffinity(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONSlicePodDNSConfigOption(d *fastDec, v *[]PodDNSConfigOption) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]PodDNSConfigOption, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(PodDNSConfigOption))
+		if !decodeJSONPodDNSConfigOption(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONContainerState(d *fastDec, v *ContainerState) bool {
 	if !d.consume('{') {
 		return false
 	}
@@ -3196,20 +1862,16 @@ func decodeJSONPreferredSchedulingTerm(d *fastDec, v *PreferredSchedulingTerm) b
 		}
 		var bit uint64
 		switch string(name) {
-		case "weight":
-			bit = 1 << 0
-			if !decodeInt(d, &v.Weight, 32) {
-				return false
-			}
-		case "preference":
-			bit = 1 << 1
-			if !decodeJSONNodeSelectorTerm(d, &v.Preference) {
-				return false
-			}
+		case "waiting":
+			bit, ok = 1<<0, decodeJSONPtrContainerStateWaiting(d, &v.Waiting)
+		case "running":
+			bit, ok = 1<<1, decodeJSONPtrContainerStateRunning(d, &v.Running)
+		case "terminated":
+			bit, ok = 1<<2, decodeJSONPtrContainerStateTerminated(d, &v.Terminated)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3221,7 +1883,7 @@ func decodeJSONPreferredSchedulingTerm(d *fastDec, v *PreferredSchedulingTerm) b
 	}
 }
 
-func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
+func decodeJSONContainerPort(d *fastDec, v *ContainerPort) bool {
 	if !d.consume('{') {
 		return false
 	}
@@ -3237,52 +1899,20 @@ func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
 		}
 		var bit uint64
 		switch string(name) {
-		case "labelSelector":
-			bit = 1 << 0
-			if d.null() {
-				v.LabelSelector = nil
-			} else {
-				p98 := new(LabelSelector)
-				if !decodeJSONLabelSelector(d, &(*p98)) {
-					return false
-				}
-				v.LabelSelector = p98
-			}
-		case "namespaces":
-			bit = 1 << 1
-			if d.null() {
-				v.Namespaces = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s99 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s99 = append(s99, *new(string))
-						if !decodeString(d, &s99[len(s99)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Namespaces = s99
-			}
-		case "topologyKey":
-			bit = 1 << 2
-			if !decodeString(d, &v.TopologyKey) {
-				return false
-			}
+		case "name":
+			bit, ok = 1<<0, decodeString(d, &v.Name)
+		case "hostPort":
+			bit, ok = 1<<1, decodeInt(d, &v.HostPort, 32)
+		case "containerPort":
+			bit, ok = 1<<2, decodeInt(d, &v.ContainerPort, 32)
+		case "protocol":
+			bit, ok = 1<<3, decodeString(d, &v.Protocol)
+		case "hostIP":
+			bit, ok = 1<<4, decodeString(d, &v.HostIP)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3294,7 +1924,7 @@ func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
 	}
 }
 
-func decodeJSONWeightedPodAffinityTerm(d *fastDec, v *WeightedPodAffinityTerm) bool {
+func decodeJSONEnvVar(d *fastDec, v *EnvVar) bool {
 	if !d.consume('{') {
 		return false
 	}
@@ -3310,20 +1940,14 @@ func decodeJSONWeightedPodAffinityTerm(d *fastDec, v *WeightedPodAffinityTerm) b
 		}
 		var bit uint64
 		switch string(name) {
-		case "weight":
-			bit = 1 << 0
-			if !decodeInt(d, &v.Weight, 32) {
-				return false
-			}
-		case "podAffinityTerm":
-			bit = 1 << 1
-			if !decodeJSONPodAffinityTerm(d, &v.PodAffinityTerm) {
-				return false
-			}
+		case "name":
+			bit, ok = 1<<0, decodeString(d, &v.Name)
+		case "value":
+			bit, ok = 1<<1, decodeString(d, &v.Value)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3333,6 +1957,452 @@ func decodeJSONWeightedPodAffinityTerm(d *fastDec, v *WeightedPodAffinityTerm) b
 			return true
 		}
 	}
+}
+
+func decodeJSONVolumeMount(d *fastDec, v *VolumeMount) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "name":
+			bit, ok = 1<<0, decodeString(d, &v.Name)
+		case "mountPath":
+			bit, ok = 1<<1, decodeString(d, &v.MountPath)
+		case "readOnly":
+			bit, ok = 1<<2, decodeBool(d, &v.ReadOnly)
+		case "subPath":
+			bit, ok = 1<<3, decodeString(d, &v.SubPath)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONHostPathVolumeSource(d *fastDec, v *HostPathVolumeSource) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "path":
+			bit, ok = 1<<0, decodeString(d, &v.Path)
+		case "type":
+			bit, ok = 1<<1, decodeString(d, &v.Type)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONEmptyDirVolumeSource(d *fastDec, v *EmptyDirVolumeSource) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "medium":
+			bit, ok = 1<<0, decodeString(d, &v.Medium)
+		case "sizeLimit":
+			bit, ok = 1<<1, decodeJSONPtrQuantity(d, &v.SizeLimit)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPersistentVolumeClaimVolumeSource(d *fastDec, v *PersistentVolumeClaimVolumeSource) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "claimName":
+			bit, ok = 1<<0, decodeString(d, &v.ClaimName)
+		case "readOnly":
+			bit, ok = 1<<1, decodeBool(d, &v.ReadOnly)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeAffinity(d *fastDec, v *NodeAffinity) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "requiredDuringSchedulingIgnoredDuringExecution":
+			bit, ok = 1<<0, decodeJSONPtrNodeSelector(d, &v.RequiredDuringSchedulingIgnoredDuringExecution)
+		case "preferredDuringSchedulingIgnoredDuringExecution":
+			bit, ok = 1<<1, decodeJSONSlicePreferredSchedulingTerm(d, &v.PreferredDuringSchedulingIgnoredDuringExecution)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPodAffinity(d *fastDec, v *PodAffinity) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "requiredDuringSchedulingIgnoredDuringExecution":
+			bit, ok = 1<<0, decodeJSONSlicePodAffinityTerm(d, &v.RequiredDuringSchedulingIgnoredDuringExecution)
+		case "preferredDuringSchedulingIgnoredDuringExecution":
+			bit, ok = 1<<1, decodeJSONSliceWeightedPodAffinityTerm(d, &v.PreferredDuringSchedulingIgnoredDuringExecution)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPodAntiAffinity(d *fastDec, v *PodAntiAffinity) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "requiredDuringSchedulingIgnoredDuringExecution":
+			bit, ok = 1<<0, decodeJSONSlicePodAffinityTerm(d, &v.RequiredDuringSchedulingIgnoredDuringExecution)
+		case "preferredDuringSchedulingIgnoredDuringExecution":
+			bit, ok = 1<<1, decodeJSONSliceWeightedPodAffinityTerm(d, &v.PreferredDuringSchedulingIgnoredDuringExecution)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPodDNSConfigOption(d *fastDec, v *PodDNSConfigOption) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "name":
+			bit, ok = 1<<0, decodeString(d, &v.Name)
+		case "value":
+			bit, ok = 1<<1, decodeJSONPtrString(d, &v.Value)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrContainerStateWaiting(d *fastDec, v **ContainerStateWaiting) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(ContainerStateWaiting)
+	if !decodeJSONContainerStateWaiting(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrContainerStateRunning(d *fastDec, v **ContainerStateRunning) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(ContainerStateRunning)
+	if !decodeJSONContainerStateRunning(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrContainerStateTerminated(d *fastDec, v **ContainerStateTerminated) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(ContainerStateTerminated)
+	if !decodeJSONContainerStateTerminated(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrQuantity(d *fastDec, v **Quantity) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(Quantity)
+	if !decodeQuantity(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONPtrNodeSelector(d *fastDec, v **NodeSelector) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(NodeSelector)
+	if !decodeJSONNodeSelector(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONSlicePreferredSchedulingTerm(d *fastDec, v *[]PreferredSchedulingTerm) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]PreferredSchedulingTerm, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(PreferredSchedulingTerm))
+		if !decodeJSONPreferredSchedulingTerm(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSlicePodAffinityTerm(d *fastDec, v *[]PodAffinityTerm) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]PodAffinityTerm, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(PodAffinityTerm))
+		if !decodeJSONPodAffinityTerm(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceWeightedPodAffinityTerm(d *fastDec, v *[]WeightedPodAffinityTerm) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]WeightedPodAffinityTerm, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(WeightedPodAffinityTerm))
+		if !decodeJSONWeightedPodAffinityTerm(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrString(d *fastDec, v **string) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(string)
+	if !decodeString(d, p) {
+		return false
+	}
+	*v = p
+	return true
 }
 
 func decodeJSONContainerStateWaiting(d *fastDec, v *ContainerStateWaiting) bool {
@@ -3352,19 +2422,13 @@ func decodeJSONContainerStateWaiting(d *fastDec, v *ContainerStateWaiting) bool 
 		var bit uint64
 		switch string(name) {
 		case "reason":
-			bit = 1 << 0
-			if !decodeString(d, &v.Reason) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Reason)
 		case "message":
-			bit = 1 << 1
-			if !decodeString(d, &v.Message) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Message)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3393,20 +2457,11 @@ func decodeJSONContainerStateRunning(d *fastDec, v *ContainerStateRunning) bool 
 		var bit uint64
 		switch string(name) {
 		case "startedAt":
-			bit = 1 << 0
-			if d.null() {
-				v.StartedAt = nil
-			} else {
-				p100 := new(Time)
-				if raw101, ok := d.scalar(); !ok || (*p100).UnmarshalJSON(raw101) != nil {
-					return false
-				}
-				v.StartedAt = p100
-			}
+			bit, ok = 1<<0, decodeJSONPtrTime(d, &v.StartedAt)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3435,62 +2490,197 @@ func decodeJSONContainerStateTerminated(d *fastDec, v *ContainerStateTerminated)
 		var bit uint64
 		switch string(name) {
 		case "exitCode":
-			bit = 1 << 0
-			if !decodeInt(d, &v.ExitCode, 32) {
-				return false
-			}
+			bit, ok = 1<<0, decodeInt(d, &v.ExitCode, 32)
 		case "signal":
-			bit = 1 << 1
-			if !decodeInt(d, &v.Signal, 32) {
-				return false
-			}
+			bit, ok = 1<<1, decodeInt(d, &v.Signal, 32)
 		case "reason":
-			bit = 1 << 2
-			if !decodeString(d, &v.Reason) {
-				return false
-			}
+			bit, ok = 1<<2, decodeString(d, &v.Reason)
 		case "message":
-			bit = 1 << 3
-			if !decodeString(d, &v.Message) {
-				return false
-			}
+			bit, ok = 1<<3, decodeString(d, &v.Message)
 		case "startedAt":
-			bit = 1 << 4
-			if d.null() {
-				v.StartedAt = nil
-			} else {
-				p102 := new(Time)
-				if raw103, ok := d.scalar(); !ok || (*p102).UnmarshalJSON(raw103) != nil {
-					return false
-				}
-				v.StartedAt = p102
-			}
+			bit, ok = 1<<4, decodeJSONPtrTime(d, &v.StartedAt)
 		case "finishedAt":
-			bit = 1 << 5
-			if d.null() {
-				v.FinishedAt = nil
-			} else {
-				p104 := new(Time)
-				if raw105, ok := d.scalar(); !ok || (*p104).UnmarshalJSON(raw105) != nil {
-					return false
-				}
-				v.FinishedAt = p104
-			}
+			bit, ok = 1<<5, decodeJSONPtrTime(d, &v.FinishedAt)
 		case "containerID":
-			bit = 1 << 6
-			if !decodeString(d, &v.ContainerID) {
-				return false
-			}
+			bit, ok = 1<<6, decodeString(d, &v.ContainerID)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
 		if more, ok := d.more('}'); !ok {
 			return false
 		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONNodeSelector(d *fastDec, v *NodeSelector) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "nodeSelectorTerms":
+			bit, ok = 1<<0, decodeJSONSliceNodeSelectorTerm(d, &v.NodeSelectorTerms)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPreferredSchedulingTerm(d *fastDec, v *PreferredSchedulingTerm) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "weight":
+			bit, ok = 1<<0, decodeInt(d, &v.Weight, 32)
+		case "preference":
+			bit, ok = 1<<1, decodeJSONNodeSelectorTerm(d, &v.Preference)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPodAffinityTerm(d *fastDec, v *PodAffinityTerm) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "labelSelector":
+			bit, ok = 1<<0, decodeJSONPtrLabelSelector(d, &v.LabelSelector)
+		case "namespaces":
+			bit, ok = 1<<1, decodeJSONSliceString(d, &v.Namespaces)
+		case "topologyKey":
+			bit, ok = 1<<2, decodeString(d, &v.TopologyKey)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONWeightedPodAffinityTerm(d *fastDec, v *WeightedPodAffinityTerm) bool {
+	if !d.consume('{') {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		return true
+	}
+	var seen uint64
+	for {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		var bit uint64
+		switch string(name) {
+		case "weight":
+			bit, ok = 1<<0, decodeInt(d, &v.Weight, 32)
+		case "podAffinityTerm":
+			bit, ok = 1<<1, decodeJSONPodAffinityTerm(d, &v.PodAffinityTerm)
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if more, ok := d.more('}'); !ok {
+			return false
+		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceNodeSelectorTerm(d *fastDec, v *[]NodeSelectorTerm) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]NodeSelectorTerm, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(NodeSelectorTerm))
+		if !decodeJSONNodeSelectorTerm(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
 			return true
 		}
 	}
@@ -3513,67 +2703,60 @@ func decodeJSONNodeSelectorTerm(d *fastDec, v *NodeSelectorTerm) bool {
 		var bit uint64
 		switch string(name) {
 		case "matchExpressions":
-			bit = 1 << 0
-			if d.null() {
-				v.MatchExpressions = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s106 := make([]NodeSelectorRequirement, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s106 = append(s106, *new(NodeSelectorRequirement))
-						if !decodeJSONNodeSelectorRequirement(d, &s106[len(s106)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.MatchExpressions = s106
-			}
+			bit, ok = 1<<0, decodeJSONSliceNodeSelectorRequirement(d, &v.MatchExpressions)
 		case "matchFields":
-			bit = 1 << 1
-			if d.null() {
-				v.MatchFields = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s107 := make([]NodeSelectorRequirement, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s107 = append(s107, *new(NodeSelectorRequirement))
-						if !decodeJSONNodeSelectorRequirement(d, &s107[len(s107)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.MatchFields = s107
-			}
+			bit, ok = 1<<1, decodeJSONSliceNodeSelectorRequirement(d, &v.MatchFields)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
 		if more, ok := d.more('}'); !ok {
 			return false
 		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONPtrLabelSelector(d *fastDec, v **LabelSelector) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	p := new(LabelSelector)
+	if !decodeJSONLabelSelector(d, p) {
+		return false
+	}
+	*v = p
+	return true
+}
+
+func decodeJSONSliceNodeSelectorRequirement(d *fastDec, v *[]NodeSelectorRequirement) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]NodeSelectorRequirement, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(NodeSelectorRequirement))
+		if !decodeJSONNodeSelectorRequirement(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
 			return true
 		}
 	}
@@ -3596,69 +2779,13 @@ func decodeJSONLabelSelector(d *fastDec, v *LabelSelector) bool {
 		var bit uint64
 		switch string(name) {
 		case "matchLabels":
-			bit = 1 << 0
-			if d.null() {
-				v.MatchLabels = nil
-			} else {
-				if !d.consume('{') {
-					return false
-				}
-				m108 := make(map[string]string)
-				if d.ws() == '}' {
-					d.i++
-				} else {
-					for {
-						k109, ok := d.str()
-						if !ok || !d.consume(':') {
-							return false
-						}
-						if _, dup := m108[string(k109)]; dup {
-							return false
-						}
-						var e110 string
-						if !decodeString(d, &e110) {
-							return false
-						}
-						m108[string(k109)] = e110
-						if more, ok := d.more('}'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.MatchLabels = m108
-			}
+			bit, ok = 1<<0, decodeJSONMapStringString(d, &v.MatchLabels)
 		case "matchExpressions":
-			bit = 1 << 1
-			if d.null() {
-				v.MatchExpressions = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s111 := make([]LabelSelectorRequirement, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s111 = append(s111, *new(LabelSelectorRequirement))
-						if !decodeJSONLabelSelectorRequirement(d, &s111[len(s111)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.MatchExpressions = s111
-			}
+			bit, ok = 1<<1, decodeJSONSliceLabelSelectorRequirement(d, &v.MatchExpressions)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -3687,51 +2814,49 @@ func decodeJSONNodeSelectorRequirement(d *fastDec, v *NodeSelectorRequirement) b
 		var bit uint64
 		switch string(name) {
 		case "key":
-			bit = 1 << 0
-			if !decodeString(d, &v.Key) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Key)
 		case "operator":
-			bit = 1 << 1
-			if !decodeString(d, &v.Operator) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Operator)
 		case "values":
-			bit = 1 << 2
-			if d.null() {
-				v.Values = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s112 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s112 = append(s112, *new(string))
-						if !decodeString(d, &s112[len(s112)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Values = s112
-			}
+			bit, ok = 1<<2, decodeJSONSliceString(d, &v.Values)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
 		if more, ok := d.more('}'); !ok {
 			return false
 		} else if !more {
+			return true
+		}
+	}
+}
+
+func decodeJSONSliceLabelSelectorRequirement(d *fastDec, v *[]LabelSelectorRequirement) bool {
+	if d.null() {
+		*v = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	s := make([]LabelSelectorRequirement, 0)
+	if d.ws() == ']' {
+		d.i++
+		*v = s
+		return true
+	}
+	for {
+		s = append(s, *new(LabelSelectorRequirement))
+		if !decodeJSONLabelSelectorRequirement(d, &s[len(s)-1]) {
+			return false
+		}
+		if more, ok := d.more(']'); !ok {
+			return false
+		} else if !more {
+			*v = s
 			return true
 		}
 	}
@@ -3754,45 +2879,15 @@ func decodeJSONLabelSelectorRequirement(d *fastDec, v *LabelSelectorRequirement)
 		var bit uint64
 		switch string(name) {
 		case "key":
-			bit = 1 << 0
-			if !decodeString(d, &v.Key) {
-				return false
-			}
+			bit, ok = 1<<0, decodeString(d, &v.Key)
 		case "operator":
-			bit = 1 << 1
-			if !decodeString(d, &v.Operator) {
-				return false
-			}
+			bit, ok = 1<<1, decodeString(d, &v.Operator)
 		case "values":
-			bit = 1 << 2
-			if d.null() {
-				v.Values = nil
-			} else {
-				if !d.consume('[') {
-					return false
-				}
-				s113 := make([]string, 0)
-				if d.ws() == ']' {
-					d.i++
-				} else {
-					for {
-						s113 = append(s113, *new(string))
-						if !decodeString(d, &s113[len(s113)-1]) {
-							return false
-						}
-						if more, ok := d.more(']'); !ok {
-							return false
-						} else if !more {
-							break
-						}
-					}
-				}
-				v.Values = s113
-			}
+			bit, ok = 1<<2, decodeJSONSliceString(d, &v.Values)
 		default:
 			return false
 		}
-		if seen&bit != 0 {
+		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit

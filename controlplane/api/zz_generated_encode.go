@@ -31,22 +31,17 @@ func appendJSONPod(b []byte, v *Pod) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.TypeMeta.APIVersion != "" {
-		b = appendMember(b, start, "\"apiVersion\":")
-		b = appendStringJSON(b, string(v.TypeMeta.APIVersion))
+		b = appendStringJSON(appendMember(b, start, "\"apiVersion\":"), string(v.TypeMeta.APIVersion))
 	}
 	if v.TypeMeta.Kind != "" {
-		b = appendMember(b, start, "\"kind\":")
-		b = appendStringJSON(b, string(v.TypeMeta.Kind))
+		b = appendStringJSON(appendMember(b, start, "\"kind\":"), string(v.TypeMeta.Kind))
 	}
-	b = appendMember(b, start, "\"metadata\":")
-	b = appendJSONObjectMeta(b, &v.ObjectMeta)
+	b = appendJSONObjectMeta(appendMember(b, start, "\"metadata\":"), &v.ObjectMeta)
 	if !isZeroPodSpec(&v.Spec) {
-		b = appendMember(b, start, "\"spec\":")
-		b = appendJSONPodSpec(b, &v.Spec)
+		b = appendJSONPodSpec(appendMember(b, start, "\"spec\":"), &v.Spec)
 	}
 	if !isZeroPodStatus(&v.Status) {
-		b = appendMember(b, start, "\"status\":")
-		b = appendJSONPodStatus(b, &v.Status)
+		b = appendJSONPodStatus(appendMember(b, start, "\"status\":"), &v.Status)
 	}
 	return append(b, '}')
 }
@@ -55,22 +50,17 @@ func appendJSONNode(b []byte, v *Node) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.TypeMeta.APIVersion != "" {
-		b = appendMember(b, start, "\"apiVersion\":")
-		b = appendStringJSON(b, string(v.TypeMeta.APIVersion))
+		b = appendStringJSON(appendMember(b, start, "\"apiVersion\":"), string(v.TypeMeta.APIVersion))
 	}
 	if v.TypeMeta.Kind != "" {
-		b = appendMember(b, start, "\"kind\":")
-		b = appendStringJSON(b, string(v.TypeMeta.Kind))
+		b = appendStringJSON(appendMember(b, start, "\"kind\":"), string(v.TypeMeta.Kind))
 	}
-	b = appendMember(b, start, "\"metadata\":")
-	b = appendJSONObjectMeta(b, &v.ObjectMeta)
+	b = appendJSONObjectMeta(appendMember(b, start, "\"metadata\":"), &v.ObjectMeta)
 	if !isZeroNodeSpec(&v.Spec) {
-		b = appendMember(b, start, "\"spec\":")
-		b = appendJSONNodeSpec(b, &v.Spec)
+		b = appendJSONNodeSpec(appendMember(b, start, "\"spec\":"), &v.Spec)
 	}
 	if !isZeroNodeStatus(&v.Status) {
-		b = appendMember(b, start, "\"status\":")
-		b = appendJSONNodeStatus(b, &v.Status)
+		b = appendJSONNodeStatus(appendMember(b, start, "\"status\":"), &v.Status)
 	}
 	return append(b, '}')
 }
@@ -79,52 +69,33 @@ func appendJSONEvent(b []byte, v *Event) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.TypeMeta.APIVersion != "" {
-		b = appendMember(b, start, "\"apiVersion\":")
-		b = appendStringJSON(b, string(v.TypeMeta.APIVersion))
+		b = appendStringJSON(appendMember(b, start, "\"apiVersion\":"), string(v.TypeMeta.APIVersion))
 	}
 	if v.TypeMeta.Kind != "" {
-		b = appendMember(b, start, "\"kind\":")
-		b = appendStringJSON(b, string(v.TypeMeta.Kind))
+		b = appendStringJSON(appendMember(b, start, "\"kind\":"), string(v.TypeMeta.Kind))
 	}
-	b = appendMember(b, start, "\"metadata\":")
-	b = appendJSONObjectMeta(b, &v.ObjectMeta)
-	b = appendMember(b, start, "\"involvedObject\":")
-	b = appendJSONObjectReference(b, &v.InvolvedObject)
+	b = appendJSONObjectMeta(appendMember(b, start, "\"metadata\":"), &v.ObjectMeta)
+	b = appendJSONObjectReference(appendMember(b, start, "\"involvedObject\":"), &v.InvolvedObject)
 	if v.Reason != "" {
-		b = appendMember(b, start, "\"reason\":")
-		b = appendStringJSON(b, string(v.Reason))
+		b = appendStringJSON(appendMember(b, start, "\"reason\":"), string(v.Reason))
 	}
 	if v.Message != "" {
-		b = appendMember(b, start, "\"message\":")
-		b = appendStringJSON(b, string(v.Message))
+		b = appendStringJSON(appendMember(b, start, "\"message\":"), string(v.Message))
 	}
 	if !isZeroEventSource(&v.Source) {
-		b = appendMember(b, start, "\"source\":")
-		b = appendJSONEventSource(b, &v.Source)
+		b = appendJSONEventSource(appendMember(b, start, "\"source\":"), &v.Source)
 	}
 	if v.FirstTimestamp != nil {
-		b = appendMember(b, start, "\"firstTimestamp\":")
-		if v.FirstTimestamp == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.FirstTimestamp))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"firstTimestamp\":"), v.FirstTimestamp)
 	}
 	if v.LastTimestamp != nil {
-		b = appendMember(b, start, "\"lastTimestamp\":")
-		if v.LastTimestamp == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.LastTimestamp))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"lastTimestamp\":"), v.LastTimestamp)
 	}
 	if v.Count != 0 {
-		b = appendMember(b, start, "\"count\":")
-		b = strconv.AppendInt(b, int64(v.Count), 10)
+		b = strconv.AppendInt(appendMember(b, start, "\"count\":"), int64(v.Count), 10)
 	}
 	if v.Type != "" {
-		b = appendMember(b, start, "\"type\":")
-		b = appendStringJSON(b, string(v.Type))
+		b = appendStringJSON(appendMember(b, start, "\"type\":"), string(v.Type))
 	}
 	return append(b, '}')
 }
@@ -133,128 +104,43 @@ func appendJSONObjectMeta(b []byte, v *ObjectMeta) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Name != "" {
-		b = appendMember(b, start, "\"name\":")
-		b = appendStringJSON(b, string(v.Name))
+		b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	}
 	if v.GenerateName != "" {
-		b = appendMember(b, start, "\"generateName\":")
-		b = appendStringJSON(b, string(v.GenerateName))
+		b = appendStringJSON(appendMember(b, start, "\"generateName\":"), string(v.GenerateName))
 	}
 	if v.Namespace != "" {
-		b = appendMember(b, start, "\"namespace\":")
-		b = appendStringJSON(b, string(v.Namespace))
+		b = appendStringJSON(appendMember(b, start, "\"namespace\":"), string(v.Namespace))
 	}
 	if v.UID != "" {
-		b = appendMember(b, start, "\"uid\":")
-		b = appendStringJSON(b, string(v.UID))
+		b = appendStringJSON(appendMember(b, start, "\"uid\":"), string(v.UID))
 	}
 	if v.ResourceVersion != "" {
-		b = appendMember(b, start, "\"resourceVersion\":")
-		b = appendStringJSON(b, string(v.ResourceVersion))
+		b = appendStringJSON(appendMember(b, start, "\"resourceVersion\":"), string(v.ResourceVersion))
 	}
 	if v.Generation != 0 {
-		b = appendMember(b, start, "\"generation\":")
-		b = strconv.AppendInt(b, int64(v.Generation), 10)
+		b = strconv.AppendInt(appendMember(b, start, "\"generation\":"), int64(v.Generation), 10)
 	}
 	if v.CreationTimestamp != nil {
-		b = appendMember(b, start, "\"creationTimestamp\":")
-		if v.CreationTimestamp == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.CreationTimestamp))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"creationTimestamp\":"), v.CreationTimestamp)
 	}
 	if v.DeletionTimestamp != nil {
-		b = appendMember(b, start, "\"deletionTimestamp\":")
-		if v.DeletionTimestamp == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.DeletionTimestamp))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"deletionTimestamp\":"), v.DeletionTimestamp)
 	}
 	if v.DeletionGracePeriodSeconds != nil {
-		b = appendMember(b, start, "\"deletionGracePeriodSeconds\":")
-		if v.DeletionGracePeriodSeconds == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, int64((*v.DeletionGracePeriodSeconds)), 10)
-		}
+		b = appendJSONPtrInt64(appendMember(b, start, "\"deletionGracePeriodSeconds\":"), v.DeletionGracePeriodSeconds)
 	}
 	if len(v.Labels) != 0 {
-		b = appendMember(b, start, "\"labels\":")
-		if v.Labels == nil {
-			b = append(b, "null"...)
-		} else {
-			keys1 := make([]string, 0, len(v.Labels))
-			for k2 := range v.Labels {
-				keys1 = append(keys1, k2)
-			}
-			slices.Sort(keys1)
-			b = append(b, '{')
-			for i3, k2 := range keys1 {
-				if i3 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k2))
-				b = append(b, ':')
-				mv4 := v.Labels[k2]
-				b = appendStringJSON(b, string(mv4))
-			}
-			b = append(b, '}')
-		}
+		b = appendJSONMapStringString(appendMember(b, start, "\"labels\":"), v.Labels)
 	}
 	if len(v.Annotations) != 0 {
-		b = appendMember(b, start, "\"annotations\":")
-		if v.Annotations == nil {
-			b = append(b, "null"...)
-		} else {
-			keys5 := make([]string, 0, len(v.Annotations))
-			for k6 := range v.Annotations {
-				keys5 = append(keys5, k6)
-			}
-			slices.Sort(keys5)
-			b = append(b, '{')
-			for i7, k6 := range keys5 {
-				if i7 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k6))
-				b = append(b, ':')
-				mv8 := v.Annotations[k6]
-				b = appendStringJSON(b, string(mv8))
-			}
-			b = append(b, '}')
-		}
+		b = appendJSONMapStringString(appendMember(b, start, "\"annotations\":"), v.Annotations)
 	}
 	if len(v.OwnerReferences) != 0 {
-		b = appendMember(b, start, "\"ownerReferences\":")
-		if v.OwnerReferences == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i9 := range v.OwnerReferences {
-				if i9 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONOwnerReference(b, &v.OwnerReferences[i9])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceOwnerReference(appendMember(b, start, "\"ownerReferences\":"), v.OwnerReferences)
 	}
 	if len(v.Finalizers) != 0 {
-		b = appendMember(b, start, "\"finalizers\":")
-		if v.Finalizers == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i10 := range v.Finalizers {
-				if i10 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Finalizers[i10]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"finalizers\":"), v.Finalizers)
 	}
 	return append(b, '}')
 }
@@ -262,142 +148,48 @@ func appendJSONObjectMeta(b []byte, v *ObjectMeta) []byte {
 func appendJSONPodSpec(b []byte, v *PodSpec) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"containers\":")
-	if v.Containers == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i11 := range v.Containers {
-			if i11 > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONContainer(b, &v.Containers[i11])
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONSliceContainer(appendMember(b, start, "\"containers\":"), v.Containers)
 	if len(v.InitContainers) != 0 {
-		b = appendMember(b, start, "\"initContainers\":")
-		if v.InitContainers == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i12 := range v.InitContainers {
-				if i12 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONContainer(b, &v.InitContainers[i12])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceContainer(appendMember(b, start, "\"initContainers\":"), v.InitContainers)
 	}
 	if len(v.Volumes) != 0 {
-		b = appendMember(b, start, "\"volumes\":")
-		if v.Volumes == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i13 := range v.Volumes {
-				if i13 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONVolume(b, &v.Volumes[i13])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceVolume(appendMember(b, start, "\"volumes\":"), v.Volumes)
 	}
 	if v.RestartPolicy != "" {
-		b = appendMember(b, start, "\"restartPolicy\":")
-		b = appendStringJSON(b, string(v.RestartPolicy))
+		b = appendStringJSON(appendMember(b, start, "\"restartPolicy\":"), string(v.RestartPolicy))
 	}
 	if v.TerminationGracePeriodSeconds != nil {
-		b = appendMember(b, start, "\"terminationGracePeriodSeconds\":")
-		if v.TerminationGracePeriodSeconds == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, int64((*v.TerminationGracePeriodSeconds)), 10)
-		}
+		b = appendJSONPtrInt64(appendMember(b, start, "\"terminationGracePeriodSeconds\":"), v.TerminationGracePeriodSeconds)
 	}
 	if len(v.NodeSelector) != 0 {
-		b = appendMember(b, start, "\"nodeSelector\":")
-		if v.NodeSelector == nil {
-			b = append(b, "null"...)
-		} else {
-			keys14 := make([]string, 0, len(v.NodeSelector))
-			for k15 := range v.NodeSelector {
-				keys14 = append(keys14, k15)
-			}
-			slices.Sort(keys14)
-			b = append(b, '{')
-			for i16, k15 := range keys14 {
-				if i16 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k15))
-				b = append(b, ':')
-				mv17 := v.NodeSelector[k15]
-				b = appendStringJSON(b, string(mv17))
-			}
-			b = append(b, '}')
-		}
+		b = appendJSONMapStringString(appendMember(b, start, "\"nodeSelector\":"), v.NodeSelector)
 	}
 	if v.NodeName != "" {
-		b = appendMember(b, start, "\"nodeName\":")
-		b = appendStringJSON(b, string(v.NodeName))
+		b = appendStringJSON(appendMember(b, start, "\"nodeName\":"), string(v.NodeName))
 	}
 	if v.SchedulerName != "" {
-		b = appendMember(b, start, "\"schedulerName\":")
-		b = appendStringJSON(b, string(v.SchedulerName))
+		b = appendStringJSON(appendMember(b, start, "\"schedulerName\":"), string(v.SchedulerName))
 	}
 	if v.Affinity != nil {
-		b = appendMember(b, start, "\"affinity\":")
-		if v.Affinity == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONAffinity(b, &(*v.Affinity))
-		}
+		b = appendJSONPtrAffinity(appendMember(b, start, "\"affinity\":"), v.Affinity)
 	}
 	if len(v.Tolerations) != 0 {
-		b = appendMember(b, start, "\"tolerations\":")
-		if v.Tolerations == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i18 := range v.Tolerations {
-				if i18 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONToleration(b, &v.Tolerations[i18])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceToleration(appendMember(b, start, "\"tolerations\":"), v.Tolerations)
 	}
 	if v.HostNetwork {
-		b = appendMember(b, start, "\"hostNetwork\":")
-		b = strconv.AppendBool(b, v.HostNetwork)
+		b = strconv.AppendBool(appendMember(b, start, "\"hostNetwork\":"), bool(v.HostNetwork))
 	}
 	if v.Priority != nil {
-		b = appendMember(b, start, "\"priority\":")
-		if v.Priority == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, int64((*v.Priority)), 10)
-		}
+		b = appendJSONPtrInt32(appendMember(b, start, "\"priority\":"), v.Priority)
 	}
 	if v.PriorityClassName != "" {
-		b = appendMember(b, start, "\"priorityClassName\":")
-		b = appendStringJSON(b, string(v.PriorityClassName))
+		b = appendStringJSON(appendMember(b, start, "\"priorityClassName\":"), string(v.PriorityClassName))
 	}
 	if v.DNSPolicy != "" {
-		b = appendMember(b, start, "\"dnsPolicy\":")
-		b = appendStringJSON(b, string(v.DNSPolicy))
+		b = appendStringJSON(appendMember(b, start, "\"dnsPolicy\":"), string(v.DNSPolicy))
 	}
 	if v.DNSConfig != nil {
-		b = appendMember(b, start, "\"dnsConfig\":")
-		if v.DNSConfig == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONPodDNSConfig(b, &(*v.DNSConfig))
-		}
+		b = appendJSONPtrPodDNSConfig(appendMember(b, start, "\"dnsConfig\":"), v.DNSConfig)
 	}
 	return append(b, '}')
 }
@@ -406,100 +198,40 @@ func appendJSONPodStatus(b []byte, v *PodStatus) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Phase != "" {
-		b = appendMember(b, start, "\"phase\":")
-		b = appendStringJSON(b, string(v.Phase))
+		b = appendStringJSON(appendMember(b, start, "\"phase\":"), string(v.Phase))
 	}
 	if len(v.Conditions) != 0 {
-		b = appendMember(b, start, "\"conditions\":")
-		if v.Conditions == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i19 := range v.Conditions {
-				if i19 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONPodCondition(b, &v.Conditions[i19])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSlicePodCondition(appendMember(b, start, "\"conditions\":"), v.Conditions)
 	}
 	if v.Message != "" {
-		b = appendMember(b, start, "\"message\":")
-		b = appendStringJSON(b, string(v.Message))
+		b = appendStringJSON(appendMember(b, start, "\"message\":"), string(v.Message))
 	}
 	if v.Reason != "" {
-		b = appendMember(b, start, "\"reason\":")
-		b = appendStringJSON(b, string(v.Reason))
+		b = appendStringJSON(appendMember(b, start, "\"reason\":"), string(v.Reason))
 	}
 	if v.NominatedNodeName != "" {
-		b = appendMember(b, start, "\"nominatedNodeName\":")
-		b = appendStringJSON(b, string(v.NominatedNodeName))
+		b = appendStringJSON(appendMember(b, start, "\"nominatedNodeName\":"), string(v.NominatedNodeName))
 	}
 	if v.HostIP != "" {
-		b = appendMember(b, start, "\"hostIP\":")
-		b = appendStringJSON(b, string(v.HostIP))
+		b = appendStringJSON(appendMember(b, start, "\"hostIP\":"), string(v.HostIP))
 	}
 	if v.PodIP != "" {
-		b = appendMember(b, start, "\"podIP\":")
-		b = appendStringJSON(b, string(v.PodIP))
+		b = appendStringJSON(appendMember(b, start, "\"podIP\":"), string(v.PodIP))
 	}
 	if len(v.PodIPs) != 0 {
-		b = appendMember(b, start, "\"podIPs\":")
-		if v.PodIPs == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i20 := range v.PodIPs {
-				if i20 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONPodIPEntry(b, &v.PodIPs[i20])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSlicePodIPEntry(appendMember(b, start, "\"podIPs\":"), v.PodIPs)
 	}
 	if v.StartTime != nil {
-		b = appendMember(b, start, "\"startTime\":")
-		if v.StartTime == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.StartTime))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"startTime\":"), v.StartTime)
 	}
 	if len(v.InitContainerStatuses) != 0 {
-		b = appendMember(b, start, "\"initContainerStatuses\":")
-		if v.InitContainerStatuses == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i21 := range v.InitContainerStatuses {
-				if i21 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONContainerStatus(b, &v.InitContainerStatuses[i21])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceContainerStatus(appendMember(b, start, "\"initContainerStatuses\":"), v.InitContainerStatuses)
 	}
 	if len(v.ContainerStatuses) != 0 {
-		b = appendMember(b, start, "\"containerStatuses\":")
-		if v.ContainerStatuses == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i22 := range v.ContainerStatuses {
-				if i22 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONContainerStatus(b, &v.ContainerStatuses[i22])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceContainerStatus(appendMember(b, start, "\"containerStatuses\":"), v.ContainerStatuses)
 	}
 	if v.QOSClass != "" {
-		b = appendMember(b, start, "\"qosClass\":")
-		b = appendStringJSON(b, string(v.QOSClass))
+		b = appendStringJSON(appendMember(b, start, "\"qosClass\":"), string(v.QOSClass))
 	}
 	return append(b, '}')
 }
@@ -508,46 +240,19 @@ func appendJSONNodeSpec(b []byte, v *NodeSpec) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Unschedulable {
-		b = appendMember(b, start, "\"unschedulable\":")
-		b = strconv.AppendBool(b, v.Unschedulable)
+		b = strconv.AppendBool(appendMember(b, start, "\"unschedulable\":"), bool(v.Unschedulable))
 	}
 	if len(v.Taints) != 0 {
-		b = appendMember(b, start, "\"taints\":")
-		if v.Taints == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i23 := range v.Taints {
-				if i23 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONTaint(b, &v.Taints[i23])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceTaint(appendMember(b, start, "\"taints\":"), v.Taints)
 	}
 	if v.PodCIDR != "" {
-		b = appendMember(b, start, "\"podCIDR\":")
-		b = appendStringJSON(b, string(v.PodCIDR))
+		b = appendStringJSON(appendMember(b, start, "\"podCIDR\":"), string(v.PodCIDR))
 	}
 	if len(v.PodCIDRs) != 0 {
-		b = appendMember(b, start, "\"podCIDRs\":")
-		if v.PodCIDRs == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i24 := range v.PodCIDRs {
-				if i24 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.PodCIDRs[i24]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"podCIDRs\":"), v.PodCIDRs)
 	}
 	if v.ProviderID != "" {
-		b = appendMember(b, start, "\"providerID\":")
-		b = appendStringJSON(b, string(v.ProviderID))
+		b = appendStringJSON(appendMember(b, start, "\"providerID\":"), string(v.ProviderID))
 	}
 	return append(b, '}')
 }
@@ -556,107 +261,28 @@ func appendJSONNodeStatus(b []byte, v *NodeStatus) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if len(v.Capacity) != 0 {
-		b = appendMember(b, start, "\"capacity\":")
-		if v.Capacity == nil {
-			b = append(b, "null"...)
-		} else {
-			keys25 := make([]string, 0, len(v.Capacity))
-			for k26 := range v.Capacity {
-				keys25 = append(keys25, k26)
-			}
-			slices.Sort(keys25)
-			b = append(b, '{')
-			for i27, k26 := range keys25 {
-				if i27 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k26))
-				b = append(b, ':')
-				mv28 := v.Capacity[k26]
-				b = appendStringJSON(b, mv28.String())
-			}
-			b = append(b, '}')
-		}
+		b = appendJSONResourceList(appendMember(b, start, "\"capacity\":"), v.Capacity)
 	}
 	if len(v.Allocatable) != 0 {
-		b = appendMember(b, start, "\"allocatable\":")
-		if v.Allocatable == nil {
-			b = append(b, "null"...)
-		} else {
-			keys29 := make([]string, 0, len(v.Allocatable))
-			for k30 := range v.Allocatable {
-				keys29 = append(keys29, k30)
-			}
-			slices.Sort(keys29)
-			b = append(b, '{')
-			for i31, k30 := range keys29 {
-				if i31 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k30))
-				b = append(b, ':')
-				mv32 := v.Allocatable[k30]
-				b = appendStringJSON(b, mv32.String())
-			}
-			b = append(b, '}')
-		}
+		b = appendJSONResourceList(appendMember(b, start, "\"allocatable\":"), v.Allocatable)
 	}
 	if v.Phase != "" {
-		b = appendMember(b, start, "\"phase\":")
-		b = appendStringJSON(b, string(v.Phase))
+		b = appendStringJSON(appendMember(b, start, "\"phase\":"), string(v.Phase))
 	}
 	if len(v.Conditions) != 0 {
-		b = appendMember(b, start, "\"conditions\":")
-		if v.Conditions == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i33 := range v.Conditions {
-				if i33 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONNodeCondition(b, &v.Conditions[i33])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceNodeCondition(appendMember(b, start, "\"conditions\":"), v.Conditions)
 	}
 	if len(v.Addresses) != 0 {
-		b = appendMember(b, start, "\"addresses\":")
-		if v.Addresses == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i34 := range v.Addresses {
-				if i34 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONNodeAddress(b, &v.Addresses[i34])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceNodeAddress(appendMember(b, start, "\"addresses\":"), v.Addresses)
 	}
 	if !isZeroNodeSystemInfo(&v.NodeInfo) {
-		b = appendMember(b, start, "\"nodeInfo\":")
-		b = appendJSONNodeSystemInfo(b, &v.NodeInfo)
+		b = appendJSONNodeSystemInfo(appendMember(b, start, "\"nodeInfo\":"), &v.NodeInfo)
 	}
 	if len(v.Images) != 0 {
-		b = appendMember(b, start, "\"images\":")
-		if v.Images == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i35 := range v.Images {
-				if i35 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONContainerImage(b, &v.Images[i35])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceContainerImage(appendMember(b, start, "\"images\":"), v.Images)
 	}
 	if !isZeroNodeDaemonEndpoints(&v.DaemonEndpoints) {
-		b = appendMember(b, start, "\"daemonEndpoints\":")
-		b = appendJSONNodeDaemonEndpoints(b, &v.DaemonEndpoints)
+		b = appendJSONNodeDaemonEndpoints(appendMember(b, start, "\"daemonEndpoints\":"), &v.DaemonEndpoints)
 	}
 	return append(b, '}')
 }
@@ -665,32 +291,25 @@ func appendJSONObjectReference(b []byte, v *ObjectReference) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Kind != "" {
-		b = appendMember(b, start, "\"kind\":")
-		b = appendStringJSON(b, string(v.Kind))
+		b = appendStringJSON(appendMember(b, start, "\"kind\":"), string(v.Kind))
 	}
 	if v.Namespace != "" {
-		b = appendMember(b, start, "\"namespace\":")
-		b = appendStringJSON(b, string(v.Namespace))
+		b = appendStringJSON(appendMember(b, start, "\"namespace\":"), string(v.Namespace))
 	}
 	if v.Name != "" {
-		b = appendMember(b, start, "\"name\":")
-		b = appendStringJSON(b, string(v.Name))
+		b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	}
 	if v.UID != "" {
-		b = appendMember(b, start, "\"uid\":")
-		b = appendStringJSON(b, string(v.UID))
+		b = appendStringJSON(appendMember(b, start, "\"uid\":"), string(v.UID))
 	}
 	if v.APIVersion != "" {
-		b = appendMember(b, start, "\"apiVersion\":")
-		b = appendStringJSON(b, string(v.APIVersion))
+		b = appendStringJSON(appendMember(b, start, "\"apiVersion\":"), string(v.APIVersion))
 	}
 	if v.ResourceVersion != "" {
-		b = appendMember(b, start, "\"resourceVersion\":")
-		b = appendStringJSON(b, string(v.ResourceVersion))
+		b = appendStringJSON(appendMember(b, start, "\"resourceVersion\":"), string(v.ResourceVersion))
 	}
 	if v.FieldPath != "" {
-		b = appendMember(b, start, "\"fieldPath\":")
-		b = appendStringJSON(b, string(v.FieldPath))
+		b = appendStringJSON(appendMember(b, start, "\"fieldPath\":"), string(v.FieldPath))
 	}
 	return append(b, '}')
 }
@@ -699,12 +318,302 @@ func appendJSONEventSource(b []byte, v *EventSource) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Component != "" {
-		b = appendMember(b, start, "\"component\":")
-		b = appendStringJSON(b, string(v.Component))
+		b = appendStringJSON(appendMember(b, start, "\"component\":"), string(v.Component))
 	}
 	if v.Host != "" {
-		b = appendMember(b, start, "\"host\":")
-		b = appendStringJSON(b, string(v.Host))
+		b = appendStringJSON(appendMember(b, start, "\"host\":"), string(v.Host))
+	}
+	return append(b, '}')
+}
+
+func appendJSONPtrTime(b []byte, v *Time) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return (*v).appendJSON(b)
+}
+
+func appendJSONPtrInt64(b []byte, v *int64) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, int64((*v)), 10)
+}
+
+func appendJSONMapStringString(b []byte, v map[string]string) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendStringJSON(b, string(k))
+		b = append(b, ':')
+		e := v[k]
+		b = appendStringJSON(b, string(e))
+	}
+	return append(b, '}')
+}
+
+func appendJSONSliceOwnerReference(b []byte, v []OwnerReference) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONOwnerReference(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceString(b []byte, v []string) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendStringJSON(b, string(v[i]))
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceContainer(b []byte, v []Container) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONContainer(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceVolume(b []byte, v []Volume) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONVolume(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONPtrAffinity(b []byte, v *Affinity) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONAffinity(b, v)
+}
+
+func appendJSONSliceToleration(b []byte, v []Toleration) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONToleration(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONPtrInt32(b []byte, v *int32) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, int64((*v)), 10)
+}
+
+func appendJSONPtrPodDNSConfig(b []byte, v *PodDNSConfig) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONPodDNSConfig(b, v)
+}
+
+func appendJSONSlicePodCondition(b []byte, v []PodCondition) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONPodCondition(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSlicePodIPEntry(b []byte, v []PodIPEntry) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONPodIPEntry(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceContainerStatus(b []byte, v []ContainerStatus) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONContainerStatus(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceTaint(b []byte, v []Taint) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONTaint(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONResourceList(b []byte, v ResourceList) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendStringJSON(b, string(k))
+		b = append(b, ':')
+		e := v[k]
+		b = appendStringJSON(b, e.String())
+	}
+	return append(b, '}')
+}
+
+func appendJSONSliceNodeCondition(b []byte, v []NodeCondition) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONNodeCondition(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceNodeAddress(b []byte, v []NodeAddress) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONNodeAddress(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONNodeSystemInfo(b []byte, v *NodeSystemInfo) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.MachineID != "" {
+		b = appendStringJSON(appendMember(b, start, "\"machineID\":"), string(v.MachineID))
+	}
+	if v.SystemUUID != "" {
+		b = appendStringJSON(appendMember(b, start, "\"systemUUID\":"), string(v.SystemUUID))
+	}
+	if v.BootID != "" {
+		b = appendStringJSON(appendMember(b, start, "\"bootID\":"), string(v.BootID))
+	}
+	if v.KernelVersion != "" {
+		b = appendStringJSON(appendMember(b, start, "\"kernelVersion\":"), string(v.KernelVersion))
+	}
+	if v.OSImage != "" {
+		b = appendStringJSON(appendMember(b, start, "\"osImage\":"), string(v.OSImage))
+	}
+	if v.ContainerRuntimeVersion != "" {
+		b = appendStringJSON(appendMember(b, start, "\"containerRuntimeVersion\":"), string(v.ContainerRuntimeVersion))
+	}
+	if v.KubeletVersion != "" {
+		b = appendStringJSON(appendMember(b, start, "\"kubeletVersion\":"), string(v.KubeletVersion))
+	}
+	if v.KubeProxyVersion != "" {
+		b = appendStringJSON(appendMember(b, start, "\"kubeProxyVersion\":"), string(v.KubeProxyVersion))
+	}
+	if v.OperatingSystem != "" {
+		b = appendStringJSON(appendMember(b, start, "\"operatingSystem\":"), string(v.OperatingSystem))
+	}
+	if v.Architecture != "" {
+		b = appendStringJSON(appendMember(b, start, "\"architecture\":"), string(v.Architecture))
+	}
+	return append(b, '}')
+}
+
+func appendJSONSliceContainerImage(b []byte, v []ContainerImage) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONContainerImage(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONNodeDaemonEndpoints(b []byte, v *NodeDaemonEndpoints) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if !isZeroDaemonEndpoint(&v.KubeletEndpoint) {
+		b = appendJSONDaemonEndpoint(appendMember(b, start, "\"kubeletEndpoint\":"), &v.KubeletEndpoint)
 	}
 	return append(b, '}')
 }
@@ -712,29 +621,15 @@ func appendJSONEventSource(b []byte, v *EventSource) []byte {
 func appendJSONOwnerReference(b []byte, v *OwnerReference) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"apiVersion\":")
-	b = appendStringJSON(b, string(v.APIVersion))
-	b = appendMember(b, start, "\"kind\":")
-	b = appendStringJSON(b, string(v.Kind))
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
-	b = appendMember(b, start, "\"uid\":")
-	b = appendStringJSON(b, string(v.UID))
+	b = appendStringJSON(appendMember(b, start, "\"apiVersion\":"), string(v.APIVersion))
+	b = appendStringJSON(appendMember(b, start, "\"kind\":"), string(v.Kind))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"uid\":"), string(v.UID))
 	if v.Controller != nil {
-		b = appendMember(b, start, "\"controller\":")
-		if v.Controller == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendBool(b, (*v.Controller))
-		}
+		b = appendJSONPtrBool(appendMember(b, start, "\"controller\":"), v.Controller)
 	}
 	if v.BlockOwnerDeletion != nil {
-		b = appendMember(b, start, "\"blockOwnerDeletion\":")
-		if v.BlockOwnerDeletion == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendBool(b, (*v.BlockOwnerDeletion))
-		}
+		b = appendJSONPtrBool(appendMember(b, start, "\"blockOwnerDeletion\":"), v.BlockOwnerDeletion)
 	}
 	return append(b, '}')
 }
@@ -742,98 +637,33 @@ func appendJSONOwnerReference(b []byte, v *OwnerReference) []byte {
 func appendJSONContainer(b []byte, v *Container) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	if v.Image != "" {
-		b = appendMember(b, start, "\"image\":")
-		b = appendStringJSON(b, string(v.Image))
+		b = appendStringJSON(appendMember(b, start, "\"image\":"), string(v.Image))
 	}
 	if len(v.Command) != 0 {
-		b = appendMember(b, start, "\"command\":")
-		if v.Command == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i36 := range v.Command {
-				if i36 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Command[i36]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"command\":"), v.Command)
 	}
 	if len(v.Args) != 0 {
-		b = appendMember(b, start, "\"args\":")
-		if v.Args == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i37 := range v.Args {
-				if i37 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Args[i37]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"args\":"), v.Args)
 	}
 	if v.WorkingDir != "" {
-		b = appendMember(b, start, "\"workingDir\":")
-		b = appendStringJSON(b, string(v.WorkingDir))
+		b = appendStringJSON(appendMember(b, start, "\"workingDir\":"), string(v.WorkingDir))
 	}
 	if len(v.Ports) != 0 {
-		b = appendMember(b, start, "\"ports\":")
-		if v.Ports == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i38 := range v.Ports {
-				if i38 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONContainerPort(b, &v.Ports[i38])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceContainerPort(appendMember(b, start, "\"ports\":"), v.Ports)
 	}
 	if len(v.Env) != 0 {
-		b = appendMember(b, start, "\"env\":")
-		if v.Env == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i39 := range v.Env {
-				if i39 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONEnvVar(b, &v.Env[i39])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceEnvVar(appendMember(b, start, "\"env\":"), v.Env)
 	}
 	if !isZeroResourceRequirements(&v.Resources) {
-		b = appendMember(b, start, "\"resources\":")
-		b = appendJSONResourceRequirements(b, &v.Resources)
+		b = appendJSONResourceRequirements(appendMember(b, start, "\"resources\":"), &v.Resources)
 	}
 	if len(v.VolumeMounts) != 0 {
-		b = appendMember(b, start, "\"volumeMounts\":")
-		if v.VolumeMounts == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i40 := range v.VolumeMounts {
-				if i40 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONVolumeMount(b, &v.VolumeMounts[i40])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceVolumeMount(appendMember(b, start, "\"volumeMounts\":"), v.VolumeMounts)
 	}
 	if v.ImagePullPolicy != "" {
-		b = appendMember(b, start, "\"imagePullPolicy\":")
-		b = appendStringJSON(b, string(v.ImagePullPolicy))
+		b = appendStringJSON(appendMember(b, start, "\"imagePullPolicy\":"), string(v.ImagePullPolicy))
 	}
 	return append(b, '}')
 }
@@ -841,31 +671,15 @@ func appendJSONContainer(b []byte, v *Container) []byte {
 func appendJSONVolume(b []byte, v *Volume) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	if v.HostPath != nil {
-		b = appendMember(b, start, "\"hostPath\":")
-		if v.HostPath == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONHostPathVolumeSource(b, &(*v.HostPath))
-		}
+		b = appendJSONPtrHostPathVolumeSource(appendMember(b, start, "\"hostPath\":"), v.HostPath)
 	}
 	if v.EmptyDir != nil {
-		b = appendMember(b, start, "\"emptyDir\":")
-		if v.EmptyDir == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONEmptyDirVolumeSource(b, &(*v.EmptyDir))
-		}
+		b = appendJSONPtrEmptyDirVolumeSource(appendMember(b, start, "\"emptyDir\":"), v.EmptyDir)
 	}
 	if v.PersistentVolumeClaim != nil {
-		b = appendMember(b, start, "\"persistentVolumeClaim\":")
-		if v.PersistentVolumeClaim == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONPersistentVolumeClaimVolumeSource(b, &(*v.PersistentVolumeClaim))
-		}
+		b = appendJSONPtrPersistentVolumeClaimVolumeSource(appendMember(b, start, "\"persistentVolumeClaim\":"), v.PersistentVolumeClaim)
 	}
 	return append(b, '}')
 }
@@ -874,28 +688,13 @@ func appendJSONAffinity(b []byte, v *Affinity) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.NodeAffinity != nil {
-		b = appendMember(b, start, "\"nodeAffinity\":")
-		if v.NodeAffinity == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONNodeAffinity(b, &(*v.NodeAffinity))
-		}
+		b = appendJSONPtrNodeAffinity(appendMember(b, start, "\"nodeAffinity\":"), v.NodeAffinity)
 	}
 	if v.PodAffinity != nil {
-		b = appendMember(b, start, "\"podAffinity\":")
-		if v.PodAffinity == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONPodAffinity(b, &(*v.PodAffinity))
-		}
+		b = appendJSONPtrPodAffinity(appendMember(b, start, "\"podAffinity\":"), v.PodAffinity)
 	}
 	if v.PodAntiAffinity != nil {
-		b = appendMember(b, start, "\"podAntiAffinity\":")
-		if v.PodAntiAffinity == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONPodAntiAffinity(b, &(*v.PodAntiAffinity))
-		}
+		b = appendJSONPtrPodAntiAffinity(appendMember(b, start, "\"podAntiAffinity\":"), v.PodAntiAffinity)
 	}
 	return append(b, '}')
 }
@@ -904,28 +703,19 @@ func appendJSONToleration(b []byte, v *Toleration) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Key != "" {
-		b = appendMember(b, start, "\"key\":")
-		b = appendStringJSON(b, string(v.Key))
+		b = appendStringJSON(appendMember(b, start, "\"key\":"), string(v.Key))
 	}
 	if v.Operator != "" {
-		b = appendMember(b, start, "\"operator\":")
-		b = appendStringJSON(b, string(v.Operator))
+		b = appendStringJSON(appendMember(b, start, "\"operator\":"), string(v.Operator))
 	}
 	if v.Value != "" {
-		b = appendMember(b, start, "\"value\":")
-		b = appendStringJSON(b, string(v.Value))
+		b = appendStringJSON(appendMember(b, start, "\"value\":"), string(v.Value))
 	}
 	if v.Effect != "" {
-		b = appendMember(b, start, "\"effect\":")
-		b = appendStringJSON(b, string(v.Effect))
+		b = appendStringJSON(appendMember(b, start, "\"effect\":"), string(v.Effect))
 	}
 	if v.TolerationSeconds != nil {
-		b = appendMember(b, start, "\"tolerationSeconds\":")
-		if v.TolerationSeconds == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendInt(b, int64((*v.TolerationSeconds)), 10)
-		}
+		b = appendJSONPtrInt64(appendMember(b, start, "\"tolerationSeconds\":"), v.TolerationSeconds)
 	}
 	return append(b, '}')
 }
@@ -934,49 +724,13 @@ func appendJSONPodDNSConfig(b []byte, v *PodDNSConfig) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if len(v.Nameservers) != 0 {
-		b = appendMember(b, start, "\"nameservers\":")
-		if v.Nameservers == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i41 := range v.Nameservers {
-				if i41 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Nameservers[i41]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"nameservers\":"), v.Nameservers)
 	}
 	if len(v.Searches) != 0 {
-		b = appendMember(b, start, "\"searches\":")
-		if v.Searches == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i42 := range v.Searches {
-				if i42 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Searches[i42]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"searches\":"), v.Searches)
 	}
 	if len(v.Options) != 0 {
-		b = appendMember(b, start, "\"options\":")
-		if v.Options == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i43 := range v.Options {
-				if i43 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONPodDNSConfigOption(b, &v.Options[i43])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSlicePodDNSConfigOption(appendMember(b, start, "\"options\":"), v.Options)
 	}
 	return append(b, '}')
 }
@@ -984,33 +738,19 @@ func appendJSONPodDNSConfig(b []byte, v *PodDNSConfig) []byte {
 func appendJSONPodCondition(b []byte, v *PodCondition) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"type\":")
-	b = appendStringJSON(b, string(v.Type))
-	b = appendMember(b, start, "\"status\":")
-	b = appendStringJSON(b, string(v.Status))
+	b = appendStringJSON(appendMember(b, start, "\"type\":"), string(v.Type))
+	b = appendStringJSON(appendMember(b, start, "\"status\":"), string(v.Status))
 	if v.LastProbeTime != nil {
-		b = appendMember(b, start, "\"lastProbeTime\":")
-		if v.LastProbeTime == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.LastProbeTime))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"lastProbeTime\":"), v.LastProbeTime)
 	}
 	if v.LastTransitionTime != nil {
-		b = appendMember(b, start, "\"lastTransitionTime\":")
-		if v.LastTransitionTime == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.LastTransitionTime))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"lastTransitionTime\":"), v.LastTransitionTime)
 	}
 	if v.Reason != "" {
-		b = appendMember(b, start, "\"reason\":")
-		b = appendStringJSON(b, string(v.Reason))
+		b = appendStringJSON(appendMember(b, start, "\"reason\":"), string(v.Reason))
 	}
 	if v.Message != "" {
-		b = appendMember(b, start, "\"message\":")
-		b = appendStringJSON(b, string(v.Message))
+		b = appendStringJSON(appendMember(b, start, "\"message\":"), string(v.Message))
 	}
 	return append(b, '}')
 }
@@ -1018,43 +758,29 @@ func appendJSONPodCondition(b []byte, v *PodCondition) []byte {
 func appendJSONPodIPEntry(b []byte, v *PodIPEntry) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"ip\":")
-	b = appendStringJSON(b, string(v.IP))
+	b = appendStringJSON(appendMember(b, start, "\"ip\":"), string(v.IP))
 	return append(b, '}')
 }
 
 func appendJSONContainerStatus(b []byte, v *ContainerStatus) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	if !isZeroContainerState(&v.State) {
-		b = appendMember(b, start, "\"state\":")
-		b = appendJSONContainerState(b, &v.State)
+		b = appendJSONContainerState(appendMember(b, start, "\"state\":"), &v.State)
 	}
 	if !isZeroContainerState(&v.LastState) {
-		b = appendMember(b, start, "\"lastState\":")
-		b = appendJSONContainerState(b, &v.LastState)
+		b = appendJSONContainerState(appendMember(b, start, "\"lastState\":"), &v.LastState)
 	}
-	b = appendMember(b, start, "\"ready\":")
-	b = strconv.AppendBool(b, v.Ready)
-	b = appendMember(b, start, "\"restartCount\":")
-	b = strconv.AppendInt(b, int64(v.RestartCount), 10)
-	b = appendMember(b, start, "\"image\":")
-	b = appendStringJSON(b, string(v.Image))
-	b = appendMember(b, start, "\"imageID\":")
-	b = appendStringJSON(b, string(v.ImageID))
+	b = strconv.AppendBool(appendMember(b, start, "\"ready\":"), bool(v.Ready))
+	b = strconv.AppendInt(appendMember(b, start, "\"restartCount\":"), int64(v.RestartCount), 10)
+	b = appendStringJSON(appendMember(b, start, "\"image\":"), string(v.Image))
+	b = appendStringJSON(appendMember(b, start, "\"imageID\":"), string(v.ImageID))
 	if v.ContainerID != "" {
-		b = appendMember(b, start, "\"containerID\":")
-		b = appendStringJSON(b, string(v.ContainerID))
+		b = appendStringJSON(appendMember(b, start, "\"containerID\":"), string(v.ContainerID))
 	}
 	if v.Started != nil {
-		b = appendMember(b, start, "\"started\":")
-		if v.Started == nil {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendBool(b, (*v.Started))
-		}
+		b = appendJSONPtrBool(appendMember(b, start, "\"started\":"), v.Started)
 	}
 	return append(b, '}')
 }
@@ -1062,21 +788,13 @@ func appendJSONContainerStatus(b []byte, v *ContainerStatus) []byte {
 func appendJSONTaint(b []byte, v *Taint) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"key\":")
-	b = appendStringJSON(b, string(v.Key))
+	b = appendStringJSON(appendMember(b, start, "\"key\":"), string(v.Key))
 	if v.Value != "" {
-		b = appendMember(b, start, "\"value\":")
-		b = appendStringJSON(b, string(v.Value))
+		b = appendStringJSON(appendMember(b, start, "\"value\":"), string(v.Value))
 	}
-	b = appendMember(b, start, "\"effect\":")
-	b = appendStringJSON(b, string(v.Effect))
+	b = appendStringJSON(appendMember(b, start, "\"effect\":"), string(v.Effect))
 	if v.TimeAdded != nil {
-		b = appendMember(b, start, "\"timeAdded\":")
-		if v.TimeAdded == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.TimeAdded))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"timeAdded\":"), v.TimeAdded)
 	}
 	return append(b, '}')
 }
@@ -1084,33 +802,19 @@ func appendJSONTaint(b []byte, v *Taint) []byte {
 func appendJSONNodeCondition(b []byte, v *NodeCondition) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"type\":")
-	b = appendStringJSON(b, string(v.Type))
-	b = appendMember(b, start, "\"status\":")
-	b = appendStringJSON(b, string(v.Status))
+	b = appendStringJSON(appendMember(b, start, "\"type\":"), string(v.Type))
+	b = appendStringJSON(appendMember(b, start, "\"status\":"), string(v.Status))
 	if v.LastHeartbeatTime != nil {
-		b = appendMember(b, start, "\"lastHeartbeatTime\":")
-		if v.LastHeartbeatTime == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.LastHeartbeatTime))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"lastHeartbeatTime\":"), v.LastHeartbeatTime)
 	}
 	if v.LastTransitionTime != nil {
-		b = appendMember(b, start, "\"lastTransitionTime\":")
-		if v.LastTransitionTime == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.LastTransitionTime))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"lastTransitionTime\":"), v.LastTransitionTime)
 	}
 	if v.Reason != "" {
-		b = appendMember(b, start, "\"reason\":")
-		b = appendStringJSON(b, string(v.Reason))
+		b = appendStringJSON(appendMember(b, start, "\"reason\":"), string(v.Reason))
 	}
 	if v.Message != "" {
-		b = appendMember(b, start, "\"message\":")
-		b = appendStringJSON(b, string(v.Message))
+		b = appendStringJSON(appendMember(b, start, "\"message\":"), string(v.Message))
 	}
 	return append(b, '}')
 }
@@ -1118,88 +822,156 @@ func appendJSONNodeCondition(b []byte, v *NodeCondition) []byte {
 func appendJSONNodeAddress(b []byte, v *NodeAddress) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"type\":")
-	b = appendStringJSON(b, string(v.Type))
-	b = appendMember(b, start, "\"address\":")
-	b = appendStringJSON(b, string(v.Address))
-	return append(b, '}')
-}
-
-func appendJSONNodeSystemInfo(b []byte, v *NodeSystemInfo) []byte {
-	b = append(b, '{')
-	start := len(b)
-	if v.MachineID != "" {
-		b = appendMember(b, start, "\"machineID\":")
-		b = appendStringJSON(b, string(v.MachineID))
-	}
-	if v.SystemUUID != "" {
-		b = appendMember(b, start, "\"systemUUID\":")
-		b = appendStringJSON(b, string(v.SystemUUID))
-	}
-	if v.BootID != "" {
-		b = appendMember(b, start, "\"bootID\":")
-		b = appendStringJSON(b, string(v.BootID))
-	}
-	if v.KernelVersion != "" {
-		b = appendMember(b, start, "\"kernelVersion\":")
-		b = appendStringJSON(b, string(v.KernelVersion))
-	}
-	if v.OSImage != "" {
-		b = appendMember(b, start, "\"osImage\":")
-		b = appendStringJSON(b, string(v.OSImage))
-	}
-	if v.ContainerRuntimeVersion != "" {
-		b = appendMember(b, start, "\"containerRuntimeVersion\":")
-		b = appendStringJSON(b, string(v.ContainerRuntimeVersion))
-	}
-	if v.KubeletVersion != "" {
-		b = appendMember(b, start, "\"kubeletVersion\":")
-		b = appendStringJSON(b, string(v.KubeletVersion))
-	}
-	if v.KubeProxyVersion != "" {
-		b = appendMember(b, start, "\"kubeProxyVersion\":")
-		b = appendStringJSON(b, string(v.KubeProxyVersion))
-	}
-	if v.OperatingSystem != "" {
-		b = appendMember(b, start, "\"operatingSystem\":")
-		b = appendStringJSON(b, string(v.OperatingSystem))
-	}
-	if v.Architecture != "" {
-		b = appendMember(b, start, "\"architecture\":")
-		b = appendStringJSON(b, string(v.Architecture))
-	}
+	b = appendStringJSON(appendMember(b, start, "\"type\":"), string(v.Type))
+	b = appendStringJSON(appendMember(b, start, "\"address\":"), string(v.Address))
 	return append(b, '}')
 }
 
 func appendJSONContainerImage(b []byte, v *ContainerImage) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"names\":")
-	if v.Names == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i44 := range v.Names {
-			if i44 > 0 {
-				b = append(b, ',')
-			}
-			b = appendStringJSON(b, string(v.Names[i44]))
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONSliceString(appendMember(b, start, "\"names\":"), v.Names)
 	if v.SizeBytes != 0 {
-		b = appendMember(b, start, "\"sizeBytes\":")
-		b = strconv.AppendInt(b, int64(v.SizeBytes), 10)
+		b = strconv.AppendInt(appendMember(b, start, "\"sizeBytes\":"), int64(v.SizeBytes), 10)
 	}
 	return append(b, '}')
 }
 
-func appendJSONNodeDaemonEndpoints(b []byte, v *NodeDaemonEndpoints) []byte {
+func appendJSONDaemonEndpoint(b []byte, v *DaemonEndpoint) []byte {
 	b = append(b, '{')
 	start := len(b)
-	if !isZeroDaemonEndpoint(&v.KubeletEndpoint) {
-		b = appendMember(b, start, "\"kubeletEndpoint\":")
-		b = appendJSONDaemonEndpoint(b, &v.KubeletEndpoint)
+	b = strconv.AppendInt(appendMember(b, start, "\"Port\":"), int64(v.Port), 10)
+	return append(b, '}')
+}
+
+func appendJSONPtrBool(b []byte, v *bool) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendBool(b, bool((*v)))
+}
+
+func appendJSONSliceContainerPort(b []byte, v []ContainerPort) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONContainerPort(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceEnvVar(b []byte, v []EnvVar) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONEnvVar(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONResourceRequirements(b []byte, v *ResourceRequirements) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if len(v.Limits) != 0 {
+		b = appendJSONResourceList(appendMember(b, start, "\"limits\":"), v.Limits)
+	}
+	if len(v.Requests) != 0 {
+		b = appendJSONResourceList(appendMember(b, start, "\"requests\":"), v.Requests)
+	}
+	return append(b, '}')
+}
+
+func appendJSONSliceVolumeMount(b []byte, v []VolumeMount) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONVolumeMount(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONPtrHostPathVolumeSource(b []byte, v *HostPathVolumeSource) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONHostPathVolumeSource(b, v)
+}
+
+func appendJSONPtrEmptyDirVolumeSource(b []byte, v *EmptyDirVolumeSource) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONEmptyDirVolumeSource(b, v)
+}
+
+func appendJSONPtrPersistentVolumeClaimVolumeSource(b []byte, v *PersistentVolumeClaimVolumeSource) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONPersistentVolumeClaimVolumeSource(b, v)
+}
+
+func appendJSONPtrNodeAffinity(b []byte, v *NodeAffinity) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONNodeAffinity(b, v)
+}
+
+func appendJSONPtrPodAffinity(b []byte, v *PodAffinity) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONPodAffinity(b, v)
+}
+
+func appendJSONPtrPodAntiAffinity(b []byte, v *PodAntiAffinity) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONPodAntiAffinity(b, v)
+}
+
+func appendJSONSlicePodDNSConfigOption(b []byte, v []PodDNSConfigOption) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONPodDNSConfigOption(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONContainerState(b []byte, v *ContainerState) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.Waiting != nil {
+		b = appendJSONPtrContainerStateWaiting(appendMember(b, start, "\"waiting\":"), v.Waiting)
+	}
+	if v.Running != nil {
+		b = appendJSONPtrContainerStateRunning(appendMember(b, start, "\"running\":"), v.Running)
+	}
+	if v.Terminated != nil {
+		b = appendJSONPtrContainerStateTerminated(appendMember(b, start, "\"terminated\":"), v.Terminated)
 	}
 	return append(b, '}')
 }
@@ -1208,22 +980,17 @@ func appendJSONContainerPort(b []byte, v *ContainerPort) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Name != "" {
-		b = appendMember(b, start, "\"name\":")
-		b = appendStringJSON(b, string(v.Name))
+		b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	}
 	if v.HostPort != 0 {
-		b = appendMember(b, start, "\"hostPort\":")
-		b = strconv.AppendInt(b, int64(v.HostPort), 10)
+		b = strconv.AppendInt(appendMember(b, start, "\"hostPort\":"), int64(v.HostPort), 10)
 	}
-	b = appendMember(b, start, "\"containerPort\":")
-	b = strconv.AppendInt(b, int64(v.ContainerPort), 10)
+	b = strconv.AppendInt(appendMember(b, start, "\"containerPort\":"), int64(v.ContainerPort), 10)
 	if v.Protocol != "" {
-		b = appendMember(b, start, "\"protocol\":")
-		b = appendStringJSON(b, string(v.Protocol))
+		b = appendStringJSON(appendMember(b, start, "\"protocol\":"), string(v.Protocol))
 	}
 	if v.HostIP != "" {
-		b = appendMember(b, start, "\"hostIP\":")
-		b = appendStringJSON(b, string(v.HostIP))
+		b = appendStringJSON(appendMember(b, start, "\"hostIP\":"), string(v.HostIP))
 	}
 	return append(b, '}')
 }
@@ -1231,63 +998,9 @@ func appendJSONContainerPort(b []byte, v *ContainerPort) []byte {
 func appendJSONEnvVar(b []byte, v *EnvVar) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	if v.Value != "" {
-		b = appendMember(b, start, "\"value\":")
-		b = appendStringJSON(b, string(v.Value))
-	}
-	return append(b, '}')
-}
-
-func appendJSONResourceRequirements(b []byte, v *ResourceRequirements) []byte {
-	b = append(b, '{')
-	start := len(b)
-	if len(v.Limits) != 0 {
-		b = appendMember(b, start, "\"limits\":")
-		if v.Limits == nil {
-			b = append(b, "null"...)
-		} else {
-			keys45 := make([]string, 0, len(v.Limits))
-			for k46 := range v.Limits {
-				keys45 = append(keys45, k46)
-			}
-			slices.Sort(keys45)
-			b = append(b, '{')
-			for i47, k46 := range keys45 {
-				if i47 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k46))
-				b = append(b, ':')
-				mv48 := v.Limits[k46]
-				b = appendStringJSON(b, mv48.String())
-			}
-			b = append(b, '}')
-		}
-	}
-	if len(v.Requests) != 0 {
-		b = appendMember(b, start, "\"requests\":")
-		if v.Requests == nil {
-			b = append(b, "null"...)
-		} else {
-			keys49 := make([]string, 0, len(v.Requests))
-			for k50 := range v.Requests {
-				keys49 = append(keys49, k50)
-			}
-			slices.Sort(keys49)
-			b = append(b, '{')
-			for i51, k50 := range keys49 {
-				if i51 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k50))
-				b = append(b, ':')
-				mv52 := v.Requests[k50]
-				b = appendStringJSON(b, mv52.String())
-			}
-			b = append(b, '}')
-		}
+		b = appendStringJSON(appendMember(b, start, "\"value\":"), string(v.Value))
 	}
 	return append(b, '}')
 }
@@ -1295,17 +1008,13 @@ func appendJSONResourceRequirements(b []byte, v *ResourceRequirements) []byte {
 func appendJSONVolumeMount(b []byte, v *VolumeMount) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
-	b = appendMember(b, start, "\"mountPath\":")
-	b = appendStringJSON(b, string(v.MountPath))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"mountPath\":"), string(v.MountPath))
 	if v.ReadOnly {
-		b = appendMember(b, start, "\"readOnly\":")
-		b = strconv.AppendBool(b, v.ReadOnly)
+		b = strconv.AppendBool(appendMember(b, start, "\"readOnly\":"), bool(v.ReadOnly))
 	}
 	if v.SubPath != "" {
-		b = appendMember(b, start, "\"subPath\":")
-		b = appendStringJSON(b, string(v.SubPath))
+		b = appendStringJSON(appendMember(b, start, "\"subPath\":"), string(v.SubPath))
 	}
 	return append(b, '}')
 }
@@ -1313,11 +1022,9 @@ func appendJSONVolumeMount(b []byte, v *VolumeMount) []byte {
 func appendJSONHostPathVolumeSource(b []byte, v *HostPathVolumeSource) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"path\":")
-	b = appendStringJSON(b, string(v.Path))
+	b = appendStringJSON(appendMember(b, start, "\"path\":"), string(v.Path))
 	if v.Type != "" {
-		b = appendMember(b, start, "\"type\":")
-		b = appendStringJSON(b, string(v.Type))
+		b = appendStringJSON(appendMember(b, start, "\"type\":"), string(v.Type))
 	}
 	return append(b, '}')
 }
@@ -1326,16 +1033,10 @@ func appendJSONEmptyDirVolumeSource(b []byte, v *EmptyDirVolumeSource) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Medium != "" {
-		b = appendMember(b, start, "\"medium\":")
-		b = appendStringJSON(b, string(v.Medium))
+		b = appendStringJSON(appendMember(b, start, "\"medium\":"), string(v.Medium))
 	}
 	if v.SizeLimit != nil {
-		b = appendMember(b, start, "\"sizeLimit\":")
-		if v.SizeLimit == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendStringJSON(b, (*v.SizeLimit).String())
-		}
+		b = appendJSONPtrQuantity(appendMember(b, start, "\"sizeLimit\":"), v.SizeLimit)
 	}
 	return append(b, '}')
 }
@@ -1343,11 +1044,9 @@ func appendJSONEmptyDirVolumeSource(b []byte, v *EmptyDirVolumeSource) []byte {
 func appendJSONPersistentVolumeClaimVolumeSource(b []byte, v *PersistentVolumeClaimVolumeSource) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"claimName\":")
-	b = appendStringJSON(b, string(v.ClaimName))
+	b = appendStringJSON(appendMember(b, start, "\"claimName\":"), string(v.ClaimName))
 	if v.ReadOnly {
-		b = appendMember(b, start, "\"readOnly\":")
-		b = strconv.AppendBool(b, v.ReadOnly)
+		b = strconv.AppendBool(appendMember(b, start, "\"readOnly\":"), bool(v.ReadOnly))
 	}
 	return append(b, '}')
 }
@@ -1356,27 +1055,10 @@ func appendJSONNodeAffinity(b []byte, v *NodeAffinity) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		b = appendMember(b, start, "\"requiredDuringSchedulingIgnoredDuringExecution\":")
-		if v.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONNodeSelector(b, &(*v.RequiredDuringSchedulingIgnoredDuringExecution))
-		}
+		b = appendJSONPtrNodeSelector(appendMember(b, start, "\"requiredDuringSchedulingIgnoredDuringExecution\":"), v.RequiredDuringSchedulingIgnoredDuringExecution)
 	}
 	if len(v.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
-		b = appendMember(b, start, "\"preferredDuringSchedulingIgnoredDuringExecution\":")
-		if v.PreferredDuringSchedulingIgnoredDuringExecution == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i53 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
-				if i53 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONPreferredSchedulingTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i53])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSlicePreferredSchedulingTerm(appendMember(b, start, "\"preferredDuringSchedulingIgnoredDuringExecution\":"), v.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	return append(b, '}')
 }
@@ -1385,34 +1067,10 @@ func appendJSONPodAffinity(b []byte, v *PodAffinity) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if len(v.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
-		b = appendMember(b, start, "\"requiredDuringSchedulingIgnoredDuringExecution\":")
-		if v.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i54 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
-				if i54 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONPodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i54])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSlicePodAffinityTerm(appendMember(b, start, "\"requiredDuringSchedulingIgnoredDuringExecution\":"), v.RequiredDuringSchedulingIgnoredDuringExecution)
 	}
 	if len(v.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
-		b = appendMember(b, start, "\"preferredDuringSchedulingIgnoredDuringExecution\":")
-		if v.PreferredDuringSchedulingIgnoredDuringExecution == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i55 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
-				if i55 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONWeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i55])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceWeightedPodAffinityTerm(appendMember(b, start, "\"preferredDuringSchedulingIgnoredDuringExecution\":"), v.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	return append(b, '}')
 }
@@ -1421,34 +1079,10 @@ func appendJSONPodAntiAffinity(b []byte, v *PodAntiAffinity) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if len(v.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
-		b = appendMember(b, start, "\"requiredDuringSchedulingIgnoredDuringExecution\":")
-		if v.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i56 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
-				if i56 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONPodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i56])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSlicePodAffinityTerm(appendMember(b, start, "\"requiredDuringSchedulingIgnoredDuringExecution\":"), v.RequiredDuringSchedulingIgnoredDuringExecution)
 	}
 	if len(v.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
-		b = appendMember(b, start, "\"preferredDuringSchedulingIgnoredDuringExecution\":")
-		if v.PreferredDuringSchedulingIgnoredDuringExecution == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i57 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
-				if i57 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONWeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i57])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceWeightedPodAffinityTerm(appendMember(b, start, "\"preferredDuringSchedulingIgnoredDuringExecution\":"), v.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	return append(b, '}')
 }
@@ -1456,137 +1090,105 @@ func appendJSONPodAntiAffinity(b []byte, v *PodAntiAffinity) []byte {
 func appendJSONPodDNSConfigOption(b []byte, v *PodDNSConfigOption) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"name\":")
-	b = appendStringJSON(b, string(v.Name))
+	b = appendStringJSON(appendMember(b, start, "\"name\":"), string(v.Name))
 	if v.Value != nil {
-		b = appendMember(b, start, "\"value\":")
-		if v.Value == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendStringJSON(b, string((*v.Value)))
-		}
+		b = appendJSONPtrString(appendMember(b, start, "\"value\":"), v.Value)
 	}
 	return append(b, '}')
 }
 
-func appendJSONContainerState(b []byte, v *ContainerState) []byte {
-	b = append(b, '{')
-	start := len(b)
-	if v.Waiting != nil {
-		b = appendMember(b, start, "\"waiting\":")
-		if v.Waiting == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONContainerStateWaiting(b, &(*v.Waiting))
-		}
+func appendJSONPtrContainerStateWaiting(b []byte, v *ContainerStateWaiting) []byte {
+	if v == nil {
+		return append(b, "null"...)
 	}
-	if v.Running != nil {
-		b = appendMember(b, start, "\"running\":")
-		if v.Running == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONContainerStateRunning(b, &(*v.Running))
-		}
-	}
-	if v.Terminated != nil {
-		b = appendMember(b, start, "\"terminated\":")
-		if v.Terminated == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONContainerStateTerminated(b, &(*v.Terminated))
-		}
-	}
-	return append(b, '}')
+	return appendJSONContainerStateWaiting(b, v)
 }
 
-func appendJSONDaemonEndpoint(b []byte, v *DaemonEndpoint) []byte {
-	b = append(b, '{')
-	start := len(b)
-	b = appendMember(b, start, "\"Port\":")
-	b = strconv.AppendInt(b, int64(v.Port), 10)
-	return append(b, '}')
-}
-
-func appendJSONNodeSelector(b []byte, v *NodeSelector) []byte {
-	b = append(b, '{')
-	start := len(b)
-	b = appendMember(b, start, "\"nodeSelectorTerms\":")
-	if v.NodeSelectorTerms == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i58 := range v.NodeSelectorTerms {
-			if i58 > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONNodeSelectorTerm(b, &v.NodeSelectorTerms[i58])
-		}
-		b = append(b, ']')
+func appendJSONPtrContainerStateRunning(b []byte, v *ContainerStateRunning) []byte {
+	if v == nil {
+		return append(b, "null"...)
 	}
-	return append(b, '}')
+	return appendJSONContainerStateRunning(b, v)
 }
 
-func appendJSONPreferredSchedulingTerm(b []byte, v *PreferredSchedulingTerm) []byte {
-	b = append(b, '{')
-	start := len(b)
-	b = appendMember(b, start, "\"weight\":")
-	b = strconv.AppendInt(b, int64(v.Weight), 10)
-	b = appendMember(b, start, "\"preference\":")
-	b = appendJSONNodeSelectorTerm(b, &v.Preference)
-	return append(b, '}')
-}
-
-func appendJSONPodAffinityTerm(b []byte, v *PodAffinityTerm) []byte {
-	b = append(b, '{')
-	start := len(b)
-	if v.LabelSelector != nil {
-		b = appendMember(b, start, "\"labelSelector\":")
-		if v.LabelSelector == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONLabelSelector(b, &(*v.LabelSelector))
-		}
+func appendJSONPtrContainerStateTerminated(b []byte, v *ContainerStateTerminated) []byte {
+	if v == nil {
+		return append(b, "null"...)
 	}
-	if len(v.Namespaces) != 0 {
-		b = appendMember(b, start, "\"namespaces\":")
-		if v.Namespaces == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i59 := range v.Namespaces {
-				if i59 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Namespaces[i59]))
-			}
-			b = append(b, ']')
-		}
-	}
-	b = appendMember(b, start, "\"topologyKey\":")
-	b = appendStringJSON(b, string(v.TopologyKey))
-	return append(b, '}')
+	return appendJSONContainerStateTerminated(b, v)
 }
 
-func appendJSONWeightedPodAffinityTerm(b []byte, v *WeightedPodAffinityTerm) []byte {
-	b = append(b, '{')
-	start := len(b)
-	b = appendMember(b, start, "\"weight\":")
-	b = strconv.AppendInt(b, int64(v.Weight), 10)
-	b = appendMember(b, start, "\"podAffinityTerm\":")
-	b = appendJSONPodAffinityTerm(b, &v.PodAffinityTerm)
-	return append(b, '}')
+func appendJSONPtrQuantity(b []byte, v *Quantity) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendStringJSON(b, (*v).String())
+}
+
+func appendJSONPtrNodeSelector(b []byte, v *NodeSelector) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONNodeSelector(b, v)
+}
+
+func appendJSONSlicePreferredSchedulingTerm(b []byte, v []PreferredSchedulingTerm) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONPreferredSchedulingTerm(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSlicePodAffinityTerm(b []byte, v []PodAffinityTerm) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONPodAffinityTerm(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONSliceWeightedPodAffinityTerm(b []byte, v []WeightedPodAffinityTerm) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONWeightedPodAffinityTerm(b, &v[i])
+	}
+	return append(b, ']')
+}
+
+func appendJSONPtrString(b []byte, v *string) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendStringJSON(b, string((*v)))
 }
 
 func appendJSONContainerStateWaiting(b []byte, v *ContainerStateWaiting) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if v.Reason != "" {
-		b = appendMember(b, start, "\"reason\":")
-		b = appendStringJSON(b, string(v.Reason))
+		b = appendStringJSON(appendMember(b, start, "\"reason\":"), string(v.Reason))
 	}
 	if v.Message != "" {
-		b = appendMember(b, start, "\"message\":")
-		b = appendStringJSON(b, string(v.Message))
+		b = appendStringJSON(appendMember(b, start, "\"message\":"), string(v.Message))
 	}
 	return append(b, '}')
 }
@@ -1595,12 +1197,7 @@ func appendJSONContainerStateRunning(b []byte, v *ContainerStateRunning) []byte 
 	b = append(b, '{')
 	start := len(b)
 	if v.StartedAt != nil {
-		b = appendMember(b, start, "\"startedAt\":")
-		if v.StartedAt == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.StartedAt))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"startedAt\":"), v.StartedAt)
 	}
 	return append(b, '}')
 }
@@ -1608,119 +1205,119 @@ func appendJSONContainerStateRunning(b []byte, v *ContainerStateRunning) []byte 
 func appendJSONContainerStateTerminated(b []byte, v *ContainerStateTerminated) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"exitCode\":")
-	b = strconv.AppendInt(b, int64(v.ExitCode), 10)
+	b = strconv.AppendInt(appendMember(b, start, "\"exitCode\":"), int64(v.ExitCode), 10)
 	if v.Signal != 0 {
-		b = appendMember(b, start, "\"signal\":")
-		b = strconv.AppendInt(b, int64(v.Signal), 10)
+		b = strconv.AppendInt(appendMember(b, start, "\"signal\":"), int64(v.Signal), 10)
 	}
 	if v.Reason != "" {
-		b = appendMember(b, start, "\"reason\":")
-		b = appendStringJSON(b, string(v.Reason))
+		b = appendStringJSON(appendMember(b, start, "\"reason\":"), string(v.Reason))
 	}
 	if v.Message != "" {
-		b = appendMember(b, start, "\"message\":")
-		b = appendStringJSON(b, string(v.Message))
+		b = appendStringJSON(appendMember(b, start, "\"message\":"), string(v.Message))
 	}
 	if v.StartedAt != nil {
-		b = appendMember(b, start, "\"startedAt\":")
-		if v.StartedAt == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.StartedAt))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"startedAt\":"), v.StartedAt)
 	}
 	if v.FinishedAt != nil {
-		b = appendMember(b, start, "\"finishedAt\":")
-		if v.FinishedAt == nil {
-			b = append(b, "null"...)
-		} else {
-			b = appendTimeJSON(b, (*v.FinishedAt))
-		}
+		b = appendJSONPtrTime(appendMember(b, start, "\"finishedAt\":"), v.FinishedAt)
 	}
 	if v.ContainerID != "" {
-		b = appendMember(b, start, "\"containerID\":")
-		b = appendStringJSON(b, string(v.ContainerID))
+		b = appendStringJSON(appendMember(b, start, "\"containerID\":"), string(v.ContainerID))
 	}
 	return append(b, '}')
+}
+
+func appendJSONNodeSelector(b []byte, v *NodeSelector) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = appendJSONSliceNodeSelectorTerm(appendMember(b, start, "\"nodeSelectorTerms\":"), v.NodeSelectorTerms)
+	return append(b, '}')
+}
+
+func appendJSONPreferredSchedulingTerm(b []byte, v *PreferredSchedulingTerm) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = strconv.AppendInt(appendMember(b, start, "\"weight\":"), int64(v.Weight), 10)
+	b = appendJSONNodeSelectorTerm(appendMember(b, start, "\"preference\":"), &v.Preference)
+	return append(b, '}')
+}
+
+func appendJSONPodAffinityTerm(b []byte, v *PodAffinityTerm) []byte {
+	b = append(b, '{')
+	start := len(b)
+	if v.LabelSelector != nil {
+		b = appendJSONPtrLabelSelector(appendMember(b, start, "\"labelSelector\":"), v.LabelSelector)
+	}
+	if len(v.Namespaces) != 0 {
+		b = appendJSONSliceString(appendMember(b, start, "\"namespaces\":"), v.Namespaces)
+	}
+	b = appendStringJSON(appendMember(b, start, "\"topologyKey\":"), string(v.TopologyKey))
+	return append(b, '}')
+}
+
+func appendJSONWeightedPodAffinityTerm(b []byte, v *WeightedPodAffinityTerm) []byte {
+	b = append(b, '{')
+	start := len(b)
+	b = strconv.AppendInt(appendMember(b, start, "\"weight\":"), int64(v.Weight), 10)
+	b = appendJSONPodAffinityTerm(appendMember(b, start, "\"podAffinityTerm\":"), &v.PodAffinityTerm)
+	return append(b, '}')
+}
+
+func appendJSONSliceNodeSelectorTerm(b []byte, v []NodeSelectorTerm) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONNodeSelectorTerm(b, &v[i])
+	}
+	return append(b, ']')
 }
 
 func appendJSONNodeSelectorTerm(b []byte, v *NodeSelectorTerm) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if len(v.MatchExpressions) != 0 {
-		b = appendMember(b, start, "\"matchExpressions\":")
-		if v.MatchExpressions == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i60 := range v.MatchExpressions {
-				if i60 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONNodeSelectorRequirement(b, &v.MatchExpressions[i60])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceNodeSelectorRequirement(appendMember(b, start, "\"matchExpressions\":"), v.MatchExpressions)
 	}
 	if len(v.MatchFields) != 0 {
-		b = appendMember(b, start, "\"matchFields\":")
-		if v.MatchFields == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i61 := range v.MatchFields {
-				if i61 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONNodeSelectorRequirement(b, &v.MatchFields[i61])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceNodeSelectorRequirement(appendMember(b, start, "\"matchFields\":"), v.MatchFields)
 	}
 	return append(b, '}')
+}
+
+func appendJSONPtrLabelSelector(b []byte, v *LabelSelector) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONLabelSelector(b, v)
+}
+
+func appendJSONSliceNodeSelectorRequirement(b []byte, v []NodeSelectorRequirement) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONNodeSelectorRequirement(b, &v[i])
+	}
+	return append(b, ']')
 }
 
 func appendJSONLabelSelector(b []byte, v *LabelSelector) []byte {
 	b = append(b, '{')
 	start := len(b)
 	if len(v.MatchLabels) != 0 {
-		b = appendMember(b, start, "\"matchLabels\":")
-		if v.MatchLabels == nil {
-			b = append(b, "null"...)
-		} else {
-			keys62 := make([]string, 0, len(v.MatchLabels))
-			for k63 := range v.MatchLabels {
-				keys62 = append(keys62, k63)
-			}
-			slices.Sort(keys62)
-			b = append(b, '{')
-			for i64, k63 := range keys62 {
-				if i64 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(k63))
-				b = append(b, ':')
-				mv65 := v.MatchLabels[k63]
-				b = appendStringJSON(b, string(mv65))
-			}
-			b = append(b, '}')
-		}
+		b = appendJSONMapStringString(appendMember(b, start, "\"matchLabels\":"), v.MatchLabels)
 	}
 	if len(v.MatchExpressions) != 0 {
-		b = appendMember(b, start, "\"matchExpressions\":")
-		if v.MatchExpressions == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i66 := range v.MatchExpressions {
-				if i66 > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONLabelSelectorRequirement(b, &v.MatchExpressions[i66])
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceLabelSelectorRequirement(appendMember(b, start, "\"matchExpressions\":"), v.MatchExpressions)
 	}
 	return append(b, '}')
 }
@@ -1728,49 +1325,35 @@ func appendJSONLabelSelector(b []byte, v *LabelSelector) []byte {
 func appendJSONNodeSelectorRequirement(b []byte, v *NodeSelectorRequirement) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"key\":")
-	b = appendStringJSON(b, string(v.Key))
-	b = appendMember(b, start, "\"operator\":")
-	b = appendStringJSON(b, string(v.Operator))
+	b = appendStringJSON(appendMember(b, start, "\"key\":"), string(v.Key))
+	b = appendStringJSON(appendMember(b, start, "\"operator\":"), string(v.Operator))
 	if len(v.Values) != 0 {
-		b = appendMember(b, start, "\"values\":")
-		if v.Values == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i67 := range v.Values {
-				if i67 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Values[i67]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"values\":"), v.Values)
 	}
 	return append(b, '}')
+}
+
+func appendJSONSliceLabelSelectorRequirement(b []byte, v []LabelSelectorRequirement) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONLabelSelectorRequirement(b, &v[i])
+	}
+	return append(b, ']')
 }
 
 func appendJSONLabelSelectorRequirement(b []byte, v *LabelSelectorRequirement) []byte {
 	b = append(b, '{')
 	start := len(b)
-	b = appendMember(b, start, "\"key\":")
-	b = appendStringJSON(b, string(v.Key))
-	b = appendMember(b, start, "\"operator\":")
-	b = appendStringJSON(b, string(v.Operator))
+	b = appendStringJSON(appendMember(b, start, "\"key\":"), string(v.Key))
+	b = appendStringJSON(appendMember(b, start, "\"operator\":"), string(v.Operator))
 	if len(v.Values) != 0 {
-		b = appendMember(b, start, "\"values\":")
-		if v.Values == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i68 := range v.Values {
-				if i68 > 0 {
-					b = append(b, ',')
-				}
-				b = appendStringJSON(b, string(v.Values[i68]))
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONSliceString(appendMember(b, start, "\"values\":"), v.Values)
 	}
 	return append(b, '}')
 }
