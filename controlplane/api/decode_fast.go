@@ -22,30 +22,34 @@ func decodeRoot[T any](data []byte, o *T, isZero func(*T) bool, dec func(*fastDe
 	if o == nil || !isZero(o) {
 		return false
 	}
-	d := fastDec{data: data, strs: stringCaches.Get().(*stringCache)}
-	defer stringCaches.Put(d.strs)
-	if dec(&d, o) && d.end() {
-		return true
+	// Pooled, with its string cache: one on the stack would escape
+	// through dec all the same.
+	d := fastDecs.Get().(*fastDec)
+	d.data, d.i = data, 0
+	ok := dec(d, o) && d.end()
+	d.data = nil
+	fastDecs.Put(d)
+	if !ok {
+		var zero T
+		*o = zero
 	}
-	var zero T
-	*o = zero
-	return false
+	return ok
 }
 
 // fastDec reads JSON from data; i is where it stands.
 type fastDec struct {
 	data []byte
 	i    int
-	strs *stringCache
+	strs stringCache
 }
+
+var fastDecs = sync.Pool{New: func() any { return new(fastDec) }}
 
 // stringCache hands out the short strings it saw last instead of new
 // copies: a pod holds a dozen (policies, the scheduler's name, label
 // keys and values) that every other pod holds too, as the engine's own
 // cache does.
 type stringCache [256]string
-
-var stringCaches = sync.Pool{New: func() any { return new(stringCache) }}
 
 // str returns b as a string, the cached one if it is the same.
 func (c *stringCache) str(b []byte) string {
@@ -89,14 +93,17 @@ func (d *fastDec) consume(c byte) bool {
 	return true
 }
 
-// null consumes a null if it is next.
-func (d *fastDec) null() bool {
-	if d.ws() == 'n' && len(d.data)-d.i >= 4 && string(d.data[d.i:d.i+4]) == "null" {
-		d.i += 4
+// literal consumes lit (null, true, false) if it is next.
+func (d *fastDec) literal(lit string) bool {
+	if d.ws() == lit[0] && len(d.data)-d.i >= len(lit) && string(d.data[d.i:d.i+len(lit)]) == lit {
+		d.i += len(lit)
 		return true
 	}
 	return false
 }
+
+// null consumes a null if it is next.
+func (d *fastDec) null() bool { return d.literal("null") }
 
 // more reads what follows a member or element: true after a comma,
 // false at close (consumed); ok false on anything else.
@@ -112,23 +119,33 @@ func (d *fastDec) more(close byte) (more, ok bool) {
 	return false, false
 }
 
-// name reads a member name and its colon. Names with escapes are left
-// to the engine.
-func (d *fastDec) name() ([]byte, bool) {
+// quoted reads a string without escapes or control characters and
+// returns it with its quotes.
+func (d *fastDec) quoted() ([]byte, bool) {
 	if d.ws() != '"' {
 		return nil, false
 	}
 	for j := d.i + 1; j < len(d.data); j++ {
 		switch c := d.data[j]; {
 		case c == '"':
-			n := d.data[d.i+1 : j]
+			q := d.data[d.i : j+1]
 			d.i = j + 1
-			return n, d.consume(':')
+			return q, true
 		case c == '\\' || c < 0x20:
 			return nil, false
 		}
 	}
 	return nil, false
+}
+
+// name reads a member name and its colon. Names with escapes are left
+// to the engine.
+func (d *fastDec) name() ([]byte, bool) {
+	q, ok := d.quoted()
+	if !ok {
+		return nil, false
+	}
+	return q[1 : len(q)-1], d.consume(':')
 }
 
 // str reads a string.
@@ -259,19 +276,10 @@ func (d *fastDec) hex4(j int) (rune, bool) {
 
 // boolean reads true or false.
 func (d *fastDec) boolean() (bool, bool) {
-	switch d.ws() {
-	case 't':
-		if len(d.data)-d.i >= 4 && string(d.data[d.i:d.i+4]) == "true" {
-			d.i += 4
-			return true, true
-		}
-	case 'f':
-		if len(d.data)-d.i >= 5 && string(d.data[d.i:d.i+5]) == "false" {
-			d.i += 5
-			return false, true
-		}
+	if d.literal("true") {
+		return true, true
 	}
-	return false, false
+	return false, d.literal("false")
 }
 
 // integer reads a JSON number that is a plain integer: no fraction, no
@@ -323,17 +331,13 @@ func (d *fastDec) uint(bits int) (uint64, bool) {
 func (d *fastDec) scalar() ([]byte, bool) {
 	switch c := d.ws(); {
 	case c == '"':
-		for j := d.i + 1; j < len(d.data); j++ {
-			switch c := d.data[j]; {
-			case c == '"':
-				raw := d.data[d.i : j+1]
-				d.i = j + 1
-				return raw, true
-			case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+		q, ok := d.quoted()
+		for _, c := range q {
+			if c >= utf8.RuneSelf {
 				return nil, false
 			}
 		}
-		return nil, false
+		return q, ok
 	case c == '-' || '0' <= c && c <= '9':
 		return d.integer()
 	}
