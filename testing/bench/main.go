@@ -401,30 +401,29 @@ func earlySends(ctx context.Context, cl *client.Client) (sent, answered float64,
 	if err != nil {
 		return 0, 0, err
 	}
-	found := 0
-	for line := range strings.Lines(string(body)) {
-		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch name {
-		case "outpost_raft_sent_ahead_total":
-			dst = &sent
-		case "outpost_raft_answered_early_total":
-			dst = &answered
-		default:
-			continue
-		}
-		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", name, err)
-		}
-		found++
-	}
-	if found != 2 {
-		return 0, 0, fmt.Errorf("/metrics has %d of the 2 early-send counters", found)
+	sent, n1 := metricSum(body, "outpost_raft_sent_ahead_total")
+	answered, n2 := metricSum(body, "outpost_raft_answered_early_total")
+	if n1 != 1 || n2 != 1 {
+		return 0, 0, fmt.Errorf("/metrics has %d and %d samples of the 2 early-send counters, want 1 each", n1, n2)
 	}
 	return sent, answered, nil
+}
+
+// metricSum adds up the samples of metric name, of any labels, in a
+// Prometheus text exposition, and counts them.
+func metricSum(body []byte, name string) (sum float64, n int) {
+	for line := range strings.Lines(string(body)) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		rest = strings.TrimSpace(rest)
+		if v, err := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64); err == nil {
+			sum += v
+			n++
+		}
+	}
+	return sum, n
 }
 
 func cpuOf(c *proc.Cluster) time.Duration {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -15,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -198,19 +195,8 @@ func sampleRequests(ctx context.Context, bc *benchCluster) float64 {
 			if err != nil {
 				continue
 			}
-			sc := bufio.NewScanner(bytes.NewReader(body))
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				l := sc.Text()
-				if !strings.HasPrefix(l, "outpost_api_requests_total{") {
-					continue
-				}
-				if i := strings.LastIndexByte(l, ' '); i > 0 {
-					if v, err := strconv.ParseFloat(l[i+1:], 64); err == nil {
-						sum += v
-					}
-				}
-			}
+			v, _ := metricSum(body, "outpost_api_requests_total")
+			sum += v
 		}
 		return sum
 	}
