@@ -33,7 +33,7 @@ func main() {
 		duration  = flag.Duration("duration", 10*time.Second, "time per level")
 		bulk      = flag.Int("bulk-pods", 100000, "pods stored for the RSS and restart measurement (0 skips)")
 		gobench   = flag.Bool("go-bench", true, "also run the Go micro-benchmarks")
-		profile   = flag.String("cpuprofile", "", "directory to save a CPU profile of every server per level, and of the bench process (its clients) as clients-LEVEL.pprof")
+		profile   = flag.String("cpuprofile", "", "directory to save a CPU profile (SERVER-LEVEL.pprof) and the allocations (SERVER-LEVEL.allocs.pprof) of every server per level, and a CPU profile of the bench process (its clients) as clients-LEVEL.pprof")
 		sched     = flag.Bool("scheduler", true, "run the scheduler workloads (issue 3)")
 		schedN    = flag.Int("scheduler-nodes", 5000, "nodes in the scheduler workloads")
 		schedX    = flag.Float64("scheduler-scale", 1, "scale the scheduler workloads' pod counts")
@@ -451,17 +451,26 @@ func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, d
 				if err == nil {
 					pc, err = client.New(cfg)
 				}
-				var body []byte
-				if err == nil {
-					secs := max(1, int(dur.Seconds())-1)
-					body, _, err = pc.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {strconv.Itoa(secs)}}, nil)
-				}
-				if err == nil {
-					err = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d.pprof", s.ID, n)), body, 0o644)
-				}
 				if err != nil {
 					log.Printf("profile %s: %v", s.ID, err)
+					return
 				}
+				// The allocations over the same window too: what the
+				// collector's share of the CPU profile comes from.
+				secs := url.Values{"seconds": {strconv.Itoa(max(1, int(dur.Seconds())-1))}}
+				var wg sync.WaitGroup
+				for path, name := range map[string]string{"/debug/pprof/profile": "%s-%d.pprof", "/debug/pprof/allocs": "%s-%d.allocs.pprof"} {
+					wg.Go(func() {
+						body, _, err := pc.Do(ctx, "GET", path, secs, nil)
+						if err == nil {
+							err = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf(name, s.ID, n)), body, 0o644)
+						}
+						if err != nil {
+							log.Printf("profile %s (%s): %v", s.ID, path, err)
+						}
+					})
+				}
+				wg.Wait()
 			}()
 		}
 	}
