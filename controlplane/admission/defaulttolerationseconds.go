@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/auth"
@@ -80,16 +81,30 @@ func (d *defaultTolerationSeconds) Admit(_ context.Context, op string, _ *auth.I
 		}
 	}
 	// Each pod gets its own seconds: the store keeps the pod, and a
-	// shared pointer would tie every pod's toleration to one value.
+	// shared pointer would tie every pod's toleration to one value. Both
+	// live in one array, and the list grows once: admission runs on every
+	// create.
+	add := 0
 	if !notReady {
-		secs := d.notReady
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, api.Toleration{
-			Key: api.TaintNodeNotReady, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoExecute, TolerationSeconds: &secs})
+		add++
 	}
 	if !unreachable {
-		secs := d.unreachable
+		add++
+	}
+	if add == 0 {
+		return nil
+	}
+	secs := new([2]int64)
+	pod.Spec.Tolerations = slices.Grow(pod.Spec.Tolerations, add)
+	if !notReady {
+		secs[0] = d.notReady
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, api.Toleration{
-			Key: api.TaintNodeUnreachable, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoExecute, TolerationSeconds: &secs})
+			Key: api.TaintNodeNotReady, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoExecute, TolerationSeconds: &secs[0]})
+	}
+	if !unreachable {
+		secs[1] = d.unreachable
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, api.Toleration{
+			Key: api.TaintNodeUnreachable, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoExecute, TolerationSeconds: &secs[1]})
 	}
 	return nil
 }

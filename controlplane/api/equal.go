@@ -9,6 +9,8 @@ var (
 	quantityType  = reflect.TypeFor[Quantity]()
 	timeType      = reflect.TypeFor[Time]()
 	stringMapType = reflect.TypeFor[map[string]string]()
+
+	resourceListType = reflect.TypeFor[ResourceList]()
 )
 
 // SemanticEqual reports whether a and b hold the same API value: as
@@ -81,6 +83,10 @@ func equalValue(a, b reflect.Value, semantic bool) bool {
 			// Labels, annotations, selectors: without reflect's copies.
 			return maps.Equal(a.Interface().(map[string]string), b.Interface().(map[string]string))
 		}
+		if a.Type() == resourceListType && a.CanInterface() && b.CanInterface() {
+			// Requests and limits: the store compares them on every write.
+			return equalResources(a.Interface().(ResourceList), b.Interface().(ResourceList), semantic)
+		}
 		it := a.MapRange()
 		for it.Next() {
 			bv := b.MapIndex(it.Key())
@@ -104,6 +110,17 @@ func equalValue(a, b reflect.Value, semantic bool) bool {
 		return false // an unexported kind the API types do not use
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+// equalResources is equalValue for two resource lists of one length.
+func equalResources(a, b ResourceList, semantic bool) bool {
+	for k, q := range a {
+		r, ok := b[k]
+		if !ok || (semantic && q.milli != r.milli) || (!semantic && q != r) {
+			return false
+		}
+	}
+	return true
 }
 
 // isZeroTimePtr reports whether a *Time is nil or holds the zero time.

@@ -214,13 +214,14 @@ func (b *planBuilder) mapPlan(t reflect.Type) canonFunc {
 			return false, true
 		}
 		any := false
-		tmp := reflect.New(t.Elem()).Elem()
+		// Read into k and tmp: it.Key and it.Value copy each to the heap.
+		k, tmp := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
 		for it := v.MapRange(); it.Next(); {
-			k := it.Key()
+			k.SetIterKey(it)
 			if !utf8.ValidString(k.String()) {
 				return any, false
 			}
-			tmp.Set(it.Value())
+			tmp.SetIterValue(it)
 			c, ok := elem(tmp)
 			if !ok {
 				return any, false
