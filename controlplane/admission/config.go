@@ -299,9 +299,9 @@ func (ps *parser) file(v any) Config {
 }
 
 func differs(p, other *api.Path, plugin string) *api.FieldError {
-	return api.Invalid(p.Child("pluginConfig").Child(plugin), "(differs)",
+	return api.Invalid(p.Child("pluginConfig", plugin), "(differs)",
 		fmt.Sprintf("configures %s unlike %s: outpost has one admission chain, so give the plugin once or alike in both places",
-			plugin, other.Child("pluginConfig").Child(plugin)))
+			plugin, other.Child("pluginConfig", plugin)))
 }
 
 // admissionConfig reads one admissionConfig section; null is an empty one.

@@ -168,7 +168,7 @@ func validateClusterVersion(cv *ClusterVersion) ErrorList {
 	if d := cv.Spec.DesiredUpdate; d != nil && d.Version == "" && d.Image == "" {
 		errs = append(errs, Required(sp.Child("desiredUpdate"), "a version, an image, or both"))
 	} else if d != nil && d.Image != "" && !PinnedByDigest(d.Image) {
-		errs = append(errs, Invalid(sp.Child("desiredUpdate").Child("image"), d.Image, "a payload is named pinned by its digest: URL@sha256:<64 hex digits> (the updates adm upgrade lists are)"))
+		errs = append(errs, Invalid(sp.Child("desiredUpdate", "image"), d.Image, "a payload is named pinned by its digest: URL@sha256:<64 hex digits> (the updates adm upgrade lists are)"))
 	}
 
 	if k := cv.Spec.TrustedKeys; k != "" {

@@ -79,9 +79,14 @@ type Path struct {
 // Root starts a path.
 func Root(name string) *Path { return &Path{name: name} }
 
-// Child appends .name. One name a call: a loop of allocations here would
-// put every path on the heap.
-func (p *Path) Child(name string) *Path { return &Path{parent: p, name: name} }
+// Child appends .name.
+func (p *Path) Child(name string, more ...string) *Path {
+	c := &Path{parent: p, name: name}
+	for _, m := range more {
+		c = &Path{parent: c, name: m}
+	}
+	return c
+}
 
 // Index appends [i].
 func (p *Path) Index(i int) *Path { return &Path{parent: p, index: strconv.Itoa(i)} }
@@ -91,30 +96,26 @@ func (p *Path) Key(k string) *Path { return &Path{parent: p, index: k} }
 
 // String renders the path.
 func (p *Path) String() string {
-	var b strings.Builder
-	p.write(&b)
-	return b.String()
-}
-
-// write renders the path into b, root first. It keeps no pointer to p:
-// so a path built on the way down a validation, and rendered only when a
-// field is wrong, can live on the stack (validating a pod built a dozen
-// of them per write on the heap).
-func (p *Path) write(b *strings.Builder) {
 	if p == nil {
-		return
+		return ""
 	}
-	p.parent.write(b)
-	if p.index != "" || p.name == "" {
-		b.WriteByte('[')
-		b.WriteString(p.index)
-		b.WriteByte(']')
-		return
+	var parts []*Path
+	for q := p; q != nil; q = q.parent {
+		parts = append(parts, q)
 	}
-	if b.Len() > 0 {
-		b.WriteByte('.')
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		if q.index != "" || q.name == "" {
+			b.WriteString("[" + q.index + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(q.name)
 	}
-	b.WriteString(p.name)
+	return b.String()
 }
 
 // Required reports a missing value.

@@ -312,10 +312,10 @@ func validateMachineSet(ms *MachineSet) ErrorList {
 	}
 	if l := ms.Spec.Template.ObjectMeta.Labels; len(l) > 0 {
 		if sel, err := SelectorFromLabelSelector(&ms.Spec.Selector); err == nil && !sel.Matches(l) {
-			errs = append(errs, Invalid(sp.Child("template").Child("metadata").Child("labels"), l, "`selector` does not match template `labels`"))
+			errs = append(errs, Invalid(sp.Child("template", "metadata", "labels"), l, "`selector` does not match template `labels`"))
 		}
 	}
-	tp := sp.Child("template").Child("spec").Child("lifecycleHooks")
+	tp := sp.Child("template", "spec", "lifecycleHooks")
 	errs = append(errs, validateHooks(ms.Spec.Template.Spec.LifecycleHooks.PreDrain, tp.Child("preDrain"))...)
 	errs = append(errs, validateHooks(ms.Spec.Template.Spec.LifecycleHooks.PreTerminate, tp.Child("preTerminate"))...)
 	return errs
@@ -386,7 +386,7 @@ func validateControlPlaneMachineSet(c *ControlPlaneMachineSet) ErrorList {
 		errs = append(errs, NotSupported(sp.Child("state"), s, []string{ControlPlaneActive, ControlPlaneInactive}))
 	}
 	if s := c.Spec.Strategy.Type; s != "" && s != StrategyRollingUpdate && s != StrategyOnDelete {
-		errs = append(errs, NotSupported(sp.Child("strategy").Child("type"), s, []string{StrategyRollingUpdate, StrategyOnDelete}))
+		errs = append(errs, NotSupported(sp.Child("strategy", "type"), s, []string{StrategyRollingUpdate, StrategyOnDelete}))
 	}
 	fp := sp.Child("failureDomains")
 	if len(c.Spec.FailureDomains.Names) > 0 && c.Spec.FailureDomains.LabelKey == "" {

@@ -373,13 +373,13 @@ func validateMachineConfig(mc *MachineConfig) ErrorList {
 	sp := Root("spec")
 	cp := sp.Child("config")
 	if v := mc.Spec.Config.Ignition.Version; v == "" {
-		errs = append(errs, Required(cp.Child("ignition").Child("version"), "an Ignition v3 version, such as 3.2.0"))
+		errs = append(errs, Required(cp.Child("ignition", "version"), "an Ignition v3 version, such as 3.2.0"))
 	} else if !slices.Contains(ignitionVersions, v) {
-		errs = append(errs, NotSupported(cp.Child("ignition").Child("version"), v, ignitionVersions))
+		errs = append(errs, NotSupported(cp.Child("ignition", "version"), v, ignitionVersions))
 	}
 	paths := map[string]bool{}
 	for i, f := range mc.Spec.Config.Storage.Files {
-		fp := cp.Child("storage").Child("files").Index(i)
+		fp := cp.Child("storage", "files").Index(i)
 		switch {
 		case f.Path == "":
 			errs = append(errs, Required(fp.Child("path"), "an absolute path"))
@@ -399,20 +399,20 @@ func validateMachineConfig(mc *MachineConfig) ErrorList {
 			if c := f.Contents.Compression; c != "" && c != "gzip" {
 				field, value = "compression", c
 			}
-			errs = append(errs, Invalid(fp.Child("contents").Child(field), value, err.Error()))
+			errs = append(errs, Invalid(fp.Child("contents", field), value, err.Error()))
 		}
 		for _, u := range []struct {
 			name string
 			v    *IgnitionNodeUser
 		}{{"user", f.User}, {"group", f.Group}} {
 			if u.v != nil && u.v.ID != nil && *u.v.ID < 0 {
-				errs = append(errs, Invalid(fp.Child(u.name).Child("id"), *u.v.ID, "must be 0 or more"))
+				errs = append(errs, Invalid(fp.Child(u.name, "id"), *u.v.ID, "must be 0 or more"))
 			}
 		}
 	}
 	units := map[string]bool{}
 	for i, u := range mc.Spec.Config.Systemd.Units {
-		up := cp.Child("systemd").Child("units").Index(i)
+		up := cp.Child("systemd", "units").Index(i)
 		if msg := unitNameProblem(u.Name); msg != "" {
 			errs = append(errs, Invalid(up.Child("name"), u.Name, msg))
 		} else if units[u.Name] {

@@ -136,7 +136,7 @@ func validateMachineConfiguration(mc *MachineConfiguration) ErrorList {
 		errs = append(errs, validateDisruptionActions(up.Child("actions"), u.Actions)...)
 	}
 	if len(p.SSHKey.Actions) > 0 {
-		errs = append(errs, validateDisruptionActions(pp.Child("sshkey").Child("actions"), p.SSHKey.Actions)...)
+		errs = append(errs, validateDisruptionActions(pp.Child("sshkey", "actions"), p.SSHKey.Actions)...)
 	}
 	return errs
 }
@@ -164,12 +164,12 @@ func validateDisruptionActions(p *Path, actions []NodeDisruptionAction) ErrorLis
 		}{{"reload", DisruptionReload, a.Reload}, {"restart", DisruptionRestart, a.Restart}} {
 			switch {
 			case a.Type == s.typ && s.v == nil:
-				errs = append(errs, Required(ap.Child(s.field).Child("serviceName"), "the unit to "+s.field))
+				errs = append(errs, Required(ap.Child(s.field, "serviceName"), "the unit to "+s.field))
 			case a.Type != s.typ && s.v != nil:
 				errs = append(errs, Forbidden(ap.Child(s.field), "only with type "+s.typ))
 			case s.v != nil:
 				if msg := unitNameProblem(s.v.ServiceName); msg != "" {
-					errs = append(errs, Invalid(ap.Child(s.field).Child("serviceName"), s.v.ServiceName, msg))
+					errs = append(errs, Invalid(ap.Child(s.field, "serviceName"), s.v.ServiceName, msg))
 				}
 			}
 		}

@@ -280,8 +280,7 @@ func validateObjectMetaUpdate(m, old *ObjectMeta, p *Path) ErrorList {
 // ValidateLabels checks label keys (qualified names) and values.
 func ValidateLabels(labels map[string]string, p *Path) ErrorList {
 	var errs ErrorList
-	var kb [keysOnStack]string
-	for _, k := range sortedKeys(labels, kb[:0]) {
+	for _, k := range sortedKeys(labels) {
 		errs = append(errs, invalidMsgs(p, k, IsQualifiedName(k))...)
 		errs = append(errs, invalidMsgs(p, labels[k], IsValidLabelValue(labels[k]))...)
 	}
@@ -291,8 +290,7 @@ func ValidateLabels(labels map[string]string, p *Path) ErrorList {
 func validateAnnotations(a map[string]string, p *Path) ErrorList {
 	var errs ErrorList
 	total := 0
-	var kb [keysOnStack]string
-	for _, k := range sortedKeys(a, kb[:0]) {
+	for _, k := range sortedKeys(a) {
 		errs = append(errs, invalidMsgs(p, k, IsQualifiedName(strings.ToLower(k)))...)
 		total += len(k) + len(a[k])
 	}
@@ -302,15 +300,11 @@ func validateAnnotations(a map[string]string, p *Path) ErrorList {
 	return errs
 }
 
-// keysOnStack is how many keys a validator sorts in an array on its
-// stack; a map with more spills to the heap. Labels, annotations and
-// resource lists are mostly a few keys.
-const keysOnStack = 8
-
-// sortedKeys appends m's keys to keys, sorted: errors come in a stable
-// order. Passing an empty slice of a stack array keeps a small map's keys
-// off the heap.
-func sortedKeys(m map[string]string, keys []string) []string {
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -452,7 +446,7 @@ func validateNode(n *Node) ErrorList {
 		errs = append(errs, validateCondition(c.Type, c.Status, st.Child("conditions").Index(i))...)
 	}
 	if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p < 0 || p > 65535 {
-		errs = append(errs, Invalid(st.Child("daemonEndpoints").Child("kubeletEndpoint").Child("Port"), p, "must be between 0 and 65535"))
+		errs = append(errs, Invalid(st.Child("daemonEndpoints", "kubeletEndpoint", "Port"), p, "must be between 0 and 65535"))
 	}
 	return errs
 }
@@ -474,8 +468,7 @@ func validateCondition(typ, status string, p *Path) ErrorList {
 // negative.
 func validateResourceList(rl ResourceList, p *Path) ErrorList {
 	var errs ErrorList
-	var kb [keysOnStack]string
-	for _, name := range sortedResourceNames(rl, kb[:0]) {
+	for _, name := range sortedResourceNames(rl) {
 		rp := p.Key(name)
 		errs = append(errs, invalidMsgs(rp, name, IsQualifiedName(name))...)
 		if q := rl[name]; q.MilliValue() < 0 {
@@ -485,8 +478,11 @@ func validateResourceList(rl ResourceList, p *Path) ErrorList {
 	return errs
 }
 
-// sortedResourceNames is sortedKeys for a resource list.
-func sortedResourceNames(rl ResourceList, names []string) []string {
+func sortedResourceNames(rl ResourceList) []string {
+	if len(rl) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(rl))
 	for k := range rl {
 		names = append(names, k)
 	}
@@ -531,7 +527,7 @@ func validateService(s *Service) ErrorList {
 	case ServiceAffinityClientIP:
 		if c := s.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
 			if t := *c.ClientIP.TimeoutSeconds; t < 1 || t > 86400 {
-				errs = append(errs, Invalid(sp.Child("sessionAffinityConfig").Child("clientIP").Child("timeoutSeconds"), int64(t), "must be greater than 0 and less than 86400"))
+				errs = append(errs, Invalid(sp.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), int64(t), "must be greater than 0 and less than 86400"))
 			}
 		}
 	default:
@@ -613,16 +609,16 @@ func validateWorkload(sel *LabelSelector, tmpl *PodTemplateSpec, kind string) Er
 		errs = append(errs, ValidateLabelSelector(sel, sp.Child("selector"))...)
 	}
 	tp := sp.Child("template")
-	errs = append(errs, ValidateLabels(tmpl.Labels, tp.Child("metadata").Child("labels"))...)
-	errs = append(errs, validateAnnotations(tmpl.Annotations, tp.Child("metadata").Child("annotations"))...)
+	errs = append(errs, ValidateLabels(tmpl.Labels, tp.Child("metadata", "labels"))...)
+	errs = append(errs, validateAnnotations(tmpl.Annotations, tp.Child("metadata", "annotations"))...)
 	if sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
 		if s, err := SelectorFromLabelSelector(sel); err == nil && !s.Matches(tmpl.Labels) {
-			errs = append(errs, Invalid(tp.Child("metadata").Child("labels"), FormatLabels(tmpl.Labels), "`selector` does not match template `labels`"))
+			errs = append(errs, Invalid(tp.Child("metadata", "labels"), FormatLabels(tmpl.Labels), "`selector` does not match template `labels`"))
 		}
 	}
 	errs = append(errs, ValidatePodSpec(&tmpl.Spec, tp.Child("spec"))...)
 	if rp := tmpl.Spec.RestartPolicy; rp != "" && rp != RestartPolicyAlways {
-		errs = append(errs, NotSupported(tp.Child("spec").Child("restartPolicy"), rp, []string{RestartPolicyAlways}))
+		errs = append(errs, NotSupported(tp.Child("spec", "restartPolicy"), rp, []string{RestartPolicyAlways}))
 	}
 	return errs
 }

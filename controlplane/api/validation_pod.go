@@ -135,10 +135,10 @@ func validateVolumes(vols []Volume, p *Path) (map[string]bool, ErrorList) {
 		if v.HostPath != nil {
 			n++
 			if v.HostPath.Path == "" {
-				errs = append(errs, Required(vp.Child("hostPath").Child("path"), ""))
+				errs = append(errs, Required(vp.Child("hostPath", "path"), ""))
 			}
 			if !slices.Contains(hostPathTypes, v.HostPath.Type) {
-				errs = append(errs, NotSupported(vp.Child("hostPath").Child("type"), v.HostPath.Type, hostPathTypes[1:]))
+				errs = append(errs, NotSupported(vp.Child("hostPath", "type"), v.HostPath.Type, hostPathTypes[1:]))
 			}
 		}
 		if v.EmptyDir != nil {
@@ -148,10 +148,10 @@ func validateVolumes(vols []Volume, p *Path) (map[string]bool, ErrorList) {
 			switch m := v.EmptyDir.Medium; {
 			case m == "", m == "Memory", m == "HugePages", strings.HasPrefix(m, "HugePages-"):
 			default:
-				errs = append(errs, NotSupported(vp.Child("emptyDir").Child("medium"), m, []string{"", "Memory", "HugePages"}))
+				errs = append(errs, NotSupported(vp.Child("emptyDir", "medium"), m, []string{"", "Memory", "HugePages"}))
 			}
 			if sl := v.EmptyDir.SizeLimit; sl != nil && sl.MilliValue() < 0 {
-				errs = append(errs, Invalid(vp.Child("emptyDir").Child("sizeLimit"), sl.String(), "must be greater than or equal to 0"))
+				errs = append(errs, Invalid(vp.Child("emptyDir", "sizeLimit"), sl.String(), "must be greater than or equal to 0"))
 			}
 		}
 		if v.PersistentVolumeClaim != nil {
@@ -159,7 +159,7 @@ func validateVolumes(vols []Volume, p *Path) (map[string]bool, ErrorList) {
 				errs = append(errs, Forbidden(vp.Child("persistentVolumeClaim"), "may not specify more than 1 volume type"))
 			}
 			if v.PersistentVolumeClaim.ClaimName == "" {
-				errs = append(errs, Required(vp.Child("persistentVolumeClaim").Child("claimName"), ""))
+				errs = append(errs, Required(vp.Child("persistentVolumeClaim", "claimName"), ""))
 			}
 		}
 		switch {
@@ -277,8 +277,7 @@ func validateContainer(c *Container, p *Path, hostNetwork bool, names, volumes, 
 func validateResources(r *ResourceRequirements, p *Path) ErrorList {
 	errs := validateResourceList(r.Limits, p.Child("limits"))
 	errs = append(errs, validateResourceList(r.Requests, p.Child("requests"))...)
-	var kb [keysOnStack]string
-	for _, name := range sortedResourceNames(r.Requests, kb[:0]) {
+	for _, name := range sortedResourceNames(r.Requests) {
 		req := r.Requests[name]
 		if lim, ok := r.Limits[name]; ok && req.MilliValue() > lim.MilliValue() {
 			errs = append(errs, Invalid(p.Child("requests").Key(name), req.String(),

@@ -58,7 +58,7 @@ func (a machineConfigAdmission) Admit(_ context.Context, op string, _ *auth.Iden
 			continue
 		}
 		for _, i := range api.ConfigConflicts(mc, other) {
-			errs = append(errs, api.Invalid(api.Root("spec").Child("config").Child("storage").Child("files").Index(i).Child("path"), mc.Spec.Config.Storage.Files[i].Path,
+			errs = append(errs, api.Invalid(api.Root("spec").Child("config", "storage", "files").Index(i).Child("path"), mc.Spec.Config.Storage.Files[i].Path,
 				fmt.Sprintf("config %s, of the same priority %q, writes this file differently: which wins would depend on the names; give one a higher number",
 					other.Name, api.ConfigPriority(mc.Name))))
 		}

@@ -475,9 +475,9 @@ func validatePredicate(pr *Predicate, p *api.Path, names map[string]bool) api.Er
 	}
 	switch typ {
 	case TypeServiceAffinity:
-		errs = append(errs, validateLabels(a.ServiceAffinity.Labels, ap.Child(TypeServiceAffinity).Child("labels"))...)
+		errs = append(errs, validateLabels(a.ServiceAffinity.Labels, ap.Child(TypeServiceAffinity, "labels"))...)
 	case TypeLabelsPresence:
-		errs = append(errs, validateLabels(a.LabelsPresence.Labels, ap.Child(TypeLabelsPresence).Child("labels"))...)
+		errs = append(errs, validateLabels(a.LabelsPresence.Labels, ap.Child(TypeLabelsPresence, "labels"))...)
 	}
 	return errs
 }
@@ -536,9 +536,9 @@ func validatePriority(pr *Priority, p *api.Path, names map[string]bool) api.Erro
 	}
 	switch pr.Type() {
 	case TypeServiceAntiAffinity:
-		errs = append(errs, validateLabel(a.ServiceAntiAffinity.Label, ap.Child(TypeServiceAntiAffinity).Child("label"))...)
+		errs = append(errs, validateLabel(a.ServiceAntiAffinity.Label, ap.Child(TypeServiceAntiAffinity, "label"))...)
 	case TypeLabelPreference:
-		errs = append(errs, validateLabel(a.LabelPreference.Label, ap.Child(TypeLabelPreference).Child("label"))...)
+		errs = append(errs, validateLabel(a.LabelPreference.Label, ap.Child(TypeLabelPreference, "label"))...)
 	}
 	return errs
 }
