@@ -84,6 +84,13 @@ func main() {
 	}
 	ctx := context.Background()
 	profileDir = *profile
+	if profileDir != "" {
+		// Made here: a missing directory would fail the first level only
+		// after the cluster is up.
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			log.Fatalf("-cpuprofile: %v", err)
+		}
+	}
 	etcdBench = *etcdBin
 	r := &report{started: time.Now(), machine: machineInfo()}
 	others := !*hbO && *evO == "" && !*machO && !*updO && !*relO && !*pnO && !*scaleO
