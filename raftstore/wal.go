@@ -401,19 +401,33 @@ func (s *walStore) newSegment(base uint64) (*walSegment, error) {
 // leaves a contiguous, shorter log.
 func (s *walStore) DeleteRange(lo, hi uint64) error {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	s.mu.RLock()
 	first, last := s.first, s.last
 	s.mu.RUnlock()
 	if first == 0 || hi < first || lo > last {
+		s.wmu.Unlock()
 		return nil
 	}
+	if lo <= first && hi < last {
+		// A prefix, after a snapshot. Its segments leave the log under
+		// the locks; their files are removed after, because that is
+		// slow (an unlink of a 16 MiB segment took 3.8 ms on this
+		// project's test machines, ext4 with online discard), and with
+		// the locks held the leader's next write and raft's reads of
+		// the log waited for every one of them: a write beside a
+		// snapshot took up to 25 ms (issue 16 item 2).
+		gone := s.detachPrefix(hi)
+		s.wmu.Unlock()
+		if err := s.removeSegments(gone); err != nil {
+			return fmt.Errorf("delete logs %d-%d: %w", lo, hi, err)
+		}
+		return nil
+	}
+	defer s.wmu.Unlock()
 	var err error
 	switch {
 	case lo <= first && hi >= last:
 		err = s.deleteSuffix(first)
-	case lo <= first:
-		err = s.deletePrefix(hi)
 	case hi >= last:
 		err = s.deleteSuffix(lo)
 	default:
@@ -425,7 +439,10 @@ func (s *walStore) DeleteRange(lo, hi uint64) error {
 	return nil
 }
 
-func (s *walStore) deletePrefix(hi uint64) error {
+// detachPrefix makes hi+1 the first index and takes out of the log the
+// segments that lie wholly before it (never the last one), returning
+// them for removeSegments.
+func (s *walStore) detachPrefix(hi uint64) []*walSegment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.first = hi + 1
@@ -433,17 +450,59 @@ func (s *walStore) deletePrefix(hi uint64) error {
 	for keep < len(s.segs)-1 && s.segs[keep].lastIndex() <= hi {
 		keep++
 	}
-	for _, seg := range s.segs[:keep] {
+	gone := slices.Clone(s.segs[:keep])
+	s.segs = slices.Delete(s.segs, 0, keep)
+	return gone
+}
+
+// removeSegments removes the files of segments detachPrefix took out,
+// oldest first, and stops at the first that fails: the files left are
+// then still contiguous with the log, and a restart reads them back as
+// entries before its first index, which is harmless.
+func (s *walStore) removeSegments(gone []*walSegment) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	for i, seg := range gone {
+		if hook := walBeforeRemove; hook != nil {
+			hook()
+		}
+		shrink(seg.f)
 		_ = seg.f.Close()
 		if err := os.Remove(seg.f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			for _, left := range gone[i+1:] {
+				_ = left.f.Close()
+			}
 			return err
 		}
 	}
-	s.segs = slices.Delete(s.segs, 0, keep)
-	if keep > 0 {
-		return s.syncDir()
+	return s.syncDir()
+}
+
+// walBeforeRemove, when set by a test, runs before each file a prefix
+// deletion removes.
+var walBeforeRemove func()
+
+// shrinkStep is how much of a file shrink frees at a time.
+const shrinkStep = 1 << 20
+
+// shrink cuts f down to nothing a step at a time before it is removed.
+// Unlinking a large file frees all its blocks at once, and on ext4 (with
+// online discard, as on this project's test machines) an fdatasync of
+// the log beside it waited for that: up to 5 ms beside two 16 MiB
+// segments and 18 ms beside two 70 MiB files, against 0.8–3.7 ms when
+// they were cut 1 MiB at a time first. Errors are ignored: the remove
+// that follows frees what is left.
+func shrink(f *os.File) {
+	st, err := f.Stat()
+	if err != nil {
+		return
 	}
-	return nil
+	for size := st.Size() - shrinkStep; size > 0; size -= shrinkStep {
+		if f.Truncate(size) != nil {
+			return
+		}
+	}
 }
 
 // walAfterRemove, when set by a test, runs after each segment a suffix
