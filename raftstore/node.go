@@ -167,7 +167,7 @@ func (n *Node) start(fsm FSM) error {
 		return err
 	}
 	hl := newHCLog(n.log.With("component", "raft"))
-	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hl.Named("snapshots"))
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, snapshotsRetainedByRaft, hl.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("snapshot store in %s: %w", raftDir, err)
 	}

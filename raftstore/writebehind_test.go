@@ -139,3 +139,67 @@ func writeSnapshot(t *testing.T, size int) (*raft.FileSnapshotStore, *snapshotSt
 	}
 	return files, store, sink.Close()
 }
+
+// The snapshot store keeps the newest snapshotsKept snapshots and removes
+// older ones itself, each file cut down first (shrink) unless it is open:
+// one being sent to a follower when it is removed is still read whole.
+func TestSnapshotStoreKeepsTwoAndReadersReadWhole(t *testing.T) {
+	dir := t.TempDir()
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetainedByRaft, newHCLog(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"))
+	content := func(index uint64) []byte {
+		return bytes.Repeat([]byte{byte(index)}, 3*shrinkStep+123)
+	}
+	take := func(index uint64) string {
+		t.Helper()
+		sink, err := store.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sink.Write(content(index)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return sink.ID()
+	}
+	first := take(10)
+	_, open, err := store.Open(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	take(20)
+	take(30) // removes the first, which is open
+	got, err := io.ReadAll(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := open.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, content(10)) {
+		t.Fatalf("the open snapshot read %d bytes after its removal, want its %d", len(got), len(content(10)))
+	}
+	take(40) // removes the second, which is not open
+	metas, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(metas) != snapshotsKept || metas[0].Index != 40 || metas[1].Index != 30 {
+		t.Fatalf("snapshots kept: %v, want 40 and 30", metas)
+	}
+	left, err := filepath.Glob(filepath.Join(dir, "snapshots", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != snapshotsKept {
+		t.Fatalf("%d snapshot directories left, want %d: %v", len(left), snapshotsKept, left)
+	}
+	if len(store.reading) != 0 {
+		t.Fatalf("snapshots still noted open: %v", store.reading)
+	}
+}
