@@ -427,7 +427,10 @@ func (s *walStore) DeleteRange(lo, hi uint64) error {
 	var err error
 	switch {
 	case lo <= first && hi >= last:
-		err = s.deleteSuffix(first)
+		// From 0, not first: a partly compacted segment holds entries
+		// below first, and they must go too, or the log is left with
+		// a last index below its first (and refuses what follows).
+		err = s.deleteSuffix(0)
 	case hi >= last:
 		err = s.deleteSuffix(lo)
 	default:

@@ -398,3 +398,36 @@ func BenchmarkWALStoreLogs64x1KiB(b *testing.B) {
 	s := openTestWAL(b, filepath.Join(b.TempDir(), "wal"))
 	benchStoreLogs(b, s)
 }
+
+// raft deletes the whole log, DeleteRange(FirstIndex, LastIndex), after
+// installing a snapshot: entries hidden below the first index by an
+// earlier compaction (a partly compacted segment) must go too, or the
+// log keeps a last index below its first and refuses the entries after
+// the snapshot.
+func TestWALDeleteAllAfterCompaction(t *testing.T) {
+	smallSegments(t, 300)
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	for i := uint64(1); i <= 200; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteRange(1, 151); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	if err := s.DeleteRange(first, last); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, s, 0, 0)
+	if err := s.StoreLogs(entries(5000, 5010)); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, s, 5000, 5010)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, openTestWAL(t, dir), 5000, 5010)
+}
