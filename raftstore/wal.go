@@ -115,9 +115,11 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 			continue
 		}
 		if n := len(s.segs); n > 0 && s.segs[n-1].lastIndex()+1 != seg.base {
+			// The message is made before closeFiles empties segs.
+			err := fmt.Errorf("log segment %s: %w: starts at %d, the one before ends at %d", name, ErrCorrupt, seg.base, s.segs[n-1].lastIndex())
 			_ = seg.f.Close()
 			s.closeFiles()
-			return nil, fmt.Errorf("log segment %s: %w: starts at %d, the one before ends at %d", name, ErrCorrupt, seg.base, s.segs[n-1].lastIndex())
+			return nil, err
 		}
 		s.segs = append(s.segs, seg)
 	}

@@ -538,3 +538,32 @@ func TestWALDeleteAllAfterCompaction(t *testing.T) {
 	}
 	checkLog(t, openTestWAL(t, dir), 5000, 5010)
 }
+
+// Segments that do not follow each other are corruption: open refuses
+// them with ErrCorrupt (it panicked making the message).
+func TestWALGapIsCorrupt(t *testing.T) {
+	smallSegments(t, 300)
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	for i := uint64(1); i <= 100; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := segmentNames(dir)
+	if err != nil || len(names) < 3 {
+		t.Fatalf("segments %v (%v), want at least 3", names, err)
+	}
+	if err := os.Remove(filepath.Join(dir, names[1])); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := openWALStore(dir, false, nil); !errors.Is(err, ErrCorrupt) {
+		if r != nil {
+			_ = r.Close()
+		}
+		t.Fatalf("open with a gap between segments: %v, want ErrCorrupt", err)
+	}
+}
