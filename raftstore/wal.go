@@ -93,6 +93,7 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	s := &walStore{dir: dir, noSync: noSync}
+	removeGoneSegments(dir)
 	names, err := segmentNames(dir)
 	if err != nil {
 		return nil, err
@@ -114,9 +115,11 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 			continue
 		}
 		if n := len(s.segs); n > 0 && s.segs[n-1].lastIndex()+1 != seg.base {
+			// The message is made before closeFiles empties segs.
+			err := fmt.Errorf("log segment %s: %w: starts at %d, the one before ends at %d", name, ErrCorrupt, seg.base, s.segs[n-1].lastIndex())
 			_ = seg.f.Close()
 			s.closeFiles()
-			return nil, fmt.Errorf("log segment %s: %w: starts at %d, the one before ends at %d", name, ErrCorrupt, seg.base, s.segs[n-1].lastIndex())
+			return nil, err
 		}
 		s.segs = append(s.segs, seg)
 	}
@@ -416,9 +419,9 @@ func (s *walStore) DeleteRange(lo, hi uint64) error {
 		// the locks held the leader's next write and raft's reads of
 		// the log waited for every one of them: a write beside a
 		// snapshot took up to 25 ms (issue 16 item 2).
-		gone := s.detachPrefix(hi)
+		gone, err := s.detachPrefix(hi)
 		s.wmu.Unlock()
-		if err := s.removeSegments(gone); err != nil {
+		if err := errors.Join(err, s.removeSegments(gone)); err != nil {
 			return fmt.Errorf("delete logs %d-%d: %w", lo, hi, err)
 		}
 		return nil
@@ -427,7 +430,10 @@ func (s *walStore) DeleteRange(lo, hi uint64) error {
 	var err error
 	switch {
 	case lo <= first && hi >= last:
-		err = s.deleteSuffix(first)
+		// From 0, not first: a partly compacted segment holds entries
+		// below first, and they must go too, or the log is left with
+		// a last index below its first (and refuses what follows).
+		err = s.deleteSuffix(0)
 	case hi >= last:
 		err = s.deleteSuffix(lo)
 	default:
@@ -441,50 +447,87 @@ func (s *walStore) DeleteRange(lo, hi uint64) error {
 
 // detachPrefix makes hi+1 the first index and takes out of the log the
 // segments that lie wholly before it (never the last one), returning
-// them for removeSegments.
-func (s *walStore) detachPrefix(hi uint64) []*walSegment {
+// them for removeSegments. Each file is renamed to its name and
+// goneSuffix first, oldest first, so that open no longer reads it: a
+// crash while removeSegments cuts it down would otherwise leave a torn
+// segment before the last (refused as corrupt), and a crash after raft
+// deleted the rest of the log and wrote on from a later index would
+// leave it beside the new log (a gap, refused too). Renames are cheap
+// (no blocks are freed); a failed one keeps that segment and those
+// after it in the log, still contiguous.
+func (s *walStore) detachPrefix(hi uint64) ([]*walSegment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.first = hi + 1
 	keep := 0
+	var err error
 	for keep < len(s.segs)-1 && s.segs[keep].lastIndex() <= hi {
+		name := s.segs[keep].f.Name()
+		if err = os.Rename(name, name+goneSuffix); err != nil {
+			break
+		}
 		keep++
 	}
 	gone := slices.Clone(s.segs[:keep])
 	s.segs = slices.Delete(s.segs, 0, keep)
-	return gone
+	return gone, err
 }
 
-// removeSegments removes the files of segments detachPrefix took out,
-// oldest first, and stops at the first that fails: the files left are
-// then still contiguous with the log, and a restart reads them back as
-// entries before its first index, which is harmless.
+// goneSuffix ends the name of a segment file detachPrefix took out of the
+// log; open removes any such file a crash left.
+const goneSuffix = ".gone"
+
+// removeGoneSegments removes the files of detached segments that a crash
+// left in dir. Errors are ignored: such a file is never read.
+func removeGoneSegments(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".wal"+goneSuffix) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// removeSegments removes the files of segments detachPrefix took out and
+// renamed, and stops at the first that fails; open removes what is left.
 func (s *walStore) removeSegments(gone []*walSegment) error {
 	if len(gone) == 0 {
 		return nil
 	}
+	// The renames must be on disk before a file is cut.
+	err := s.syncDir()
 	for i, seg := range gone {
+		if err != nil {
+			for _, left := range gone[i:] {
+				_ = left.f.Close()
+			}
+			return err
+		}
 		if hook := walBeforeRemove; hook != nil {
 			hook()
 		}
 		shrink(seg.f)
 		_ = seg.f.Close()
-		if err := os.Remove(seg.f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			for _, left := range gone[i+1:] {
-				_ = left.f.Close()
-			}
-			return err
+		if err = os.Remove(seg.f.Name() + goneSuffix); errors.Is(err, os.ErrNotExist) {
+			err = nil
 		}
 	}
-	return s.syncDir()
+	return err
 }
 
 // walBeforeRemove, when set by a test, runs before each file a prefix
 // deletion removes.
 var walBeforeRemove func()
 
-// shrinkStep is how much of a file shrink frees at a time.
-const shrinkStep = 1 << 20
+// shrinkStep is how much of a file shrink frees at a time; a variable so
+// that tests can cut small files in steps.
+var shrinkStep = 1 << 20
+
+// shrinkAfterCut, when set by a test, runs after each step of shrink.
+var shrinkAfterCut func()
 
 // shrink cuts f down to nothing a step at a time before it is removed.
 // Unlinking a large file frees all its blocks at once, and on ext4 (with
@@ -498,9 +541,12 @@ func shrink(f *os.File) {
 	if err != nil {
 		return
 	}
-	for size := st.Size() - shrinkStep; size > 0; size -= shrinkStep {
+	for size := st.Size() - int64(shrinkStep); size > 0; size -= int64(shrinkStep) {
 		if f.Truncate(size) != nil {
 			return
+		}
+		if hook := shrinkAfterCut; hook != nil {
+			hook()
 		}
 	}
 }

@@ -398,3 +398,172 @@ func BenchmarkWALStoreLogs64x1KiB(b *testing.B) {
 	s := openTestWAL(b, filepath.Join(b.TempDir(), "wal"))
 	benchStoreLogs(b, s)
 }
+
+// copyDir copies the files of dir into a new directory: what a crash
+// (kill -9) at this moment would leave on disk.
+func copyDir(t *testing.T, dir string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "wal")
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// A crash at any step of a prefix's removal, in particular while a
+// segment's file is cut down (shrink), leaves a log that opens whole from
+// an index at or before the new first one (issue 16 item 2).
+func TestWALPrefixRemovalCrashLeavesALog(t *testing.T) {
+	smallSegments(t, 300)
+	oldStep := shrinkStep
+	shrinkStep = 64 // cut the small segments in several steps
+	t.Cleanup(func() { shrinkStep = oldStep })
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	for i := uint64(1); i <= 200; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var crashes []string
+	walBeforeRemove = func() { crashes = append(crashes, copyDir(t, dir)) }
+	shrinkAfterCut = func() { crashes = append(crashes, copyDir(t, dir)) }
+	t.Cleanup(func() { walBeforeRemove, shrinkAfterCut = nil, nil })
+	if err := s.DeleteRange(1, 150); err != nil {
+		t.Fatal(err)
+	}
+	walBeforeRemove, shrinkAfterCut = nil, nil
+	crashes = append(crashes, copyDir(t, dir))
+	if len(crashes) < 4 {
+		t.Fatalf("only %d crash points: the removal cut no file in steps", len(crashes))
+	}
+	for i, c := range crashes {
+		r, err := openWALStore(c, false, nil)
+		if err != nil {
+			t.Fatalf("crash point %d: the log does not open: %v", i, err)
+		}
+		first, _ := r.FirstIndex()
+		if first > 151 {
+			t.Fatalf("crash point %d: first index %d, want ≤ 151", i, first)
+		}
+		checkLog(t, r, first, 200)
+		_ = r.Close()
+	}
+}
+
+// Raft deletes the whole log after installing a snapshot and writes on
+// from the snapshot's index: a crash before an earlier prefix's files
+// were removed must not leave them beside the new log, a gap open refuses.
+func TestWALPrefixRemovalThenResetLeavesNoGap(t *testing.T) {
+	smallSegments(t, 300)
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	for i := uint64(1); i <= 200; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removing, release := make(chan struct{}, 64), make(chan struct{})
+	walBeforeRemove = func() {
+		removing <- struct{}{}
+		<-release
+	}
+	t.Cleanup(func() { walBeforeRemove = nil })
+	deleted := make(chan error, 1)
+	go func() { deleted <- s.DeleteRange(1, 150) }()
+	<-removing // the prefix's files are not removed yet
+	err := s.DeleteRange(151, 200)
+	if err == nil {
+		err = s.StoreLogs(entries(1001, 1005))
+	}
+	crash := copyDir(t, dir)
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	walBeforeRemove = nil
+	r, err := openWALStore(crash, false, nil)
+	if err != nil {
+		t.Fatalf("the log after a crash does not open: %v", err)
+	}
+	defer r.Close()
+	checkLog(t, r, 1001, 1005)
+}
+
+// raft deletes the whole log, DeleteRange(FirstIndex, LastIndex), after
+// installing a snapshot: entries hidden below the first index by an
+// earlier compaction (a partly compacted segment) must go too, or the
+// log keeps a last index below its first and refuses the entries after
+// the snapshot.
+func TestWALDeleteAllAfterCompaction(t *testing.T) {
+	smallSegments(t, 300)
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	for i := uint64(1); i <= 200; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteRange(1, 151); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	if err := s.DeleteRange(first, last); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, s, 0, 0)
+	if err := s.StoreLogs(entries(5000, 5010)); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, s, 5000, 5010)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, openTestWAL(t, dir), 5000, 5010)
+}
+
+// Segments that do not follow each other are corruption: open refuses
+// them with ErrCorrupt (it panicked making the message).
+func TestWALGapIsCorrupt(t *testing.T) {
+	smallSegments(t, 300)
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	for i := uint64(1); i <= 100; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := segmentNames(dir)
+	if err != nil || len(names) < 3 {
+		t.Fatalf("segments %v (%v), want at least 3", names, err)
+	}
+	if err := os.Remove(filepath.Join(dir, names[1])); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := openWALStore(dir, false, nil); !errors.Is(err, ErrCorrupt) {
+		if r != nil {
+			_ = r.Close()
+		}
+		t.Fatalf("open with a gap between segments: %v, want ErrCorrupt", err)
+	}
+}
