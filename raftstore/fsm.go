@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -240,6 +241,7 @@ type snapshotStore struct {
 
 	mu      sync.Mutex
 	reading map[string]int // snapshots open for reading, by ID
+	log     *slog.Logger   // nil: reap's failures go unlogged
 }
 
 // snapshotsKept is how many snapshots a server keeps: the newest, and the
@@ -250,8 +252,8 @@ const snapshotsKept = 2
 // more than it will ever hold, so that it removes none itself.
 const snapshotsRetainedByRaft = 1 << 30
 
-func newSnapshotStore(inner raft.SnapshotStore, dir string) *snapshotStore {
-	s := &snapshotStore{SnapshotStore: inner, dir: dir, reading: map[string]int{}}
+func newSnapshotStore(inner raft.SnapshotStore, dir string, log *slog.Logger) *snapshotStore {
+	s := &snapshotStore{SnapshotStore: inner, dir: dir, reading: map[string]int{}, log: log}
 	if metas, err := inner.List(); err == nil && len(metas) > 0 {
 		s.last.Store(metas[0].Index)
 	}
@@ -303,26 +305,37 @@ func (s *snapshotSink) Close() error {
 			break
 		}
 	}
-	return s.store.reap()
+	// The new snapshot is safe on disk whatever happens to old ones:
+	// failing here would make raft skip compacting the log (or answer
+	// an install as failed) for a removal it does not need.
+	if err := s.store.reap(); err != nil && s.store.log != nil {
+		s.store.log.Warn("removing an old snapshot failed; it is tried again after the next one", "err", err)
+	}
+	return nil
 }
 
 // Open implements raft.SnapshotStore, noting the snapshot open until its
-// reader is closed, so that reap does not cut its file.
+// reader is closed, so that reap does not cut its file. It is noted
+// before raft's store opens it (which reads the whole file for its
+// checksum) and without holding the lock meanwhile: a reap under way
+// finishes first, and the open then fails, as for any removed snapshot.
 func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	meta, rc, err := s.SnapshotStore.Open(id)
-	if err != nil {
-		return meta, rc, err
-	}
 	s.reading[id]++
-	return meta, &openSnapshot{ReadCloser: rc, done: func() {
+	s.mu.Unlock()
+	done := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.reading[id]--; s.reading[id] <= 0 {
 			delete(s.reading, id)
 		}
-	}}, nil
+	}
+	meta, rc, err := s.SnapshotStore.Open(id)
+	if err != nil {
+		done()
+		return meta, rc, err
+	}
+	return meta, &openSnapshot{ReadCloser: rc, done: done}, nil
 }
 
 // openSnapshot is a snapshot's reader that tells its store when closed.

@@ -171,7 +171,7 @@ func (n *Node) start(fsm FSM) error {
 	if err != nil {
 		return fmt.Errorf("snapshot store in %s: %w", raftDir, err)
 	}
-	n.snaps = newSnapshotStore(fileSnaps, filepath.Join(raftDir, "snapshots"))
+	n.snaps = newSnapshotStore(fileSnaps, filepath.Join(raftDir, "snapshots"), n.log)
 	cache, err := raft.NewLogCache(logCacheSize, n.logs)
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)

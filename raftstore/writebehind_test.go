@@ -126,7 +126,7 @@ func writeSnapshot(t *testing.T, size int) (*raft.FileSnapshotStore, *snapshotSt
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"))
+	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"), nil)
 	sink, err := store.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestSnapshotStoreKeepsTwoAndReadersReadWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"))
+	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"), nil)
 	content := func(index uint64) []byte {
 		return bytes.Repeat([]byte{byte(index)}, 3*shrinkStep+123)
 	}
