@@ -236,9 +236,7 @@ func (s *walStore) syncDir() error {
 }
 
 func (s *walStore) closeFiles() {
-	for _, seg := range s.segs {
-		_ = seg.f.Close()
-	}
+	closeSegments(s.segs)
 	s.segs = nil
 }
 
@@ -498,24 +496,28 @@ func (s *walStore) removeSegments(gone []*walSegment) error {
 		return nil
 	}
 	// The renames must be on disk before a file is cut.
-	err := s.syncDir()
+	if err := s.syncDir(); err != nil {
+		closeSegments(gone)
+		return err
+	}
 	for i, seg := range gone {
-		if err != nil {
-			for _, left := range gone[i:] {
-				_ = left.f.Close()
-			}
-			return err
-		}
 		if hook := walBeforeRemove; hook != nil {
 			hook()
 		}
 		shrink(seg.f)
 		_ = seg.f.Close()
-		if err = os.Remove(seg.f.Name() + goneSuffix); errors.Is(err, os.ErrNotExist) {
-			err = nil
+		if err := os.Remove(seg.f.Name() + goneSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			closeSegments(gone[i+1:])
+			return err
 		}
 	}
-	return err
+	return nil
+}
+
+func closeSegments(segs []*walSegment) {
+	for _, seg := range segs {
+		_ = seg.f.Close()
+	}
 }
 
 // walBeforeRemove, when set by a test, runs before each file a prefix

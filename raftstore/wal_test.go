@@ -36,6 +36,16 @@ func entries(lo, hi uint64) []*raft.Log {
 	return logs
 }
 
+// storeInFives stores entries 1 to last (a multiple of 5) five at a time.
+func storeInFives(t *testing.T, s raft.LogStore, last uint64) {
+	t.Helper()
+	for i := uint64(1); i <= last; i += 5 {
+		if err := s.StoreLogs(entries(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // checkLog asserts the store's bounds and that every entry inside them
 // reads back whole.
 func checkLog(t *testing.T, s raft.LogStore, first, last uint64) {
@@ -224,11 +234,7 @@ func TestWALPrefixRemovalHoldsNoWrites(t *testing.T) {
 	smallSegments(t, 300)
 	dir := filepath.Join(t.TempDir(), "wal")
 	s := openTestWAL(t, dir)
-	for i := uint64(1); i <= 200; i += 5 {
-		if err := s.StoreLogs(entries(i, i+4)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeInFives(t, s, 200)
 	segs := segmentCount(t, dir)
 	removing, release := make(chan struct{}, 64), make(chan struct{})
 	walBeforeRemove = func() {
@@ -290,11 +296,7 @@ func TestWALSuffixDeleteCrashLeavesNoHole(t *testing.T) {
 		t.Run(fmt.Sprint("crash after segment ", stopAfter), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "wal")
 			s := openTestWAL(t, dir)
-			for i := uint64(1); i <= 200; i += 5 {
-				if err := s.StoreLogs(entries(i, i+4)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			storeInFives(t, s, 200)
 			crash := errors.New("power cut")
 			n := 0
 			walAfterRemove = func() error {
@@ -433,11 +435,7 @@ func TestWALPrefixRemovalCrashLeavesALog(t *testing.T) {
 	t.Cleanup(func() { shrinkStep = oldStep })
 	dir := filepath.Join(t.TempDir(), "wal")
 	s := openTestWAL(t, dir)
-	for i := uint64(1); i <= 200; i += 5 {
-		if err := s.StoreLogs(entries(i, i+4)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeInFives(t, s, 200)
 	var crashes []string
 	walBeforeRemove = func() { crashes = append(crashes, copyDir(t, dir)) }
 	shrinkAfterCut = func() { crashes = append(crashes, copyDir(t, dir)) }
@@ -471,11 +469,7 @@ func TestWALPrefixRemovalThenResetLeavesNoGap(t *testing.T) {
 	smallSegments(t, 300)
 	dir := filepath.Join(t.TempDir(), "wal")
 	s := openTestWAL(t, dir)
-	for i := uint64(1); i <= 200; i += 5 {
-		if err := s.StoreLogs(entries(i, i+4)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeInFives(t, s, 200)
 	removing, release := make(chan struct{}, 64), make(chan struct{})
 	walBeforeRemove = func() {
 		removing <- struct{}{}
@@ -515,11 +509,7 @@ func TestWALDeleteAllAfterCompaction(t *testing.T) {
 	smallSegments(t, 300)
 	dir := filepath.Join(t.TempDir(), "wal")
 	s := openTestWAL(t, dir)
-	for i := uint64(1); i <= 200; i += 5 {
-		if err := s.StoreLogs(entries(i, i+4)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeInFives(t, s, 200)
 	if err := s.DeleteRange(1, 151); err != nil {
 		t.Fatal(err)
 	}
@@ -545,11 +535,7 @@ func TestWALGapIsCorrupt(t *testing.T) {
 	smallSegments(t, 300)
 	dir := filepath.Join(t.TempDir(), "wal")
 	s := openTestWAL(t, dir)
-	for i := uint64(1); i <= 100; i += 5 {
-		if err := s.StoreLogs(entries(i, i+4)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeInFives(t, s, 100)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
