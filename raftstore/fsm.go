@@ -66,6 +66,9 @@ type fsmAdapter struct {
 	changed chan struct{} // closed and replaced when applied moves and someone waits
 
 	restores atomic.Uint64
+	// onRestore, when set, runs after each restore, before raft goes on
+	// to apply the entries after the snapshot.
+	onRestore func()
 }
 
 var (
@@ -184,6 +187,9 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	}
 	a.restores.Add(1)
 	a.advance(index)
+	if a.onRestore != nil {
+		a.onRestore()
+	}
 	return nil
 }
 

@@ -36,6 +36,7 @@ type Node struct {
 
 	raft     *raft.Raft
 	fsm      *fsmAdapter
+	tuneMu   sync.Mutex // serializes setSnapshotThreshold
 	store    *boltStore // the stable store (term, vote)
 	logs     *walStore  // the log
 	snaps    *snapshotStore
@@ -227,6 +228,19 @@ func (n *Node) start(fsm FSM) error {
 		return started.Load().GetConfiguration().Configuration().Servers
 	}
 	n.ahead = ahead
+	if sz, ok := fsm.(Sizer); ok {
+		// A member that installs a snapshot (joining, or far behind) holds
+		// the whole state at once: its threshold must follow before raft
+		// next looks, or it snapshots all it just installed while it
+		// replays the log after it (seen at 150,000 pods: a joining member
+		// snapshotted 27,000 entries after the install, still at the
+		// configured 8,192, and was ready 1-2 s later).
+		n.fsm.onRestore = func() {
+			if r := started.Load(); r != nil {
+				n.setSnapshotThreshold(r, snapshotThreshold(cfg.SnapshotThreshold, sz.Size()))
+			}
+		}
+	}
 	var trans raft.Transport = pipelined{observed{n.trans, ahead}, n.ctx.Done()}
 	if cfg.noPipeline {
 		trans = unpipelined{observed{n.trans, ahead}}

@@ -2,6 +2,8 @@ package raftstore
 
 import (
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Sizer is an FSM that says how many objects its snapshot holds.
@@ -27,12 +29,13 @@ func snapshotThreshold(floor uint64, size int) uint64 {
 }
 
 // tuneSnapshots keeps raft's SnapshotThreshold at snapshotThreshold of
-// the FSM's size, looking as often as raft looks whether to snapshot.
+// the FSM's size, looking as often as raft looks whether to snapshot;
+// the FSM adapter also sets it after each restore.
 func (n *Node) tuneSnapshots(fsm Sizer, floor uint64, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n.setSnapshotThreshold(snapshotThreshold(floor, fsm.Size()))
+		n.setSnapshotThreshold(n.raft, snapshotThreshold(floor, fsm.Size()))
 		select {
 		case <-n.ctx.Done():
 			return
@@ -42,16 +45,18 @@ func (n *Node) tuneSnapshots(fsm Sizer, floor uint64, every time.Duration) {
 }
 
 // setSnapshotThreshold reads raft's reloadable config, changes the
-// threshold and writes it back: tuneSnapshots is the only goroutine that
-// reloads the config, so nothing can write in between (another changer
-// would need a lock shared with this one).
-func (n *Node) setSnapshotThreshold(want uint64) {
-	rc := n.raft.ReloadableConfig()
+// threshold and writes it back, under tuneMu: the tuner and a restore
+// both call it, and nothing else reloads the config, so nothing can
+// write in between.
+func (n *Node) setSnapshotThreshold(r *raft.Raft, want uint64) {
+	n.tuneMu.Lock()
+	defer n.tuneMu.Unlock()
+	rc := r.ReloadableConfig()
 	if rc.SnapshotThreshold == want {
 		return
 	}
 	rc.SnapshotThreshold = want
-	if err := n.raft.ReloadConfig(rc); err != nil {
+	if err := r.ReloadConfig(rc); err != nil {
 		n.log.Warn("snapshot threshold not changed", "threshold", want, "err", err)
 		return
 	}
