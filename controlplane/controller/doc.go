@@ -1,7 +1,9 @@
 // Package controller holds what the leader's control loops share: the
 // Client through which they read and change the cluster, an Informer that
-// keeps a local cache of one resource current from a list and a watch,
-// and a Queue of keys with deduplication and backoff.
+// keeps a local cache of one resource current from a list and a watch
+// for any number of handlers, Informers that hands every loop the same
+// Informer of a resource (one cache, one watch), and a Queue of keys with
+// deduplication and backoff.
 //
 // The control loops (the schedulers of controlplane/scheduler/loop, the
 // workload controllers of controlplane/controllers) run inside the raft

@@ -21,13 +21,21 @@ type Event struct {
 }
 
 // Informer keeps a cache of every object of one resource, current from a
-// list and a watch, and tells a handler of each change. A watch that ends
-// with a 410 (it fell behind) is replaced by a fresh list, and the handler
-// is told only the differences, so it never misses a deletion.
+// list and a watch, and tells its handlers of each change. A watch that
+// ends with a 410 (it fell behind) is replaced by a fresh list, and the
+// handlers are told only the differences, so they never miss a deletion.
+// Informers shares one Informer between loops (the leader's scheduler and
+// controllers), so that they keep one cache of each resource.
 type Informer struct {
 	c   Client
 	r   *api.Resource
 	log *slog.Logger
+
+	// deliver is held while the cache takes a change and the handlers
+	// hear of it, and while a handler joins: a handler that joins late
+	// hears the cache as Added, then every change after it, none twice.
+	deliver  sync.Mutex
+	handlers []*handler
 
 	mu sync.RWMutex
 	// items holds the objects by namespace ("" for cluster objects), then
@@ -145,14 +153,64 @@ func (i *Informer) advance(rv uint64) {
 // events were handled.
 func (i *Informer) Synced() <-chan struct{} { return i.synced }
 
+// handler is one loop's callback. A pointer, so that the one added is
+// the one removed even if two loops pass the same func.
+type handler struct{ on func(Event) }
+
 // Run lists and watches until ctx ends, calling on for every change, in
 // order, from this goroutine; the cache already holds the change when on
 // runs. A slow on delays the watch; one far too slow makes the store drop
-// it, and Run lists again.
+// it, and Run lists again. Run is for an informer of one's own; one from
+// Informers is served by the set, and takes handlers through Handle.
 func (i *Informer) Run(ctx context.Context, on func(Event)) {
+	i.Handle(ctx, on)
+	i.serve(ctx)
+}
+
+// Handle adds on to the handlers until ctx ends. on hears every change in
+// order and never two at once. If the informer has listed already, on
+// hears every cached object as Added before Handle returns; so once
+// Handle has returned and Synced is closed, on has heard all that is in
+// the cache. on must not wait for the informer (Handle, ResourceVersion).
+func (i *Informer) Handle(ctx context.Context, on func(Event)) {
+	h := &handler{on: on}
+	i.deliver.Lock()
+	defer i.deliver.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	select {
+	case <-i.synced:
+		// Only the goroutine that serves changes items, and it waits for
+		// deliver: no lock is needed to read them.
+		for _, ns := range i.items {
+			for _, obj := range ns {
+				on(Event{Type: api.Added, Object: obj})
+			}
+		}
+	default:
+		// The first list has not been handled: it will be, by on too.
+	}
+	i.handlers = append(i.handlers, h)
+	context.AfterFunc(ctx, func() {
+		i.deliver.Lock()
+		defer i.deliver.Unlock()
+		i.handlers = slices.DeleteFunc(i.handlers, func(x *handler) bool { return x == h })
+	})
+}
+
+// tell hands ev to every handler; the caller holds deliver.
+func (i *Informer) tell(ev Event) {
+	for _, h := range i.handlers {
+		h.on(ev)
+	}
+}
+
+// serve lists and watches until ctx ends, telling the handlers.
+func (i *Informer) serve(ctx context.Context) {
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
-		rv, err := i.relist(on)
+		rv, err := i.relist()
 		if err != nil {
 			i.log.Warn("list failed; retrying", "err", err, "retry_in", backoff)
 			if !Sleep(ctx, backoff) {
@@ -161,19 +219,14 @@ func (i *Informer) Run(ctx context.Context, on func(Event)) {
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		select {
-		case <-i.synced:
-		default:
-			close(i.synced)
-		}
-		if i.watch(ctx, rv, on) {
+		if i.watch(ctx, rv) {
 			backoff = 10 * time.Millisecond
 		}
 	}
 }
 
 // relist replaces the cache with a fresh list and reports the differences.
-func (i *Informer) relist(on func(Event)) (uint64, error) {
+func (i *Informer) relist() (uint64, error) {
 	objs, rv, err := i.c.List(i.r)
 	if err != nil {
 		return 0, err
@@ -182,6 +235,9 @@ func (i *Informer) relist(on func(Event)) (uint64, error) {
 	for _, obj := range objs {
 		putIn(fresh, obj)
 	}
+	i.deliver.Lock()
+	defer i.deliver.Unlock()
+	on := i.tell
 	i.mu.Lock()
 	old := i.items
 	i.items = fresh
@@ -207,12 +263,19 @@ func (i *Informer) relist(on func(Event)) (uint64, error) {
 		}
 	}
 	i.advance(rv)
+	// Closed while deliver is held, so that a handler joining now either
+	// is told the list above or is replayed the cache, never both.
+	select {
+	case <-i.synced:
+	default:
+		close(i.synced)
+	}
 	return rv, nil
 }
 
 // watch follows changes after rv until the watch ends; it reports whether
 // it got as far as receiving anything (else the caller backs off).
-func (i *Informer) watch(ctx context.Context, rv uint64, on func(Event)) bool {
+func (i *Informer) watch(ctx context.Context, rv uint64) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := i.c.Watch(ctx, i.r, rv)
@@ -231,25 +294,32 @@ func (i *Informer) watch(ctx context.Context, rv uint64, on func(Event)) bool {
 			i.advance(ev.RV)
 			continue
 		}
-		var prev api.Object
-		i.mu.Lock()
-		if ev.Type == api.Deleted {
-			m := ev.Object.GetObjectMeta()
-			prev = i.remove(m.Namespace, m.Name)
-		} else {
-			prev = putIn(i.items, ev.Object)
-		}
-		i.mu.Unlock()
-		typ := ev.Type
-		if typ == api.Added && prev != nil {
-			typ = api.Modified
-		}
-		if typ != api.Deleted || prev != nil {
-			on(Event{Type: typ, Object: ev.Object, Old: prev})
-		}
-		i.advance(ev.RV)
+		i.apply(ev)
 	}
 	return got
+}
+
+// apply puts one watched change in the cache and tells the handlers.
+func (i *Informer) apply(ev api.WatchEvent) {
+	i.deliver.Lock()
+	defer i.deliver.Unlock()
+	var prev api.Object
+	i.mu.Lock()
+	if ev.Type == api.Deleted {
+		m := ev.Object.GetObjectMeta()
+		prev = i.remove(m.Namespace, m.Name)
+	} else {
+		prev = putIn(i.items, ev.Object)
+	}
+	i.mu.Unlock()
+	typ := ev.Type
+	if typ == api.Added && prev != nil {
+		typ = api.Modified
+	}
+	if typ != api.Deleted || prev != nil {
+		i.tell(Event{Type: typ, Object: ev.Object, Old: prev})
+	}
+	i.advance(ev.RV)
 }
 
 // Sleep waits d or until ctx ends; it reports whether d passed. The

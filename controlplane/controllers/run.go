@@ -40,6 +40,11 @@ type Config struct {
 	PoolLock sync.Locker
 	// Logger gets the controllers' records; nil discards them.
 	Logger *slog.Logger
+	// Informers, when set, gives the controllers their informers, shared
+	// with the other loops that use it (the server shares them with the
+	// scheduler); its context must end no sooner than Run's. Nil: Run
+	// keeps informers of its own.
+	Informers *controller.Informers
 	// Now is the clock for availability (minReadySeconds), conditions and
 	// events; default time.Now.
 	Now func() time.Time
@@ -158,21 +163,32 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		rec:    newRecorder(cfg.Client, log, cfg.Now),
 		sels:   newSelectors(),
 	}
-	s.podInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Pod"), log)
-	s.rsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ReplicaSet"), log)
-	s.deployInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Deployment"), log)
-	s.dsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("DaemonSet"), log)
-	s.nodeInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Node"), log)
-	s.pdbInf = controller.NewInformer(cfg.Client, api.ResourceForKind("PodDisruptionBudget"), log)
-	s.machineInf = controller.NewInformer(cfg.Client, api.ResourceForKind("Machine"), log)
-	s.mhcInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineHealthCheck"), log)
-	s.msInf = controller.NewInformer(cfg.Client, api.ResourceForKind("MachineSet"), log)
-	s.cpmsInf = controller.NewInformer(cfg.Client, api.ResourceForKind("ControlPlaneMachineSet"), log)
-	s.mcInf = controller.NewInformer(cfg.Client, machineConfigsResource, log)
-	s.mcpInf = controller.NewInformer(cfg.Client, machineConfigPools, log)
-	s.cvInf = controller.NewInformer(cfg.Client, clusterVersions, log)
-	s.svcInf = controller.NewInformer(cfg.Client, servicesRes, log)
-	s.epsInf = controller.NewInformer(cfg.Client, endpointSlicesRes, log)
+	// The handlers go when run returns, even if a shared set's informers
+	// serve on.
+	hctx, unhandle := context.WithCancel(ctx)
+	defer unhandle()
+	infs := cfg.Informers
+	if infs == nil {
+		ictx, stop := context.WithCancel(ctx)
+		infs = controller.NewInformers(ictx, cfg.Client, log)
+		defer infs.Wait()
+		defer stop()
+	}
+	s.podInf = infs.For(api.ResourceForKind("Pod"))
+	s.rsInf = infs.For(api.ResourceForKind("ReplicaSet"))
+	s.deployInf = infs.For(api.ResourceForKind("Deployment"))
+	s.dsInf = infs.For(api.ResourceForKind("DaemonSet"))
+	s.nodeInf = infs.For(api.ResourceForKind("Node"))
+	s.pdbInf = infs.For(api.ResourceForKind("PodDisruptionBudget"))
+	s.machineInf = infs.For(api.ResourceForKind("Machine"))
+	s.mhcInf = infs.For(api.ResourceForKind("MachineHealthCheck"))
+	s.msInf = infs.For(api.ResourceForKind("MachineSet"))
+	s.cpmsInf = infs.For(api.ResourceForKind("ControlPlaneMachineSet"))
+	s.mcInf = infs.For(machineConfigsResource)
+	s.mcpInf = infs.For(machineConfigPools)
+	s.cvInf = infs.For(clusterVersions)
+	s.svcInf = infs.For(servicesRes)
+	s.epsInf = infs.For(endpointSlicesRes)
 	s.pods, s.rss = newIndex(s.podInf), newIndex(s.rsInf)
 
 	// Daemon pods are checked with the default policy's predicates: the
@@ -283,7 +299,7 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 			mcc.q.Add(ev.Object.GetObjectMeta().Name) // its rendered configs go
 		}
 	}}, {s.cvInf, cvc.onChange}, {s.svcInf, esc.onService}, {s.epsInf, esc.onSlice}} {
-		wg.Go(func() { w.inf.Run(ctx, w.on) })
+		w.inf.Handle(hctx, w.on)
 	}
 	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop, cvc.loop, esc.loop}
 	if qg != nil {

@@ -18,18 +18,23 @@ import (
 // gets the core's in-process client c, so its writes go through
 // validation and admission like a user's.
 func (s *Server) runLoops(ctx context.Context, c controller.Client) {
+	// The scheduler and the controllers both follow pods, nodes and
+	// services: one cache and one watch of each serves both.
+	infs := controller.NewInformers(ctx, c, s.cfg.Logger.With("component", "informers"))
+	defer infs.Wait()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	lv := newLiveness()
 	s.liveness.Store(lv)
 	defer s.liveness.CompareAndSwap(lv, nil)
 	defer s.zones.Reset()
-	wg.Go(func() { s.runSchedulers(ctx, c) })
+	wg.Go(func() { s.runSchedulers(ctx, c, infs) })
 	if !s.cfg.DisableControllers {
 		wg.Go(func() {
 			err := controllers.Run(ctx, controllers.Config{
-				Client: c,
-				Logger: s.cfg.Logger.With("component", "controllers"),
+				Client:    c,
+				Informers: infs,
+				Logger:    s.cfg.Logger.With("component", "controllers"),
 				NodeLifecycle: controllers.NodeLifecycle{
 					Membership:         s.nodeMembership(),
 					Liveness:           lv,

@@ -223,7 +223,7 @@ func (s *Server) storePolicies(ctx context.Context, docs map[string]string) erro
 // scheduler per stored SchedulerPolicy, following them as they change. The
 // loop starts once there is a policy at all: without one nothing schedules
 // (an outside program may bind pods through the API).
-func (s *Server) runSchedulers(ctx context.Context, c controller.Client) {
+func (s *Server) runSchedulers(ctx context.Context, c controller.Client, infs *controller.Informers) {
 	inf := controller.NewInformer(c, schedulerPoliciesResource, s.cfg.Logger.With("component", "scheduler"))
 	var l *loop.Loop
 	var wg sync.WaitGroup
@@ -251,6 +251,7 @@ func (s *Server) runSchedulers(ctx context.Context, c controller.Client) {
 			var err error
 			l, err = loop.New(loop.Config{
 				Client:     c,
+				Informers:  infs,
 				Schedulers: scheds,
 				Logger:     s.cfg.Logger.With("component", "scheduler"),
 				Registerer: s.cfg.Registry,

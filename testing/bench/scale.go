@@ -145,6 +145,7 @@ type serverMem struct {
 	id      string
 	leader  bool
 	rss     int64
+	file    int64 // the part of rss that is mapped files (the binary's pages)
 	heap    int64 // live heap after a forced collection; 0: not read
 	heapErr string
 }
@@ -821,7 +822,9 @@ func scaleMemory(ctx context.Context, bc *benchCluster) []serverMem {
 	var out []serverMem
 	for _, s := range bc.c.Servers {
 		m := serverMem{id: s.ID, leader: s == bc.leader}
-		m.rss, _ = proc.RSS(s.PID())
+		if ms, err := proc.Mem(s.PID()); err == nil {
+			m.rss, m.file = ms.RSS, ms.File
+		}
 		out = append(out, m)
 	}
 	// The RSS first: the collection that the heap profile forces could
@@ -889,7 +892,7 @@ func parseHeapAlloc(body []byte) (int64, string) {
 func logMem(when string, ms []serverMem) {
 	var parts []string
 	for _, m := range ms {
-		parts = append(parts, fmt.Sprintf("%s RSS %.0f MiB heap %.0f MiB", m.id, mib(m.rss), mib(m.heap)))
+		parts = append(parts, fmt.Sprintf("%s RSS %.0f MiB (file %.0f) heap %.0f MiB", m.id, mib(m.rss), mib(m.file), mib(m.heap)))
 	}
 	log.Printf("scale bench, %s: %s", when, strings.Join(parts, "; "))
 }
@@ -1067,7 +1070,7 @@ func scaleMarkdown(r scaleResult) string {
 			if m.leader {
 				role = " (leader)"
 			}
-			vals = append(vals, fmt.Sprintf("%s%s %.0f", m.id, role, mib(m.rss)))
+			vals = append(vals, fmt.Sprintf("%s%s %.0f (file %.0f)", m.id, role, mib(m.rss), mib(m.file)))
 			ok = ok && m.rss > 0 && m.rss <= scaleRSSTarget
 		}
 		fmt.Fprintf(&b, "| %s, MiB | %s | | | | | | | ≤ 600 MiB each | %s |\n", what, strings.Join(vals, ", "), metWord(ok))
@@ -1119,6 +1122,9 @@ func scaleMarkdown(r scaleResult) string {
 		} else {
 			fmt.Fprintf(&b, "- **Pods lost:** at the end %d pods were not Running, %d had been deleted.\n", r.notRunning, r.deleted)
 		}
+	}
+	if len(r.memLoaded) > 0 {
+		b.WriteString("- Server RSS counts mapped files too (*file*: nearly all the `outpost` binary's pages, shared with every process of the binary and reclaimable); the rest is the server's own memory, mostly the Go heap.\n")
 	}
 	if r.snapBytes > 0 {
 		fmt.Fprintf(&b, "- The new member (`outpost server --join`, as a fourth server) received a snapshot of %.1f MiB at index %d, the leader being at index %d when it started (%d entries replayed from the log after the snapshot); it held %.0f MiB RSS once ready. It was removed again afterwards.\n",

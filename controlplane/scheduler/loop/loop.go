@@ -65,6 +65,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer gets the loop's metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Informers, when set, gives the loop its informers of nodes, pods
+	// and services, shared with the other loops that use it (the server
+	// shares them with the workload controllers); its context must end
+	// no sooner than Run's. Nil: each Run lists and watches on its own.
+	Informers *controller.Informers
 	// Now is the clock of timestamps and backoff; nil is time.Now.
 	Now func() time.Time
 	// MaxBatch is the most bindings per Client.Bind call; 0 is 500.
@@ -77,12 +82,13 @@ type Config struct {
 
 // Loop schedules the cluster's unbound pods while Run runs.
 type Loop struct {
-	client   controller.Client
-	log      *slog.Logger
-	now      func() time.Time
-	maxBatch int
-	grace    time.Duration
-	m        *metrics
+	client    controller.Client
+	informers *controller.Informers
+	log       *slog.Logger
+	now       func() time.Time
+	maxBatch  int
+	grace     time.Duration
+	m         *metrics
 
 	// wake tells the owner goroutine that its inbox or the schedulers
 	// changed.
@@ -115,13 +121,14 @@ func New(cfg Config) (*Loop, error) {
 		}
 	}
 	l := &Loop{
-		client:   cfg.Client,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		maxBatch: cfg.MaxBatch,
-		grace:    cfg.UnknownSchedulerGrace,
-		wake:     make(chan struct{}, 1),
-		scheds:   maps.Clone(cfg.Schedulers),
+		client:    cfg.Client,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		maxBatch:  cfg.MaxBatch,
+		grace:     cfg.UnknownSchedulerGrace,
+		wake:      make(chan struct{}, 1),
+		scheds:    maps.Clone(cfg.Schedulers),
+		informers: cfg.Informers,
 	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -208,8 +215,10 @@ var (
 
 // Run schedules until ctx ends, then returns nil once every goroutine it
 // started has stopped; the server calls it while it leads. Each Run
-// starts from a fresh list of the cluster, so Run may be called again
-// after leadership was lost and regained.
+// starts from a fresh list of the cluster (or, with Config.Informers,
+// from their caches, which the server makes anew for each term as
+// leader), so Run may be called again after leadership was lost and
+// regained.
 func (l *Loop) Run(ctx context.Context) error {
 	if !l.running.CompareAndSwap(false, true) {
 		return ErrRunning
@@ -225,14 +234,20 @@ func (l *Loop) Run(ctx context.Context) error {
 		res  *api.Resource
 		kind inputKind
 	}{{nodesRes, inNode}, {podsRes, inPod}, {servicesRes, inService}}
+	infs := l.informers
+	if infs == nil {
+		infs = controller.NewInformers(ctx, l.client, l.log)
+		defer func() {
+			cancel()
+			infs.Wait()
+		}()
+	}
 	informers := make([]*controller.Informer, len(kinds))
 	for i, k := range kinds {
-		inf := controller.NewInformer(l.client, k.res, l.log)
+		inf := infs.For(k.res)
 		informers[i] = inf
-		wg.Go(func() {
-			inf.Run(ctx, func(ev controller.Event) {
-				r.post(input{kind: k.kind, typ: ev.Type, obj: ev.Object, old: ev.Old})
-			})
+		inf.Handle(ctx, func(ev controller.Event) {
+			r.post(input{kind: k.kind, typ: ev.Type, obj: ev.Object, old: ev.Old})
 		})
 	}
 	for range bindersInFlight {
