@@ -1070,7 +1070,11 @@ func scaleMarkdown(r scaleResult) string {
 			if m.leader {
 				role = " (leader)"
 			}
-			vals = append(vals, fmt.Sprintf("%s%s %.0f (file %.0f)", m.id, role, mib(m.rss), mib(m.file)))
+			v := fmt.Sprintf("%s%s %.0f", m.id, role, mib(m.rss))
+			if m.file > 0 {
+				v += fmt.Sprintf(" (file %.0f)", mib(m.file))
+			}
+			vals = append(vals, v)
 			ok = ok && m.rss > 0 && m.rss <= scaleRSSTarget
 		}
 		fmt.Fprintf(&b, "| %s, MiB | %s | | | | | | | ≤ 600 MiB each | %s |\n", what, strings.Join(vals, ", "), metWord(ok))
