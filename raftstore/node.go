@@ -237,7 +237,7 @@ func (n *Node) start(fsm FSM) error {
 		// configured 8,192, and was ready 1-2 s later).
 		n.fsm.onRestore = func() {
 			if r := started.Load(); r != nil {
-				n.setSnapshotThreshold(r, snapshotThreshold(cfg.SnapshotThreshold, sz.Size()))
+				n.setSnapshotThreshold(r, sz, cfg.SnapshotThreshold)
 			}
 		}
 	}

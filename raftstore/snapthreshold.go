@@ -35,7 +35,7 @@ func (n *Node) tuneSnapshots(fsm Sizer, floor uint64, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n.setSnapshotThreshold(n.raft, snapshotThreshold(floor, fsm.Size()))
+		n.setSnapshotThreshold(n.raft, fsm, floor)
 		select {
 		case <-n.ctx.Done():
 			return
@@ -44,13 +44,16 @@ func (n *Node) tuneSnapshots(fsm Sizer, floor uint64, every time.Duration) {
 	}
 }
 
-// setSnapshotThreshold reads raft's reloadable config, changes the
-// threshold and writes it back, under tuneMu: the tuner and a restore
-// both call it, and nothing else reloads the config, so nothing can
-// write in between.
-func (n *Node) setSnapshotThreshold(r *raft.Raft, want uint64) {
+// setSnapshotThreshold sets raft's threshold from the FSM's size: it
+// reads the size and raft's reloadable config, changes the threshold and
+// writes it back, all under tuneMu. The tuner and a restore both call it,
+// and nothing else reloads the config, so nothing can write in between;
+// and a size read before a restore cannot be written after the restore's
+// own (the member would snapshot all it had just installed).
+func (n *Node) setSnapshotThreshold(r *raft.Raft, fsm Sizer, floor uint64) {
 	n.tuneMu.Lock()
 	defer n.tuneMu.Unlock()
+	want := snapshotThreshold(floor, fsm.Size())
 	rc := r.ReloadableConfig()
 	if rc.SnapshotThreshold == want {
 		return

@@ -103,3 +103,82 @@ func TestSnapshotInstallSetsThresholdAtOnce(t *testing.T) {
 		t.Fatalf("threshold after installing %d objects = %d, want %d", fsm.Size(), got, want)
 	}
 }
+
+// racyKV is a kvFSM whose size a restore changes while the tuner looks:
+// armed, the tuner's next Size call returns the size from before a
+// restore that lands before the tuner sets its threshold.
+type racyKV struct {
+	*kvFSM
+	n        atomic.Pointer[Node]
+	size     atomic.Int64
+	armed    atomic.Bool
+	restored chan struct{} // closed once the restore set its threshold
+	seen     chan uint64   // the threshold at the tuner's first look after
+}
+
+func (f *racyKV) Size() int {
+	v := int(f.size.Load())
+	n := f.n.Load()
+	if n == nil {
+		return v
+	}
+	select {
+	case <-f.restored:
+		// Nothing else calls Size now: this is the tuner's next look, so
+		// its write before it is done.
+		select {
+		case f.seen <- n.raft.ReloadableConfig().SnapshotThreshold:
+		default:
+		}
+		return v
+	default:
+	}
+	if !f.armed.CompareAndSwap(true, false) {
+		return v
+	}
+	// The tuner has read v. A restore installs 4,000 objects and sets the
+	// threshold from them before the tuner writes its own, unless the
+	// tuner holds the lock the restore takes (then the restore waits for
+	// the tuner's write and comes after it).
+	f.size.Store(4000)
+	free := n.tuneMu.TryLock()
+	if free {
+		n.tuneMu.Unlock()
+	}
+	go func() {
+		n.fsm.onRestore()
+		close(f.restored)
+	}()
+	if free {
+		<-f.restored
+	}
+	return v
+}
+
+// A restore that lands while the tuner looks at the state keeps its
+// threshold: the tuner must not write one from the size it read before
+// the restore (issue 16 item 3: the restore's threshold lasted until the
+// tuner's look, and a member that had just installed a snapshot
+// snapshotted it all again while it replayed the log).
+func TestSnapshotRestoreDuringTunerLookKeepsThreshold(t *testing.T) {
+	cfg := testConfig(t, "s1")
+	cfg.BootstrapExpect = 1
+	cfg.SnapshotThreshold = 100
+	cfg.SnapshotInterval = 20 * time.Millisecond
+	fsm := &racyKV{kvFSM: newKV(), restored: make(chan struct{}), seen: make(chan uint64, 1)}
+	n, err := Open(ctxT(t, 20*time.Second), cfg, fsm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	fsm.n.Store(n)
+	fsm.armed.Store(true)
+	select {
+	case got := <-fsm.seen:
+		if want := snapshotThreshold(100, 4000); got != want {
+			t.Fatalf("threshold after a restore of 4,000 objects during the tuner's look = %d, want %d", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tuner did not look again after the restore")
+	}
+}
