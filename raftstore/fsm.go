@@ -66,8 +66,9 @@ type fsmAdapter struct {
 	changed chan struct{} // closed and replaced when applied moves and someone waits
 
 	restores atomic.Uint64
-	// onRestore, when set, runs after each restore, before raft goes on
-	// to apply the entries after the snapshot.
+	// onRestore, when set, runs after each restore, before the restored
+	// index is seen as applied (WaitApplied) and before raft goes on to
+	// apply the entries after the snapshot.
 	onRestore func()
 }
 
@@ -185,11 +186,11 @@ func (a *fsmAdapter) Restore(rc io.ReadCloser) error {
 	if err := a.fsm.Restore(br, index); err != nil {
 		return fmt.Errorf("fsm restore at index %d: %w", index, err)
 	}
-	a.restores.Add(1)
-	a.advance(index)
 	if a.onRestore != nil {
 		a.onRestore()
 	}
+	a.restores.Add(1)
+	a.advance(index)
 	return nil
 }
 
