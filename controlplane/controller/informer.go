@@ -131,8 +131,8 @@ func (i *Informer) remove(namespace, name string) api.Object {
 }
 
 // ResourceVersion is how far the cache has caught up: every change of
-// the resource up to this resourceVersion is in the cache and its handler
-// has returned. A loop that wrote an object at resourceVersion N and
+// the resource up to this resourceVersion is in the cache and its handlers
+// have returned. A loop that wrote an object at resourceVersion N and
 // reads the cache only once ResourceVersion() >= N sees its own write
 // (or a later change of that object). Changes that one raft entry made
 // together share a resourceVersion; after the first of them is handled
@@ -167,17 +167,24 @@ func (i *Informer) Run(ctx context.Context, on func(Event)) {
 	i.serve(ctx)
 }
 
-// Handle adds on to the handlers until ctx ends. on hears every change in
-// order and never two at once. If the informer has listed already, on
-// hears every cached object as Added before Handle returns; so once
-// Handle has returned and Synced is closed, on has heard all that is in
-// the cache. on must not wait for the informer (Handle, ResourceVersion).
-func (i *Informer) Handle(ctx context.Context, on func(Event)) {
+// Handle adds on to the handlers until ctx ends or remove is called,
+// whichever is first; once remove has returned, on hears nothing more.
+// on hears every change in order and never two at once. If the informer
+// has listed already, on hears every cached object as Added before Handle
+// returns; so once Handle has returned and Synced is closed, on has heard
+// all that is in the cache. on must not wait for the informer (Handle,
+// remove, ResourceVersion).
+func (i *Informer) Handle(ctx context.Context, on func(Event)) (remove func()) {
 	h := &handler{on: on}
+	remove = func() {
+		i.deliver.Lock()
+		defer i.deliver.Unlock()
+		i.handlers = slices.DeleteFunc(i.handlers, func(x *handler) bool { return x == h })
+	}
 	i.deliver.Lock()
 	defer i.deliver.Unlock()
 	if ctx.Err() != nil {
-		return
+		return func() {}
 	}
 	select {
 	case <-i.synced:
@@ -192,11 +199,8 @@ func (i *Informer) Handle(ctx context.Context, on func(Event)) {
 		// The first list has not been handled: it will be, by on too.
 	}
 	i.handlers = append(i.handlers, h)
-	context.AfterFunc(ctx, func() {
-		i.deliver.Lock()
-		defer i.deliver.Unlock()
-		i.handlers = slices.DeleteFunc(i.handlers, func(x *handler) bool { return x == h })
-	})
+	context.AfterFunc(ctx, remove)
+	return remove
 }
 
 // tell hands ev to every handler; the caller holds deliver.

@@ -199,3 +199,30 @@ func TestInformerHandlerLeavesWithItsContext(t *testing.T) {
 		t.Fatal("a handler whose context ended still hears changes")
 	}
 }
+
+// Once remove has returned, its handler hears nothing more: a loop that
+// stops removes its handlers before it returns, so a shared informer
+// never feeds a loop that is gone.
+func TestInformerHandlerRemovedAtOnce(t *testing.T) {
+	f := controllertest.New()
+	ctx, infs := informers(t, f)
+	inf := infs.For(podsR)
+	var heard atomic.Int32
+	remove := inf.Handle(ctx, func(controller.Event) { heard.Add(1) })
+	stay := &recorder{}
+	inf.Handle(ctx, stay.on)
+	<-inf.Synced()
+	if _, err := f.Create(ctx, pod("before")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "first create heard", func() bool { return heard.Load() == 1 })
+	remove()
+	if _, err := f.Create(ctx, pod("after")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "later create seen", func() bool { return stay.has("ADDED default/after") })
+	if n := heard.Load(); n != 1 {
+		t.Fatalf("the removed handler heard %d changes, want 1", n)
+	}
+	remove() // a second call changes nothing
+}

@@ -163,10 +163,6 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		rec:    newRecorder(cfg.Client, log, cfg.Now),
 		sels:   newSelectors(),
 	}
-	// The handlers go when run returns, even if a shared set's informers
-	// serve on.
-	hctx, unhandle := context.WithCancel(ctx)
-	defer unhandle()
 	infs := cfg.Informers
 	if infs == nil {
 		ictx, stop := context.WithCancel(ctx)
@@ -299,7 +295,9 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 			mcc.q.Add(ev.Object.GetObjectMeta().Name) // its rendered configs go
 		}
 	}}, {s.cvInf, cvc.onChange}, {s.svcInf, esc.onService}, {s.epsInf, esc.onSlice}} {
-		w.inf.Handle(hctx, w.on)
+		// The handlers go before run returns, even if a shared set's
+		// informers serve on.
+		defer w.inf.Handle(ctx, w.on)()
 	}
 	loops := []*loop{rsc.loop, dc.loop, dsc.loop, gc.loop, nlc.loop, te.loop, dis.loop, mc.loop, hc.loop, msc.loop, mcc.loop, cvc.loop, esc.loop}
 	if qg != nil {

@@ -246,9 +246,11 @@ func (l *Loop) Run(ctx context.Context) error {
 	for i, k := range kinds {
 		inf := infs.For(k.res)
 		informers[i] = inf
-		inf.Handle(ctx, func(ev controller.Event) {
+		// Removed before Run returns: a shared informer serves on, and
+		// must not feed a runner that stopped.
+		defer inf.Handle(ctx, func(ev controller.Event) {
 			r.post(input{kind: k.kind, typ: ev.Type, obj: ev.Object, old: ev.Old})
-		})
+		})()
 	}
 	for range bindersInFlight {
 		wg.Go(func() { r.binds.run(ctx) })
