@@ -248,7 +248,7 @@ type snapshotStore struct {
 
 	mu      sync.Mutex
 	reading map[string]int // snapshots open for reading, by ID
-	log     *slog.Logger   // nil: reap's failures go unlogged
+	log     *slog.Logger
 }
 
 // snapshotsKept is how many snapshots a server keeps: the newest, and the
@@ -259,12 +259,18 @@ const snapshotsKept = 2
 // more than it will ever hold, so that it removes none itself.
 const snapshotsRetainedByRaft = 1 << 30
 
-func newSnapshotStore(inner raft.SnapshotStore, dir string, log *slog.Logger) *snapshotStore {
-	s := &snapshotStore{SnapshotStore: inner, dir: dir, reading: map[string]int{}, log: log}
-	if metas, err := inner.List(); err == nil && len(metas) > 0 {
+// openSnapshotStore opens raft's file snapshot store in raftDir (its
+// snapshots/ directory), wrapped: the node and the tests get the same.
+func openSnapshotStore(raftDir string, log *slog.Logger) (*snapshotStore, error) {
+	files, err := raft.NewFileSnapshotStoreWithLogger(raftDir, snapshotsRetainedByRaft, newHCLog(log.With("component", "raft")).Named("snapshots"))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot store in %s: %w", raftDir, err)
+	}
+	s := &snapshotStore{SnapshotStore: files, dir: filepath.Join(raftDir, "snapshots"), reading: map[string]int{}, log: log}
+	if metas, err := files.List(); err == nil && len(metas) > 0 {
 		s.last.Store(metas[0].Index)
 	}
-	return s
+	return s, nil
 }
 
 // Create implements raft.SnapshotStore.
@@ -315,7 +321,7 @@ func (s *snapshotSink) Close() error {
 	// The new snapshot is safe on disk whatever happens to old ones:
 	// failing here would make raft skip compacting the log (or answer
 	// an install as failed) for a removal it does not need.
-	if err := s.store.reap(); err != nil && s.store.log != nil {
+	if err := s.store.reap(); err != nil {
 		s.store.log.Warn("removing an old snapshot failed; it is tried again after the next one", "err", err)
 	}
 	return nil

@@ -168,11 +168,9 @@ func (n *Node) start(fsm FSM) error {
 		return err
 	}
 	hl := newHCLog(n.log.With("component", "raft"))
-	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, snapshotsRetainedByRaft, hl.Named("snapshots"))
-	if err != nil {
-		return fmt.Errorf("snapshot store in %s: %w", raftDir, err)
+	if n.snaps, err = openSnapshotStore(raftDir, n.log); err != nil {
+		return err
 	}
-	n.snaps = newSnapshotStore(fileSnaps, filepath.Join(raftDir, "snapshots"), n.log)
 	cache, err := raft.NewLogCache(logCacheSize, n.logs)
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)

@@ -116,17 +116,24 @@ func TestSnapshotWriteBehindFailureDropsSnapshot(t *testing.T) {
 	}
 }
 
-// writeSnapshot writes size bytes through a sink of raft's real file
-// store, wrapped as the node wraps it, and returns the store, the
-// wrapper and what the sink's Close said.
-func writeSnapshot(t *testing.T, size int) (*raft.FileSnapshotStore, *snapshotStore, error) {
+// testSnapshotStore opens the snapshot store in a new directory, as the
+// node opens it.
+func testSnapshotStore(t *testing.T) *snapshotStore {
 	t.Helper()
-	dir := t.TempDir()
-	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLog(slog.New(slog.DiscardHandler)))
+	store, err := openSnapshotStore(t.TempDir(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"), nil)
+	return store
+}
+
+// writeSnapshot writes size bytes through a sink of raft's real file
+// store, wrapped as the node wraps it, and returns the store, the
+// wrapper and what the sink's Close said.
+func writeSnapshot(t *testing.T, size int) (raft.SnapshotStore, *snapshotStore, error) {
+	t.Helper()
+	store := testSnapshotStore(t)
+	files := store.SnapshotStore
 	sink, err := store.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,12 +151,7 @@ func writeSnapshot(t *testing.T, size int) (*raft.FileSnapshotStore, *snapshotSt
 // older ones itself, each file cut down first (shrink) unless it is open:
 // one being sent to a follower when it is removed is still read whole.
 func TestSnapshotStoreKeepsTwoAndReadersReadWhole(t *testing.T) {
-	dir := t.TempDir()
-	files, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetainedByRaft, newHCLog(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := newSnapshotStore(files, filepath.Join(dir, "snapshots"), nil)
+	store := testSnapshotStore(t)
 	content := func(index uint64) []byte {
 		return bytes.Repeat([]byte{byte(index)}, 3*shrinkStep+123)
 	}
@@ -192,7 +194,7 @@ func TestSnapshotStoreKeepsTwoAndReadersReadWhole(t *testing.T) {
 	if len(metas) != snapshotsKept || metas[0].Index != 40 || metas[1].Index != 30 {
 		t.Fatalf("snapshots kept: %v, want 40 and 30", metas)
 	}
-	left, err := filepath.Glob(filepath.Join(dir, "snapshots", "*"))
+	left, err := filepath.Glob(filepath.Join(store.dir, "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
