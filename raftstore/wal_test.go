@@ -46,6 +46,52 @@ func storeInFives(t *testing.T, s raft.LogStore, last uint64) {
 	}
 }
 
+// filledWAL opens a WAL of small segments (about 300 bytes) in a new
+// directory and stores entries 1 to last in it, five at a time.
+func filledWAL(t *testing.T, last uint64) (string, *walStore) {
+	t.Helper()
+	smallSegments(t, 300)
+	dir := filepath.Join(t.TempDir(), "wal")
+	s := openTestWAL(t, dir)
+	storeInFives(t, s, last)
+	return dir, s
+}
+
+// reopenTestWAL closes s and opens dir again.
+func reopenTestWAL(t *testing.T, s *walStore, dir string) *walStore {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openTestWAL(t, dir)
+}
+
+// checkLogFrom asserts that the log starts at or before atMost (entries a
+// compaction hid come back after a reopen) and holds every entry from
+// there to last; it returns the first index.
+func checkLogFrom(t *testing.T, s raft.LogStore, atMost, last uint64) uint64 {
+	t.Helper()
+	first, _ := s.FirstIndex()
+	if first > atMost {
+		t.Fatalf("first index %d, want ≤ %d", first, atMost)
+	}
+	checkLog(t, s, first, last)
+	return first
+}
+
+// holdRemovals makes each file removal of a prefix deletion say so on
+// removing and wait until release is closed.
+func holdRemovals(t *testing.T) (removing <-chan struct{}, release chan struct{}) {
+	r := make(chan struct{}, 64)
+	release = make(chan struct{})
+	walBeforeRemove = func() {
+		r <- struct{}{}
+		<-release
+	}
+	t.Cleanup(func() { walBeforeRemove = nil })
+	return r, release
+}
+
 // checkLog asserts the store's bounds and that every entry inside them
 // reads back whole.
 func checkLog(t *testing.T, s raft.LogStore, first, last uint64) {
@@ -124,15 +170,8 @@ func TestWALStoreDeleteAndReopen(t *testing.T) {
 
 	// After a reopen the log ends where it did; entries of a partly
 	// compacted segment come back at the front, which raft accepts.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openTestWAL(t, dir)
-	first, _ := s.FirstIndex()
-	if first > 121 {
-		t.Fatalf("first index %d after reopen, want ≤ 121", first)
-	}
-	checkLog(t, s, first, 180)
+	s = reopenTestWAL(t, s, dir)
+	first := checkLogFrom(t, s, 121, 180)
 
 	// After a snapshot install raft deletes everything and starts over.
 	if err := s.DeleteRange(first, 180); err != nil {
@@ -231,17 +270,9 @@ func TestWALTornTail(t *testing.T) {
 // reads must not wait for it (issue 16 item 2: writes beside a snapshot
 // took up to 25 ms while the leader's log was compacted).
 func TestWALPrefixRemovalHoldsNoWrites(t *testing.T) {
-	smallSegments(t, 300)
-	dir := filepath.Join(t.TempDir(), "wal")
-	s := openTestWAL(t, dir)
-	storeInFives(t, s, 200)
+	dir, s := filledWAL(t, 200)
 	segs := segmentCount(t, dir)
-	removing, release := make(chan struct{}, 64), make(chan struct{})
-	walBeforeRemove = func() {
-		removing <- struct{}{}
-		<-release
-	}
-	t.Cleanup(func() { walBeforeRemove = nil })
+	removing, release := holdRemovals(t)
 	deleted := make(chan error, 1)
 	go func() { deleted <- s.DeleteRange(1, 150) }()
 	<-removing // the first file's removal is held
@@ -277,26 +308,15 @@ func TestWALPrefixRemovalHoldsNoWrites(t *testing.T) {
 		t.Fatalf("%d segments after compaction, %d before", n, segs)
 	}
 	// Reopened, the log is whole from where compaction left it.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r := openTestWAL(t, dir)
-	first, _ := r.FirstIndex()
-	if first > 151 {
-		t.Fatalf("first index %d after reopen, want ≤ 151", first)
-	}
-	checkLog(t, r, first, 205)
+	checkLogFrom(t, reopenTestWAL(t, s, dir), 151, 205)
 }
 
 // A suffix deletion stopped after any segment it removed, as by a crash,
 // leaves a contiguous log on disk, only shorter.
 func TestWALSuffixDeleteCrashLeavesNoHole(t *testing.T) {
-	smallSegments(t, 300)
 	for stopAfter := 1; stopAfter <= 3; stopAfter++ {
 		t.Run(fmt.Sprint("crash after segment ", stopAfter), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "wal")
-			s := openTestWAL(t, dir)
-			storeInFives(t, s, 200)
+			dir, s := filledWAL(t, 200)
 			crash := errors.New("power cut")
 			n := 0
 			walAfterRemove = func() error {
@@ -429,13 +449,10 @@ func copyDir(t *testing.T, dir string) string {
 // segment's file is cut down (shrink), leaves a log that opens whole from
 // an index at or before the new first one (issue 16 item 2).
 func TestWALPrefixRemovalCrashLeavesALog(t *testing.T) {
-	smallSegments(t, 300)
 	oldStep := shrinkStep
 	shrinkStep = 64 // cut the small segments in several steps
 	t.Cleanup(func() { shrinkStep = oldStep })
-	dir := filepath.Join(t.TempDir(), "wal")
-	s := openTestWAL(t, dir)
-	storeInFives(t, s, 200)
+	dir, s := filledWAL(t, 200)
 	var crashes []string
 	walBeforeRemove = func() { crashes = append(crashes, copyDir(t, dir)) }
 	shrinkAfterCut = func() { crashes = append(crashes, copyDir(t, dir)) }
@@ -449,16 +466,14 @@ func TestWALPrefixRemovalCrashLeavesALog(t *testing.T) {
 		t.Fatalf("only %d crash points: the removal cut no file in steps", len(crashes))
 	}
 	for i, c := range crashes {
-		r, err := openWALStore(c, false, nil)
-		if err != nil {
-			t.Fatalf("crash point %d: the log does not open: %v", i, err)
-		}
-		first, _ := r.FirstIndex()
-		if first > 151 {
-			t.Fatalf("crash point %d: first index %d, want ≤ 151", i, first)
-		}
-		checkLog(t, r, first, 200)
-		_ = r.Close()
+		t.Run(fmt.Sprint("crash point ", i), func(t *testing.T) {
+			r, err := openWALStore(c, false, nil)
+			if err != nil {
+				t.Fatalf("the log does not open: %v", err)
+			}
+			defer r.Close()
+			checkLogFrom(t, r, 151, 200)
+		})
 	}
 }
 
@@ -466,16 +481,8 @@ func TestWALPrefixRemovalCrashLeavesALog(t *testing.T) {
 // from the snapshot's index: a crash before an earlier prefix's files
 // were removed must not leave them beside the new log, a gap open refuses.
 func TestWALPrefixRemovalThenResetLeavesNoGap(t *testing.T) {
-	smallSegments(t, 300)
-	dir := filepath.Join(t.TempDir(), "wal")
-	s := openTestWAL(t, dir)
-	storeInFives(t, s, 200)
-	removing, release := make(chan struct{}, 64), make(chan struct{})
-	walBeforeRemove = func() {
-		removing <- struct{}{}
-		<-release
-	}
-	t.Cleanup(func() { walBeforeRemove = nil })
+	dir, s := filledWAL(t, 200)
+	removing, release := holdRemovals(t)
 	deleted := make(chan error, 1)
 	go func() { deleted <- s.DeleteRange(1, 150) }()
 	<-removing // the prefix's files are not removed yet
@@ -506,10 +513,7 @@ func TestWALPrefixRemovalThenResetLeavesNoGap(t *testing.T) {
 // log keeps a last index below its first and refuses the entries after
 // the snapshot.
 func TestWALDeleteAllAfterCompaction(t *testing.T) {
-	smallSegments(t, 300)
-	dir := filepath.Join(t.TempDir(), "wal")
-	s := openTestWAL(t, dir)
-	storeInFives(t, s, 200)
+	dir, s := filledWAL(t, 200)
 	if err := s.DeleteRange(1, 151); err != nil {
 		t.Fatal(err)
 	}
@@ -523,19 +527,13 @@ func TestWALDeleteAllAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLog(t, s, 5000, 5010)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkLog(t, openTestWAL(t, dir), 5000, 5010)
+	checkLog(t, reopenTestWAL(t, s, dir), 5000, 5010)
 }
 
 // Segments that do not follow each other are corruption: open refuses
 // them with ErrCorrupt (it panicked making the message).
 func TestWALGapIsCorrupt(t *testing.T) {
-	smallSegments(t, 300)
-	dir := filepath.Join(t.TempDir(), "wal")
-	s := openTestWAL(t, dir)
-	storeInFives(t, s, 100)
+	dir, s := filledWAL(t, 100)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
