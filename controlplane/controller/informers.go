@@ -51,3 +51,19 @@ func (s *Informers) For(r *api.Resource) *Informer {
 // Wait returns once every informer of the set has stopped, after the
 // set's context ended.
 func (s *Informers) Wait() { s.wg.Wait() }
+
+// SharedOrOwn returns shared when it is set, else a set of the caller's
+// own over c under ctx; done stops the caller's own set and waits for it
+// (for a shared set it does nothing: its owner does that). A loop that
+// may be given its informers calls it once, and done when it returns.
+func SharedOrOwn(ctx context.Context, shared *Informers, c Client, log *slog.Logger) (infs *Informers, done func()) {
+	if shared != nil {
+		return shared, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	own := NewInformers(ctx, c, log)
+	return own, func() {
+		cancel()
+		own.Wait()
+	}
+}

@@ -163,13 +163,8 @@ func run(ctx context.Context, cfg Config, h hooks) error {
 		rec:    newRecorder(cfg.Client, log, cfg.Now),
 		sels:   newSelectors(),
 	}
-	infs := cfg.Informers
-	if infs == nil {
-		ictx, stop := context.WithCancel(ctx)
-		infs = controller.NewInformers(ictx, cfg.Client, log)
-		defer infs.Wait()
-		defer stop()
-	}
+	infs, done := controller.SharedOrOwn(ctx, cfg.Informers, cfg.Client, log)
+	defer done()
 	s.podInf = infs.For(api.ResourceForKind("Pod"))
 	s.rsInf = infs.For(api.ResourceForKind("ReplicaSet"))
 	s.deployInf = infs.For(api.ResourceForKind("Deployment"))

@@ -224,19 +224,17 @@ func (s *Server) storePolicies(ctx context.Context, docs map[string]string) erro
 // loop starts once there is a policy at all: without one nothing schedules
 // (an outside program may bind pods through the API).
 func (s *Server) runSchedulers(ctx context.Context, c controller.Client, infs *controller.Informers) {
-	inf := controller.NewInformer(c, schedulerPoliciesResource, s.cfg.Logger.With("component", "scheduler"))
+	inf := infs.For(schedulerPoliciesResource)
 	var l *loop.Loop
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	changed := make(chan struct{}, 1)
-	wg.Go(func() {
-		inf.Run(ctx, func(controller.Event) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		})
-	})
+	defer inf.Handle(ctx, func(controller.Event) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})()
 	select {
 	case <-inf.Synced():
 	case <-ctx.Done():

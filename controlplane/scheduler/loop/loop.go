@@ -234,14 +234,8 @@ func (l *Loop) Run(ctx context.Context) error {
 		res  *api.Resource
 		kind inputKind
 	}{{nodesRes, inNode}, {podsRes, inPod}, {servicesRes, inService}}
-	infs := l.informers
-	if infs == nil {
-		infs = controller.NewInformers(ctx, l.client, l.log)
-		defer func() {
-			cancel()
-			infs.Wait()
-		}()
-	}
+	infs, done := controller.SharedOrOwn(ctx, l.informers, l.client, l.log)
+	defer done()
 	informers := make([]*controller.Informer, len(kinds))
 	for i, k := range kinds {
 		inf := infs.For(k.res)
