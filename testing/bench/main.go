@@ -541,11 +541,6 @@ func loadLevel(ctx context.Context, c *proc.Cluster, cl *client.Client, n int, d
 	return lr, nil
 }
 
-// watchFanout opens watchers on the bench namespace and measures, per event
-// and watcher, the time from just before the write was sent to the event's
-// arrival. The watchers are spread over conns clients of their own, each
-// with its own connection (conns of 1 or less puts them all on cl, the
-// writer's).
 // watchResult is what watchFanout measured: deliveries (write sent →
 // event decoded at a watcher) and the writes' own round trips, and the
 // write time of each event that some watcher got late, to tell a slow
@@ -572,6 +567,11 @@ func slowWrites(ws []time.Duration) string {
 	return strings.Join(s, ", ") + " ms"
 }
 
+// watchFanout opens watchers on the bench namespace and measures, per event
+// and watcher, the time from just before the write was sent to the event's
+// arrival. The watchers are spread over conns clients of their own, each
+// with its own connection (conns of 1 or less puts them all on cl, the
+// writer's).
 func watchFanout(ctx context.Context, leader *proc.Server, cl *client.Client, watchers, events, conns int) (res watchResult, opened int, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

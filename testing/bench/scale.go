@@ -909,6 +909,9 @@ func latestSnapshot(dir string) (snapMeta, error) {
 	metas, _ := filepath.Glob(filepath.Join(dir, "raft", "snapshots", "*", "meta.json"))
 	var best snapMeta
 	for _, f := range metas {
+		if strings.HasSuffix(filepath.Dir(f), ".tmp") {
+			continue // still being written (raft's file store renames it when done)
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +96,32 @@ func TestScaleConfigCheck(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// The newest snapshot is the newest one written whole: a directory raft's
+// file store is still writing (name.tmp, size 0 until it closes) is not
+// one (it read as "a snapshot of 0.0 MiB" when the new member snapshotted
+// while the bench looked).
+func TestLatestSnapshotSkipsOneBeingWritten(t *testing.T) {
+	dir := t.TempDir()
+	for name, meta := range map[string]string{
+		"2-10-100":     `{"Index":10,"Size":5000}`,
+		"2-20-200.tmp": `{"Index":20,"Size":0}`,
+	} {
+		d := filepath.Join(dir, "raft", "snapshots", name)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "meta.json"), []byte(meta), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := latestSnapshot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Index != 10 || got.Size != 5000 {
+		t.Fatalf("latest snapshot %+v, want index 10 of 5000 bytes", got)
 	}
 }
