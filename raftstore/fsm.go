@@ -246,9 +246,10 @@ type snapshotStore struct {
 	// write-behind and the removal of old ones.
 	dir string
 
-	mu      sync.Mutex
-	reading map[string]int // snapshots open for reading, by ID
-	log     *slog.Logger
+	mu       sync.Mutex
+	reading  map[string]int  // snapshots open for reading, by ID
+	removing map[string]bool // snapshots reap is cutting down, by ID
+	log      *slog.Logger
 }
 
 // snapshotsKept is how many snapshots a server keeps: the newest, and the
@@ -266,7 +267,7 @@ func openSnapshotStore(raftDir string, log *slog.Logger) (*snapshotStore, error)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot store in %s: %w", raftDir, err)
 	}
-	s := &snapshotStore{SnapshotStore: files, dir: filepath.Join(raftDir, "snapshots"), reading: map[string]int{}, log: log}
+	s := &snapshotStore{SnapshotStore: files, dir: filepath.Join(raftDir, "snapshots"), reading: map[string]int{}, removing: map[string]bool{}, log: log}
 	if metas, err := files.List(); err == nil && len(metas) > 0 {
 		s.last.Store(metas[0].Index)
 	}
@@ -330,10 +331,14 @@ func (s *snapshotSink) Close() error {
 // Open implements raft.SnapshotStore, noting the snapshot open until its
 // reader is closed, so that reap does not cut its file. It is noted
 // before raft's store opens it (which reads the whole file for its
-// checksum) and without holding the lock meanwhile: a reap under way
-// finishes first, and the open then fails, as for any removed snapshot.
+// checksum) and without holding the lock meanwhile. A snapshot reap is
+// cutting down fails at once, as it would a moment later, removed.
 func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	s.mu.Lock()
+	if s.removing[id] {
+		s.mu.Unlock()
+		return nil, nil, fmt.Errorf("open snapshot %s: being removed: %w", id, os.ErrNotExist)
+	}
 	s.reading[id]++
 	s.mu.Unlock()
 	done := func() {
@@ -374,16 +379,26 @@ func (s *snapshotStore) reap() error {
 	for _, m := range metas[snapshotsKept:] {
 		dir := filepath.Join(s.dir, m.ID)
 		s.mu.Lock()
-		if s.reading[m.ID] == 0 {
-			// Held while cutting: Open waits rather than read a file
-			// being cut.
+		cut := s.reading[m.ID] == 0
+		if cut {
+			s.removing[m.ID] = true
+		}
+		s.mu.Unlock()
+		// Cut without the lock: a cut of a whole state takes many steps,
+		// and Open of the snapshots kept must not wait for them.
+		if cut {
 			if f, err := os.OpenFile(filepath.Join(dir, "state.bin"), os.O_WRONLY, 0); err == nil {
 				shrink(f)
 				_ = f.Close()
 			}
 		}
-		s.mu.Unlock()
-		if err := os.RemoveAll(dir); err != nil {
+		err := os.RemoveAll(dir)
+		if cut {
+			s.mu.Lock()
+			delete(s.removing, m.ID)
+			s.mu.Unlock()
+		}
+		if err != nil {
 			return fmt.Errorf("remove snapshot %s: %w", m.ID, err)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
@@ -203,5 +205,65 @@ func TestSnapshotStoreKeepsTwoAndReadersReadWhole(t *testing.T) {
 	}
 	if len(store.reading) != 0 {
 		t.Fatalf("snapshots still noted open: %v", store.reading)
+	}
+}
+
+// Cutting an old snapshot down takes many steps (a whole state, 1 MiB at
+// a time): opening the snapshots kept must not wait for it, and the one
+// being cut is not opened.
+func TestSnapshotStoreOpensWhileReapCuts(t *testing.T) {
+	store := testSnapshotStore(t)
+	take := func(index uint64) string {
+		t.Helper()
+		sink, err := store.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sink.Write(bytes.Repeat([]byte{1}, 3*shrinkStep)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return sink.ID()
+	}
+	first := take(10)
+	second := take(20)
+	cutting, release := make(chan struct{}, 8), make(chan struct{})
+	shrinkAfterCut = func() {
+		cutting <- struct{}{}
+		<-release
+	}
+	t.Cleanup(func() { shrinkAfterCut = nil })
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		take(30) // its Close reaps the first
+	}()
+	<-cutting
+	opened := make(chan error, 1)
+	go func() {
+		_, rc, err := store.Open(second)
+		if err == nil {
+			err = rc.Close()
+		}
+		opened <- err
+	}()
+	var err error
+	select {
+	case err = <-opened:
+	case <-time.After(10 * time.Second):
+		close(release) // before failing: the held cut would hold the cleanup
+		<-reaped
+		t.Fatal("opening a kept snapshot waited for an old one's cut")
+	}
+	_, _, ferr := store.Open(first)
+	close(release)
+	<-reaped
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(ferr, os.ErrNotExist) {
+		t.Fatalf("open of the snapshot being cut: %v, want not found", ferr)
 	}
 }
