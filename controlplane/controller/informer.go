@@ -241,7 +241,6 @@ func (i *Informer) relist() (uint64, error) {
 	}
 	i.deliver.Lock()
 	defer i.deliver.Unlock()
-	on := i.tell
 	i.mu.Lock()
 	old := i.items
 	i.items = fresh
@@ -252,9 +251,9 @@ func (i *Informer) relist() (uint64, error) {
 			prev, ok := oldNS[name]
 			switch {
 			case !ok:
-				on(Event{Type: api.Added, Object: obj})
+				i.tell(Event{Type: api.Added, Object: obj})
 			case prev.GetObjectMeta().ResourceVersion != obj.GetObjectMeta().ResourceVersion:
-				on(Event{Type: api.Modified, Object: obj, Old: prev})
+				i.tell(Event{Type: api.Modified, Object: obj, Old: prev})
 			}
 		}
 	}
@@ -262,7 +261,7 @@ func (i *Informer) relist() (uint64, error) {
 		freshNS := fresh[nsName]
 		for name, prev := range ns {
 			if _, ok := freshNS[name]; !ok {
-				on(Event{Type: api.Deleted, Object: prev, Old: prev})
+				i.tell(Event{Type: api.Deleted, Object: prev, Old: prev})
 			}
 		}
 	}
