@@ -15,6 +15,7 @@ import (
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/osupdate"
+	"github.com/outpost-edge/outpost/runtime/containerd"
 )
 
 // Errors of this package.
@@ -76,8 +77,9 @@ type Config struct {
 	// supervise a private containerd if the binary is installed.
 	ContainerdSocket string
 	// OCIRuntime is the OCI runtime containerd's runc shim runs for each
-	// container: "" or "runc" (default), "crun", or an absolute path
-	// (containerd.Config.OCIRuntime).
+	// new container: "auto" (the default: crun where it is installed and
+	// the cgroup layout suits it, else runc), "runc", "crun", or an
+	// absolute path (containerd.Config.OCIRuntime).
 	OCIRuntime string
 	// Heartbeat is the period of the heartbeat call (liveness, no raft
 	// write) and of comparing the node's status with what was posted;
@@ -205,6 +207,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = "cluster.local"
+	}
+	if c.OCIRuntime == "" {
+		c.OCIRuntime = containerd.OCIRuntimeAuto
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = clusterdns.HostResolvConf()

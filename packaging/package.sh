@@ -48,7 +48,7 @@ description: |
   "outpost install server" or "outpost install agent" sets a host up as a
   systemd service; the package itself starts nothing.
 homepage: https://github.com/outpost-edge/outpost
-recommends: [containerd, runc]
+recommends: [containerd, runc, crun]
 contents:
   - src: $stage/outpost
     dst: /usr/bin/outpost

@@ -174,7 +174,7 @@ up. When the host's machine is deleted, the agent stops that server.`,
 	f.StringVar(&cfg.EndpointAddr, "listen", ":10250", "address of the agent's endpoint (logs, exec, image import; control plane only)")
 	f.IntVar(&cfg.GossipPort, "gossip-port", agent.DefaultGossipPort, "port of the gossip membership pool")
 	f.StringVar(&cfg.ContainerdSocket, "containerd-socket", "", "containerd's socket (default: start a private containerd)")
-	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "the OCI runtime containerd runs containers with: runc, crun (faster to start; apt-get install crun) or the absolute path of a runtime with runc's command line")
+	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "auto", "the OCI runtime containerd runs new containers with: auto (crun where it is installed and the host's cgroup layout suits it, else runc; the choice is logged and shown in the node's runtime version), runc, crun (faster to start; apt-get install crun) or the absolute path of a runtime with runc's command line")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", agent.DefaultHeartbeat, "how often the node proves it is alive (no raft write) and its status is compared with what was posted")
 	f.DurationVar(&cfg.StatusRefresh, "status-refresh", agent.DefaultStatusRefresh, "how often the node's status is posted when nothing changed")
 	f.StringVar(reserved, "reserved", "", "resources kept for the system, e.g. cpu=100m,memory=256Mi,ephemeral-storage=1Gi")

@@ -8,11 +8,11 @@ import (
 	"github.com/outpost-edge/outpost/agent"
 )
 
-// --oci-runtime defaults to runc, and the config file's ociRuntime is
+// --oci-runtime defaults to auto (crun where it runs, else runc), and the config file's ociRuntime is
 // taken unless the flag is given (flags win, as for every setting).
 func TestAgentOCIRuntimeSetting(t *testing.T) {
-	if d := newAgentCommand().Flags().Lookup("oci-runtime").DefValue; d != "runc" {
-		t.Errorf("--oci-runtime defaults to %q, want runc", d)
+	if d := newAgentCommand().Flags().Lookup("oci-runtime").DefValue; d != "auto" {
+		t.Errorf("--oci-runtime defaults to %q, want auto", d)
 	}
 	file := filepath.Join(t.TempDir(), "agent.yaml")
 	if err := os.WriteFile(file, []byte("ociRuntime: crun\n"), 0o600); err != nil {

@@ -64,6 +64,25 @@ func (f FS) Unified() bool {
 	return err == nil
 }
 
+// HybridControllers lists the controllers that the cgroup2 tree of a
+// hybrid layout (v1 hierarchies plus cgroup2 at Root/unified, systemd's
+// "hybrid") holds because no v1 hierarchy took them. It is empty on a
+// pure v1 or v2 layout, and on a hybrid one whose controllers are all in
+// v1 hierarchies, the only hybrid layout crun runs containers on.
+func (f FS) HybridControllers() ([]string, error) {
+	if f.Unified() {
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(f.root(), "unified", "cgroup.controllers"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	return strings.Fields(string(b)), nil
+}
+
 // checkPath refuses paths this package cannot read; "" and "/" are the
 // root.
 func checkPath(path string) error {

@@ -3,6 +3,7 @@ package cgroups
 import (
 	"errors"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/outpost-edge/outpost/runtime/cgroups/cgroupstest"
@@ -207,4 +208,26 @@ func TestMemoryLimit(t *testing.T) {
 			}
 		}
 	})
+}
+
+// crun runs containers on a hybrid layout only while its cgroup2 tree
+// holds no controller (Makefile host-deps); HybridControllers tells.
+func TestHybridControllers(t *testing.T) {
+	for _, tc := range []struct {
+		root string
+		want []string
+	}{
+		{"testdata/v1", nil},
+		{"testdata/v2", nil},
+		{"testdata/hybrid-all-v1", nil},
+		{"testdata/hybrid", []string{"hugetlb", "misc"}},
+	} {
+		got, err := FS{Root: tc.root}.HybridControllers()
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: HybridControllers() = %q, %v; want %q", tc.root, got, err, tc.want)
+		}
+	}
+	if _, err := (FS{Root: "testdata/hybrid/unified/cgroup.controllers"}).HybridControllers(); err == nil {
+		t.Error("a root that is a file: no error")
+	}
 }

@@ -16,6 +16,10 @@
 // from /proc/meminfo (MemTotal − MemFree − Inactive(file), the same
 // "in use less what the kernel can drop at once").
 //
+// HybridControllers tells whether a hybrid layout (v1 hierarchies plus
+// cgroup2 at unified/) left controllers in its cgroup2 tree, where crun
+// will not run containers (the agent's --oci-runtime auto).
+//
 // FS's Root and Proc are directories, so tests read testdata trees
 // (testdata/v1, testdata/v2) instead of the host's.
 package cgroups

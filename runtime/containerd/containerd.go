@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/containerd/namespaces"
 
 	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/cgroups"
 	"github.com/outpost-edge/outpost/runtime/containerd/logwriter"
 )
 
@@ -79,11 +80,18 @@ type Config struct {
 	// DialTimeout bounds each connection attempt (default 3 s).
 	DialTimeout time.Duration
 	// OCIRuntime is the OCI runtime binary containerd's runc shim runs
-	// for every container: "" or "runc" (the shim's default, runc from
-	// containerd's PATH), "crun" (looked up in PATH), or the absolute path
-	// of a binary with runc's command line (crun, youki, runc elsewhere).
+	// for every new container: "" or "runc" (the shim's default, runc
+	// from containerd's PATH), "crun" (looked up in PATH), OCIRuntimeAuto,
+	// or the absolute path of a binary with runc's command line (crun,
+	// youki, runc elsewhere).
 	OCIRuntime string
 }
+
+// OCIRuntimeAuto picks crun when it is installed and the host's cgroup
+// layout lets it run containers, else runc: crun starts a container with
+// about a third less CPU than runc, which is most of a pod's start on a
+// small node (BENCHMARKS.md), and OpenShift and Podman default to it too.
+const OCIRuntimeAuto = "auto"
 
 // Runtime is runtime.Runtime on containerd. It connects lazily: New does
 // not need containerd to be up, and every call made while it is down
@@ -94,6 +102,9 @@ type Runtime struct {
 
 	// ociBinary is OCIRuntime resolved to a path; "" is the shim's runc.
 	ociBinary string
+	// ociName names the runtime in the node's runtime version: runc,
+	// crun or the binary's file name.
+	ociName string
 
 	mu          sync.Mutex
 	client      *containerd.Client
@@ -131,9 +142,19 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	default:
 		return nil, fmt.Errorf("%w: snapshotter %q: want overlayfs or native", ErrConfig, cfg.Snapshotter)
 	}
-	oci, err := resolveOCIRuntime(cfg.OCIRuntime)
+	ociName, why := cfg.OCIRuntime, ""
+	if ociName == OCIRuntimeAuto {
+		ociName, why = pickOCIRuntime(exec.LookPath, cgroups.FS{})
+	}
+	oci, err := resolveOCIRuntime(ociName)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case ociName == "":
+		ociName = "runc"
+	case filepath.IsAbs(ociName):
+		ociName = filepath.Base(ociName)
 	}
 	if cfg.LogWriter == "" {
 		exe, err := os.Executable()
@@ -154,11 +175,32 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.LogDir, 0o750); err != nil {
 		return nil, fmt.Errorf("%w: logDir: %w", ErrConfig, err)
 	}
-	r := &Runtime{cfg: cfg, ociBinary: oci, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
+	r := &Runtime{cfg: cfg, ociBinary: oci, ociName: ociName, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
+	if why != "" {
+		r.log.Info("OCI runtime chosen", "runtime", ociName, "why", why)
+	}
 	if _, err := r.conn(ctx); err != nil {
 		r.log.Warn("containerd not reachable yet", "err", err)
 	}
 	return r, nil
+}
+
+// pickOCIRuntime is what OCIRuntimeAuto means on this host, and why.
+// crun 1.8 refuses to run containers on a hybrid cgroup layout whose
+// cgroup2 tree holds a controller (systemd's hybrid mode on hosts that
+// mount only some v1 controllers); runc runs there.
+func pickOCIRuntime(lookPath func(string) (string, error), fs cgroups.FS) (name, why string) {
+	if _, err := lookPath("crun"); err != nil {
+		return "runc", "crun is not installed"
+	}
+	ctrls, err := fs.HybridControllers()
+	if err != nil {
+		return "runc", fmt.Sprintf("the cgroup layout is unknown (%v)", err)
+	}
+	if len(ctrls) > 0 {
+		return "runc", fmt.Sprintf("crun cannot run on this hybrid cgroup layout: controllers %s are in the cgroup2 tree, not in v1 hierarchies", strings.Join(ctrls, ","))
+	}
+	return "crun", "crun is installed and runs on this cgroup layout"
 }
 
 // resolveOCIRuntime turns Config.OCIRuntime into the binary the shim is
@@ -267,7 +309,8 @@ func isConnErr(err error) bool {
 		strings.Contains(s, "connection error") || strings.Contains(s, "error reading from server: EOF")
 }
 
-// Version reports "containerd VERSION".
+// Version reports "containerd VERSION (OCI RUNTIME)", e.g. "containerd
+// 1.6.20 (crun)": the node's runtime version, as `get nodes -o wide` shows.
 func (r *Runtime) Version(ctx context.Context) (string, error) {
 	c, err := r.conn(ctx)
 	if err != nil {
@@ -277,7 +320,7 @@ func (r *Runtime) Version(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", wrap(err, "containerd version")
 	}
-	return "containerd " + v.Version, nil
+	return "containerd " + v.Version + " (" + r.ociName + ")", nil
 }
 
 // snapshotterName picks the snapshotter once per connection: overlayfs

@@ -22,10 +22,12 @@ import (
 	"github.com/outpost-edge/outpost/internal/realtest"
 
 	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
 
 	"github.com/outpost-edge/outpost/runtime"
+	"github.com/outpost-edge/outpost/runtime/cgroups"
 	"github.com/outpost-edge/outpost/runtime/runtimetest"
 )
 
@@ -405,23 +407,9 @@ func TestNativeSnapshotter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-		t.Fatal(err)
-	}
-	spec := runtime.ContainerSpec{ID: "native", Image: runtimetest.TestImageRef, Args: []string{"echo", "on", "native"},
-		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
-	defer rt.RemoveContainer(context.Background(), spec.ID)
-	if out := runToEnd(ctx, t, rt, spec); out != "on native\n" {
-		t.Errorf("log %q", out)
-	}
-	raw, err := containerd.New(sup.Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	info, err := raw.ContainerService().Get(namespaces.WithNamespace(ctx, DefaultNamespace), spec.ID)
-	if err != nil || info.Snapshotter != "native" {
-		t.Errorf("container snapshotter %q, %v", info.Snapshotter, err)
+	defer rt.RemoveContainer(context.Background(), "native")
+	if info := echoed(ctx, t, rt, sup.Socket(), "native", "on", "native"); info.Snapshotter != "native" {
+		t.Errorf("container snapshotter %q", info.Snapshotter)
 	}
 }
 
@@ -490,6 +478,101 @@ func TestOCIRuntimePath(t *testing.T) {
 			}
 		}
 	}
+}
+
+// OCIRuntimeAuto (the agent's default) is crun where crun is installed
+// and the cgroup layout suits it; runc where either is missing, and why.
+func TestPickOCIRuntime(t *testing.T) {
+	found := func(string) (string, error) { return "/usr/bin/crun", nil }
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	layout := func(ctrls string) cgroups.FS {
+		root := t.TempDir()
+		if ctrls != "" {
+			if err := os.MkdirAll(filepath.Join(root, "unified"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "unified", "cgroup.controllers"), []byte(ctrls), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return cgroups.FS{Root: root}
+	}
+	for _, tc := range []struct {
+		name     string
+		lookPath func(string) (string, error)
+		fs       cgroups.FS
+		want     string
+		why      string
+	}{
+		{"v1 with crun", found, layout(""), "crun", "installed"},
+		{"hybrid, every controller in v1", found, layout("\n"), "crun", "installed"},
+		{"no crun", missing, layout(""), "runc", "not installed"},
+		{"hybrid with hugetlb in cgroup2", found, layout("hugetlb\n"), "runc", "controllers hugetlb"},
+		{"unreadable layout", found, cgroups.FS{Root: "/dev/null"}, "runc", "unknown"},
+	} {
+		name, why := pickOCIRuntime(tc.lookPath, tc.fs)
+		if name != tc.want || !strings.Contains(why, tc.why) {
+			t.Errorf("%s: %s (%s), want %s (%s)", tc.name, name, why, tc.want, tc.why)
+		}
+	}
+}
+
+// On this host (Makefile host-deps installs crun and moves every
+// controller into a v1 hierarchy) "auto" runs new containers with crun,
+// and the runtime version says so.
+func TestOCIRuntimeAutoRunsCrun(t *testing.T) {
+	requireReal(t)
+	requireCrun(t)
+	if ctrls, err := (cgroups.FS{}).HybridControllers(); err != nil || len(ctrls) > 0 {
+		t.Fatalf("cgroup2 holds controllers %q (%v): run make host-deps", ctrls, err)
+	}
+	crun, err := exec.LookPath("crun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	defer sup.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t), OCIRuntime: OCIRuntimeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if v, err := rt.Version(ctx); err != nil || !strings.HasSuffix(v, " (crun)") {
+		t.Errorf("Version = %q, %v; want it to end in (crun)", v, err)
+	}
+	defer rt.RemoveContainer(context.Background(), "auto")
+	info := echoed(ctx, t, rt, sup.Socket(), "auto", "auto")
+	if info.Runtime.Options == nil || !strings.Contains(string(info.Runtime.Options.GetValue()), crun) {
+		t.Errorf("container runtime options %v: want the shim told to run %s", info.Runtime.Options, crun)
+	}
+}
+
+// echoed imports the test image, runs echo with args in container id to
+// its end, checks its log, and returns containerd's own record of the
+// container. The caller removes the container (before containerd stops).
+func echoed(ctx context.Context, t *testing.T, rt *Runtime, socket, id string, args ...string) containers.Container {
+	t.Helper()
+	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+		t.Fatal(err)
+	}
+	spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: append([]string{"echo"}, args...),
+		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+	if out, want := runToEnd(ctx, t, rt, spec), strings.Join(args, " ")+"\n"; out != want {
+		t.Errorf("log %q, want %q", out, want)
+	}
+	raw, err := containerd.New(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	info, err := raw.ContainerService().Get(namespaces.WithNamespace(ctx, DefaultNamespace), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
 }
 
 // runToEnd creates and starts spec and returns its output once it ends.
