@@ -22,6 +22,7 @@ type Runtime interface {
 	RemoveContainer(ctx context.Context, id string) error
 	ContainerStatus(ctx context.Context, id string) (runtime.ContainerStatus, error)
 	ListContainers(ctx context.Context) ([]runtime.ContainerStatus, error)
+	PodContainers(ctx context.Context, podUID string) ([]runtime.ContainerStatus, error)
 	ContainerUsage(ctx context.Context, id string) (runtime.Usage, error)
 	Logs(ctx context.Context, id string, opts runtime.LogOptions, w io.Writer) error
 	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)

@@ -447,14 +447,13 @@ func (a *Agent) stopContainers(ctx context.Context, pod *api.Pod, grace time.Dur
 		grace = podGrace(pod)
 	}
 	key := pod.Namespace + "/" + pod.Name
-	all, err := a.rt.ListContainers(ctx)
+	// Only the pod's: stopping every pod of a node one by one would
+	// otherwise read every container once per pod.
+	cs, err := a.rt.PodContainers(ctx, string(pod.UID))
 	if err != nil {
 		a.log.Warn("list containers to stop a pod", "pod", key, "err", err)
 	}
-	for _, st := range all {
-		if st.Labels[runtime.LabelPodUID] != string(pod.UID) {
-			continue
-		}
+	for _, st := range cs {
 		if st.State == runtime.StateRunning || st.State == runtime.StateCreated {
 			a.podEvent(pod, st.Labels[runtime.LabelContainer], eventNormal, "Killing", fmt.Sprintf("Stopping container %s (grace period %s)", st.Labels[runtime.LabelContainer], grace))
 		}

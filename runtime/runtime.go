@@ -218,6 +218,10 @@ type Runtime interface {
 	// ListContainers reports the containers outpost created (those with
 	// LabelPodUID); others are not listed and never touched.
 	ListContainers(ctx context.Context) ([]ContainerStatus, error)
+	// PodContainers reports the containers of one pod (LabelPodUID ==
+	// podUID), at a cost that does not grow with the node's other
+	// containers: the agent reads a pod's containers to stop it.
+	PodContainers(ctx context.Context, podUID string) ([]ContainerStatus, error)
 	// Logs writes the container's output (stdout and stderr, in order).
 	Logs(ctx context.Context, id string, opts LogOptions, w io.Writer) error
 	// Exec runs a command in a running container and returns its exit

@@ -85,6 +85,10 @@ type Config struct {
 	// or the absolute path of a binary with runc's command line (crun,
 	// youki, runc elsewhere).
 	OCIRuntime string
+
+	// clientOpts are added to the containerd client's options (tests
+	// count its round trips).
+	clientOpts []containerd.ClientOpt
 }
 
 // OCIRuntimeAuto picks crun when it is installed and the host's cgroup
@@ -271,7 +275,8 @@ func (r *Runtime) conn(ctx context.Context) (*containerd.Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := containerd.New(r.cfg.Socket, containerd.WithTimeout(r.cfg.DialTimeout), containerd.WithDefaultNamespace(r.cfg.Namespace))
+	opts := append([]containerd.ClientOpt{containerd.WithTimeout(r.cfg.DialTimeout), containerd.WithDefaultNamespace(r.cfg.Namespace)}, r.cfg.clientOpts...)
+	c, err := containerd.New(r.cfg.Socket, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runtime.ErrUnavailable, err)
 	}

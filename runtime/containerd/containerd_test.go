@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
+	"google.golang.org/grpc"
 
 	"github.com/outpost-edge/outpost/runtime"
 	"github.com/outpost-edge/outpost/runtime/cgroups"
@@ -396,19 +398,11 @@ func TestConfigErrors(t *testing.T) {
 // The native snapshotter (the fallback where overlayfs is unavailable)
 // runs containers too.
 func TestNativeSnapshotter(t *testing.T) {
-	requireReal(t)
-	root := privateRoot(t)
-	sup := startSupervised(t, root)
-	defer sup.Stop()
+	rt, socket := realRuntime(t, Config{Snapshotter: "native"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Snapshotter: "native", Logger: testLogger(t), LogWriter: testLogWriter(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
 	defer rt.RemoveContainer(context.Background(), "native")
-	if info := echoed(ctx, t, rt, sup.Socket(), "native", "on", "native"); info.Snapshotter != "native" {
+	if info := echoed(ctx, t, rt, socket, "native", "on", "native"); info.Snapshotter != "native" {
 		t.Errorf("container snapshotter %q", info.Snapshotter)
 	}
 }
@@ -530,24 +524,101 @@ func TestOCIRuntimeAutoRunsCrun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := privateRoot(t)
-	sup := startSupervised(t, root)
-	defer sup.Stop()
+	rt, socket := realRuntime(t, Config{OCIRuntime: OCIRuntimeAuto})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t), OCIRuntime: OCIRuntimeAuto})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
 	if v, err := rt.Version(ctx); err != nil || !strings.HasSuffix(v, " (crun)") {
 		t.Errorf("Version = %q, %v; want it to end in (crun)", v, err)
 	}
 	defer rt.RemoveContainer(context.Background(), "auto")
-	info := echoed(ctx, t, rt, sup.Socket(), "auto", "auto")
+	info := echoed(ctx, t, rt, socket, "auto", "auto")
 	if info.Runtime.Options == nil || !strings.Contains(string(info.Runtime.Options.GetValue()), crun) {
 		t.Errorf("container runtime options %v: want the shim told to run %s", info.Runtime.Options, crun)
 	}
+}
+
+// Reading containers' states costs a fixed number of round trips to
+// containerd, however many containers there are: the agent lists them
+// per pod it stops, so a per-container cost made stopping n pods n².
+func TestStatusRoundTrips(t *testing.T) {
+	var calls atomic.Int64
+	rt, _ := realRuntime(t, Config{
+		clientOpts: []containerd.ClientOpt{containerd.WithCallOpts([]grpc.CallOption{grpc.OnFinish(func(error) { calls.Add(1) })})}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string][]string{"s1": {"sleep"}, "s2": {"sleep"}, "s3": {"sleep"}, "s4": {"sleep"}, "exited": {"exit", "3"}, "created": {"sleep"}}
+	for id, args := range specs {
+		spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: args, Labels: map[string]string{runtime.LabelPodUID: "u-" + id}}
+		defer rt.RemoveContainer(context.Background(), id)
+		if err := rt.CreateContainer(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if id == "created" {
+			continue
+		}
+		if err := rt.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 20*time.Second, "the exited container to be reported so", func() bool {
+		st, err := rt.ContainerStatus(ctx, "exited")
+		return err == nil && st.State == runtime.StateExited
+	})
+
+	calls.Store(0)
+	all, err := rt.ListContainers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("ListContainers of %d containers: %d round trips, want 2 (containers, tasks)", len(all), n)
+	}
+	want := map[string]runtime.State{"s1": runtime.StateRunning, "s2": runtime.StateRunning, "s3": runtime.StateRunning,
+		"s4": runtime.StateRunning, "exited": runtime.StateExited, "created": runtime.StateCreated}
+	for _, st := range all {
+		if st.State != want[st.ID] || (st.State == runtime.StateRunning) != (st.Pid > 0) {
+			t.Errorf("%s: state %s pid %d, want %s", st.ID, st.State, st.Pid, want[st.ID])
+		}
+		if st.ID == "exited" && st.ExitCode != 3 {
+			t.Errorf("exited: code %d, want 3", st.ExitCode)
+		}
+		delete(want, st.ID)
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v", want)
+	}
+
+	calls.Store(0)
+	if st, err := rt.ContainerStatus(ctx, "s1"); err != nil || st.State != runtime.StateRunning || st.Pid == 0 {
+		t.Errorf("s1: %+v, %v", st, err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("ContainerStatus: %d round trips, want 2 (container, task)", n)
+	}
+}
+
+// realRuntime starts a private containerd for the test and a Runtime on
+// it with cfg, whose Socket, LogDir, Logger and LogWriter it fills in.
+// Both stop when the test ends, after its deferred calls (which may
+// remove containers). It returns containerd's socket too.
+func realRuntime(t *testing.T, cfg Config) (*Runtime, string) {
+	t.Helper()
+	requireReal(t)
+	root := privateRoot(t)
+	sup := startSupervised(t, root)
+	t.Cleanup(func() { sup.Stop() })
+	cfg.Socket, cfg.LogDir, cfg.Logger, cfg.LogWriter = sup.Socket(), root+"/logs", testLogger(t), testLogWriter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt, sup.Socket()
 }
 
 // echoed imports the test image, runs echo with args in container id to

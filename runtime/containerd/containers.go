@@ -12,6 +12,8 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
+	tasktypes "github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
@@ -288,11 +290,13 @@ func (r *Runtime) load(ctx context.Context, id string) (*containerd.Client, cont
 	if err != nil {
 		return nil, nil, wrap(err, "container %s", id)
 	}
-	labels, err := ctr.Labels(r.ns(ctx))
+	// The record LoadContainer just read: asking for the labels again
+	// would be one more round trip to containerd's store per call.
+	info, err := ctr.Info(r.ns(ctx), containerd.WithoutRefreshedMetadata)
 	if err != nil {
 		return nil, nil, wrap(err, "container %s", id)
 	}
-	if labels[runtime.LabelPodUID] == "" {
+	if info.Labels[runtime.LabelPodUID] == "" {
 		return nil, nil, fmt.Errorf("container %s: %w: %w", id, runtime.ErrNotFound, ErrNotOurs)
 	}
 	return c, ctr, nil
@@ -515,27 +519,70 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // ContainerStatus reports one of outpost's containers.
 func (r *Runtime) ContainerStatus(ctx context.Context, id string) (runtime.ContainerStatus, error) {
-	_, ctr, err := r.load(ctx, id)
+	c, ctr, err := r.load(ctx, id)
 	if err != nil {
 		return runtime.ContainerStatus{}, err
 	}
-	return r.status(r.ns(ctx), ctr)
+	nctx := r.ns(ctx)
+	proc, err := r.taskProcess(nctx, c, id)
+	if err != nil {
+		return runtime.ContainerStatus{}, err
+	}
+	return r.status(nctx, ctr, proc)
 }
 
 // ListContainers reports every container that carries LabelPodUID.
 func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.ContainerStatus, error) {
+	return r.list(ctx, fmt.Sprintf("labels.%q", runtime.LabelPodUID), true)
+}
+
+// PodContainers reports the containers of the pod whose UID is podUID,
+// reading only theirs.
+func (r *Runtime) PodContainers(ctx context.Context, podUID string) ([]runtime.ContainerStatus, error) {
+	if podUID == "" {
+		return nil, errors.New("pod containers: no pod UID")
+	}
+	return r.list(ctx, fmt.Sprintf("labels.%q==%q", runtime.LabelPodUID, podUID), false)
+}
+
+// list reports the containers that filter selects. Their tasks are read
+// with one List of the node's tasks when allTasks (a list of every
+// container: asking per container made a node of n pods cost 3n round
+// trips), else with one Get each (one pod's few: a List would ask every
+// shim on the node for its state). The tasks are read after the
+// containers, so every listed container's task, if it has one yet, is
+// seen.
+func (r *Runtime) list(ctx context.Context, filter string, allTasks bool) ([]runtime.ContainerStatus, error) {
 	c, err := r.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	nctx := r.ns(ctx)
-	ctrs, err := c.Containers(nctx, fmt.Sprintf("labels.%q", runtime.LabelPodUID))
+	ctrs, err := c.Containers(nctx, filter)
 	if err != nil {
 		return nil, wrap(err, "list containers")
 	}
+	procs := make(map[string]*tasktypes.Process, len(ctrs))
+	if allTasks {
+		resp, err := c.TaskService().List(nctx, &tasks.ListTasksRequest{})
+		if err != nil {
+			return nil, wrap(errdefs.FromGRPC(err), "list tasks")
+		}
+		for _, p := range resp.Tasks {
+			procs[p.ID] = p
+		}
+	} else {
+		for _, ctr := range ctrs {
+			p, err := r.taskProcess(nctx, c, ctr.ID())
+			if err != nil {
+				return nil, err
+			}
+			procs[ctr.ID()] = p
+		}
+	}
 	out := make([]runtime.ContainerStatus, 0, len(ctrs))
 	for _, ctr := range ctrs {
-		st, err := r.status(nctx, ctr)
+		st, err := r.status(nctx, ctr, procs[ctr.ID()])
 		if errors.Is(err, runtime.ErrNotFound) {
 			continue // removed meanwhile
 		}
@@ -547,50 +594,60 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.ContainerStatus
 	return out, nil
 }
 
-func (r *Runtime) status(ctx context.Context, ctr containerd.Container) (runtime.ContainerStatus, error) {
-	info, err := ctr.Info(ctx)
+// taskProcess is what containerd's task service says of container id's
+// task; nil when it has none.
+func (r *Runtime) taskProcess(ctx context.Context, c *containerd.Client, id string) (*tasktypes.Process, error) {
+	resp, err := c.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	switch err = errdefs.FromGRPC(err); {
+	case errdefs.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, wrap(err, "container %s task", id)
+	}
+	return resp.Process, nil
+}
+
+// status reports ctr from the record it was loaded or listed with and
+// proc, what containerd's task service said of its task then (nil: it
+// had none).
+func (r *Runtime) status(ctx context.Context, ctr containerd.Container, proc *tasktypes.Process) (runtime.ContainerStatus, error) {
+	info, err := ctr.Info(ctx, containerd.WithoutRefreshedMetadata)
 	if err != nil {
 		return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
 	}
 	labels := info.Labels
 	st := runtime.ContainerStatus{ID: info.ID, Image: info.Image, CreatedAt: info.CreatedAt, State: runtime.StateCreated}
 	if labels[labelExitCode] == "" {
-		task, err := ctr.Task(ctx, nil)
 		switch {
-		case errdefs.IsNotFound(err):
+		case proc == nil:
 			// Either created with its task lost (see StartContainer),
 			// or another caller just recorded the exit and deleted
 			// the task: read the labels again to tell.
 			if labels, err = ctr.Labels(ctx); err != nil {
 				return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
 			}
-		case err != nil:
-			return runtime.ContainerStatus{}, wrap(err, "container %s task", ctr.ID())
-		default:
-			ts, err := task.Status(ctx)
-			if errdefs.IsNotFound(err) {
+		case proc.Status == tasktypes.Status_RUNNING, proc.Status == tasktypes.Status_PAUSED, proc.Status == tasktypes.Status_PAUSING:
+			st.State = runtime.StateRunning
+			st.Pid = proc.Pid
+		case proc.Status == tasktypes.Status_CREATED:
+		case proc.Status == tasktypes.Status_STOPPED:
+			task, err := ctr.Task(ctx, nil)
+			switch {
+			case errdefs.IsNotFound(err):
 				// Finished and deleted by another caller meanwhile.
 				if labels, err = ctr.Labels(ctx); err != nil {
 					return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
 				}
-				break
-			}
-			if err != nil {
-				return runtime.ContainerStatus{}, wrap(err, "container %s task status", ctr.ID())
-			}
-			switch ts.Status {
-			case containerd.Running, containerd.Paused, containerd.Pausing:
-				st.State = runtime.StateRunning
-				st.Pid = task.Pid()
-			case containerd.Created:
-			case containerd.Stopped:
+			case err != nil:
+				return runtime.ContainerStatus{}, wrap(err, "container %s task", ctr.ID())
+			default:
 				if labels, err = r.finish(ctx, ctr, task); err != nil {
 					return runtime.ContainerStatus{}, err
 				}
-			default:
-				st.State = runtime.StateUnknown
-				st.Message = fmt.Sprintf("task status %q", ts.Status)
 			}
+		default:
+			st.State = runtime.StateUnknown
+			st.Message = fmt.Sprintf("task status %q", strings.ToLower(proc.Status.String()))
 		}
 	}
 	st.Labels = map[string]string{}

@@ -77,17 +77,9 @@ func dockerArchive(t *testing.T, oci []byte, tag string) []byte {
 }
 
 func TestImportDockerArchive(t *testing.T) {
-	requireReal(t)
-	root := privateRoot(t)
-	sup := startSupervised(t, root)
-	defer sup.Stop()
+	rt, _ := realRuntime(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
 	const tag = "outpost.local/docker-saved:1"
 	imgs, err := rt.ImportImages(ctx, bytes.NewReader(dockerArchive(t, runtimetest.TestImage(t), tag)))
 	if err != nil {

@@ -13,17 +13,9 @@ import (
 // WatchExits reports a container whose main process ends, and not the end
 // of a process exec'd into a running one.
 func TestWatchExits(t *testing.T) {
-	requireReal(t)
-	root := privateRoot(t)
-	sup := startSupervised(t, root)
-	defer sup.Stop()
+	rt, _ := realRuntime(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rt, err := New(ctx, Config{Socket: sup.Socket(), LogDir: root + "/logs", Logger: testLogger(t), LogWriter: testLogWriter(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
 	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +27,7 @@ func TestWatchExits(t *testing.T) {
 	// repeat across runs.
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	sleeper, quitter := "sleeper-"+suffix, "quitter-"+suffix
-	// Removed before containerd stops (the deferred sup.Stop runs last):
+	// Removed before containerd stops (at the test's end, after this):
 	// left behind, runc's state would outlive the test.
 	var made []string
 	defer func() {

@@ -523,6 +523,15 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.ContainerStatus
 	return out, nil
 }
 
+// PodContainers reports the pod's containers, sorted by ID.
+func (r *Runtime) PodContainers(ctx context.Context, podUID string) ([]runtime.ContainerStatus, error) {
+	if podUID == "" {
+		return nil, errors.New("pod containers: no pod UID")
+	}
+	all, err := r.ListContainers(ctx)
+	return slices.DeleteFunc(all, func(st runtime.ContainerStatus) bool { return st.Labels[runtime.LabelPodUID] != podUID }), err
+}
+
 // Logs writes the container's output per opts.
 func (r *Runtime) Logs(ctx context.Context, id string, opts runtime.LogOptions, w io.Writer) error {
 	c, err := r.get(id)

@@ -391,6 +391,25 @@ func (s *suite) restart(t *testing.T) {
 	if attempts["0"].ExitCode != 1 || attempts["1"].ID != second.ID || attempts["1"].ExitCode != 0 {
 		t.Errorf("attempts of the pod: %+v", attempts)
 	}
+	// PodContainers: the pod's containers, none of another pod's.
+	other := s.spec(t, "echo", "other pod")
+	s.start(t, other)
+	s.waitExited(t, other.ID)
+	for uid, want := range map[string][]string{first.Labels[runtime.LabelPodUID]: {first.ID, second.ID}, other.Labels[runtime.LabelPodUID]: {other.ID}} {
+		got, err := s.rt.PodContainers(s.ctx(t), uid)
+		var ids []string
+		for _, c := range got {
+			ids = append(ids, c.ID)
+		}
+		slices.Sort(ids)
+		slices.Sort(want)
+		if err != nil || !slices.Equal(ids, want) {
+			t.Errorf("PodContainers(%s) = %v, %v; want %v", uid, ids, err, want)
+		}
+	}
+	if _, err := s.rt.PodContainers(s.ctx(t), ""); err == nil {
+		t.Error("PodContainers of no UID: no error")
+	}
 	if got := s.logsOf(t, second.ID, runtime.LogOptions{}); got != "attempt 1\n" {
 		t.Errorf("attempt 1 log = %q", got)
 	}

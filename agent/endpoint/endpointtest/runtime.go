@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,6 +181,12 @@ func (r *Runtime) ContainerStatus(_ context.Context, id string) (runtime.Contain
 // Config.Summary, not the runtime.
 func (r *Runtime) ContainerUsage(context.Context, string) (runtime.Usage, error) {
 	return runtime.Usage{}, errors.ErrUnsupported
+}
+
+// PodContainers implements runtime.Runtime.
+func (r *Runtime) PodContainers(ctx context.Context, podUID string) ([]runtime.ContainerStatus, error) {
+	all, err := r.ListContainers(ctx)
+	return slices.DeleteFunc(all, func(st runtime.ContainerStatus) bool { return st.Labels[runtime.LabelPodUID] != podUID }), err
 }
 
 // ListContainers implements runtime.Runtime.
