@@ -108,6 +108,15 @@ type cpuUse struct {
 	node time.Duration
 }
 
+// deletion is pods deleted at once: the deletes sent → no shim and no
+// container process left, and the CPU the node used meanwhile.
+type deletion struct {
+	pods int
+	wall time.Duration
+	cpu  cpuUse
+	err  string
+}
+
 // detection is one cut of the node's link.
 type detection struct {
 	after  time.Duration // link cut → Ready=Unknown seen on the watch
@@ -122,8 +131,10 @@ type agentResult struct {
 	joinToReady  time.Duration
 	importDur    time.Duration
 	idle, loaded memSample
-	runs         []startRun
-	schedRun     *startRun
+	// deletion is the 100 loaded pods deleted at once.
+	deletion deletion
+	runs     []startRun
+	schedRun *startRun
 	// crunRuns are the same bursts with the agent restarted with
 	// --oci-runtime crun; crunErr says why there are none.
 	crunRuns    []startRun
@@ -208,8 +219,11 @@ func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 		r.loaded = e.settleAndSample(ctx, busySettle, loadedPods)
 		log.Printf("agent with %d pods: RSS %.1f MiB", r.loaded.pods, mib(r.loaded.agent.rss))
 	}
-	if err := e.deleteAll(ctx); err != nil {
-		r.loaded.err = strings.TrimPrefix(r.loaded.err+"; deleting the pods: "+err.Error(), "; ")
+	r.deletion = e.timedDeleteAll(ctx, r.loaded.pods)
+	if r.deletion.err != "" {
+		r.loaded.err = strings.TrimPrefix(r.loaded.err+"; deleting the pods: "+r.deletion.err, "; ")
+	} else {
+		log.Printf("agent: %d pods deleted at once, gone in %v", r.deletion.pods, r.deletion.wall)
 	}
 
 	if _, err := exec.LookPath("crun"); err != nil {
@@ -908,6 +922,19 @@ func (e *agentEnv) deleteAll(ctx context.Context) error {
 	}
 }
 
+// timedDeleteAll is deleteAll with its wall time and CPU.
+func (e *agentEnv) timedDeleteAll(ctx context.Context, pods int) deletion {
+	cpu0, busy0, self0 := e.cpuSnap(e.procs()), proc.MachineBusy(), proc.SelfCPU()
+	t0 := time.Now()
+	d := deletion{pods: pods}
+	if err := e.deleteAll(ctx); err != nil {
+		d.err = err.Error()
+	}
+	d.wall = time.Since(t0)
+	d.cpu = e.cpuSince(cpu0, busy0, self0)
+	return d
+}
+
 // detectOnce cuts the test host's link once the node has been Ready for
 // a while, times Ready=Unknown on a watch, then restores the link and
 // waits for Ready=True again.
@@ -1296,6 +1323,14 @@ func agentMarkdown(r agentResult, cmdline string) string {
 	}
 	if r.crunErr != "" {
 		fmt.Fprintf(&b, "\nNo crun runs: %s.\n", r.crunErr)
+	}
+	if d := r.deletion; d.pods > 0 && d.err == "" {
+		node := "unknown"
+		if d.cpu.node >= 0 {
+			node = fmt.Sprintf("%.2f", d.cpu.node.Seconds())
+		}
+		fmt.Fprintf(&b, "\n*Deleting* the %d pods of the memory table at once (their grace period 2 s; `/demo tick` ends on SIGTERM): the deletes sent → no shim and no container process left (polled every 200 ms) in %.1f s; CPU s agent %.2f, containerd %.2f, node total %s, server %.2f.\n",
+			d.pods, d.wall.Seconds(), d.cpu.agent.Seconds(), d.cpu.containerd.Seconds(), node, d.cpu.server.Seconds())
 	}
 	fmt.Fprintf(&b, "\n*runN*, *through the scheduler*: the agent with `--oci-runtime runc`; *crunN*: the agent restarted on the same data dir with `--oci-runtime crun` (containerd's runc shim running crun), which is what the agent's default, `auto`, picks where crun is installed and the cgroup layout suits it (as here after `make host-deps`).\n")
 	fmt.Fprintf(&b, "\n*one at a time*: %d pods, each created when the one before was Running (no contention: the floor). CPU is from the first create to the last Running. The agent is started in a CPU-accounting cgroup of its own, which containerd, the shims, `runc` and the log writers inherit (runc moves the containers out): *node total* is that group's usage, and *runc & short-lived* what it has beyond the long-lived processes counted by /proc (runc create/start, the shims' start-up). *rest of machine*: busy time of everything else: kernel work the starts cause (mounts, cgroups, kernel threads) and whatever else runs on this shared machine; while the idle agent settled it was %.2f cores busy.\n", singleRuns, r.idle.background)

@@ -80,6 +80,8 @@ func TestAgentMarkdownTargets(t *testing.T) {
 	r.crunRuns, r.crunErr = nil, "crun is not installed (apt-get install crun)"
 	sectionHas(t, agentMarkdown(r, "cmd"), "crun (issue 16) | not run: crun is not installed")
 	r.crunErr = ""
+	r.deletion = deletion{pods: 100, wall: 2500 * time.Millisecond, cpu: cpuUse{agent: 300 * time.Millisecond, containerd: 700 * time.Millisecond, node: 2 * time.Second}}
+	sectionHas(t, agentMarkdown(r, "cmd"), "*Deleting* the 100 pods of the memory table at once", "in 2.5 s; CPU s agent 0.30, containerd 0.70, node total 2.00")
 	r.detect = r.detect[:1]
 	r.idle.err = "the agent process is gone"
 	r.idle.agent = memGroup{}
