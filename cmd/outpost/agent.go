@@ -124,7 +124,9 @@ The agent registers a Node named after the host, reports its capacity and
 conditions (memory, disk and PID pressure, network, runtime), joins the gossip
 pool so a silent node is noticed within seconds, and runs the pods bound to it
 through containerd: its own, started from the installed containerd binary, or
-the one at --containerd-socket. Each pod that is not hostNetwork gets a network
+the one at --containerd-socket. Containers run with crun where it is installed
+(apt-get install crun; it starts them with less CPU than runc) and runs on the
+host's cgroup layout, else with runc (--oci-runtime). Each pod that is not hostNetwork gets a network
 of its own through CNI, with Services' cluster IPs and node ports (nftables)
 and the cluster's DNS answered by the agent, where the CNI plugins, iptables
 and nft are installed (--pod-network auto; host otherwise).

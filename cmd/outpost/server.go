@@ -273,7 +273,7 @@ func newDevCommand() *cobra.Command {
 		Long: `Run the control plane as a one-member raft cluster in one process, with the
 API on localhost, and a node agent for this host in the same process (it
 starts a private containerd from the installed binary: apt-get install
-containerd runc). Stop it and start it again with the same --data-dir and
+containerd runc, and crun, which it prefers to runc where it runs). Stop it and start it again with the same --data-dir and
 every object is still there. The admin config is written to
 ~/.config/outpost/config, so "outpost get namespaces" works from another shell.
 --no-agent runs the control plane alone (for simulated nodes). A second dev
