@@ -125,7 +125,11 @@ func runLinearizable(ctx context.Context, t *testing.T, bin string, dur time.Dur
 	if err := linearize.Thin(counts); err != nil {
 		t.Fatalf("history too thin to mean anything (%v): %s", err, sum)
 	}
+	start := time.Now()
 	res, info := h.Check(2 * time.Minute)
+	took := time.Since(start).Round(time.Millisecond)
+	t.Logf("checked in %v: %s", took, res)
+	sum += fmt.Sprintf("; checked in %v", took)
 	if res != porcupine.Ok {
 		// Unknown too: a checker that ran out of time may have been
 		// proving an illegal history, and only the history can tell.
