@@ -23,6 +23,7 @@ import (
 	"github.com/outpost-edge/outpost/internal/realtest"
 
 	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
@@ -598,6 +599,104 @@ func TestStatusRoundTrips(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Errorf("ContainerStatus: %d round trips, want 2 (container, task)", n)
 	}
+}
+
+// A started container whose task is gone with no exit recorded (its shim
+// was killed; a host restart does the same to every container) reads
+// Exited with containerd CRI's unknown exit, 255 "Unknown", once and for
+// all, so the agent starts the pod's next attempt; it read Created, which
+// StartContainer refuses, and the agent asked again without pause. One
+// that never started still reads Created (StartContainer makes its task
+// again).
+func TestLostTaskAfterStartIsExited(t *testing.T) {
+	rt, _ := realRuntime(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"started", "unstarted"} {
+		spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: []string{"sleep"}, Labels: map[string]string{runtime.LabelPodUID: "u1"}}
+		defer rt.RemoveContainer(context.Background(), id)
+		if err := rt.CreateContainer(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.StartContainer(ctx, "started"); err != nil {
+		t.Fatal(err)
+	}
+	// Each container's shim is its process's parent (created or not).
+	pids := map[string]int{}
+	raw, err := containerd.New(rt.cfg.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, id := range []string{"started", "unstarted"} {
+		task, err := raw.TaskService().Get(namespaces.WithNamespace(ctx, DefaultNamespace), &tasks.GetRequest{ContainerID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids[id] = int(task.Process.Pid)
+		shim := parentPid(t, pids[id])
+		if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %s's shim %d: %v", id, shim, err)
+		}
+	}
+	// containerd cleans up after a dead shim on its own time (runc
+	// delete --force, then the bundle goes); a host restart leaves
+	// nothing to clean.
+	bundles := filepath.Join(filepath.Dir(rt.cfg.LogDir), "state", "io.containerd.runtime.v2.task", DefaultNamespace)
+	waitUntil(t, 20*time.Second, "containerd to clean up after the killed shims", func() bool {
+		_, err1 := os.Stat(filepath.Join(bundles, "started"))
+		_, err2 := os.Stat(filepath.Join(bundles, "unstarted"))
+		return errors.Is(err1, os.ErrNotExist) && errors.Is(err2, os.ErrNotExist)
+	})
+	for id, pid := range pids {
+		if processAlive(pid) {
+			t.Errorf("%s's process %d outlived its shim", id, pid)
+		}
+	}
+	var lost runtime.ContainerStatus
+	waitUntil(t, 10*time.Second, "the started container whose shim was killed to read Exited", func() bool {
+		lost, err = rt.ContainerStatus(ctx, "started")
+		return err == nil && lost.State == runtime.StateExited
+	})
+	if lost.ExitCode != 255 || lost.Reason != "Unknown" || lost.FinishedAt.IsZero() || lost.Pid != 0 {
+		t.Errorf("lost: %+v, want exit 255 reason Unknown with a finish time", lost)
+	}
+	// Recorded, not guessed at each look: the agent reports the same.
+	cs, err := rt.PodContainers(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range cs {
+		switch {
+		case st.ID == "started" && (st.State != runtime.StateExited || !st.FinishedAt.Equal(lost.FinishedAt)):
+			t.Errorf("started, listed: %s finished %v, want Exited finished %v", st.State, st.FinishedAt, lost.FinishedAt)
+		case st.ID == "unstarted" && st.State != runtime.StateCreated:
+			t.Errorf("unstarted, listed: %s, want Created", st.State)
+		}
+	}
+	if err := rt.StartContainer(ctx, "started"); !errors.Is(err, runtime.ErrStart) {
+		t.Errorf("start the lost container: %v, want ErrStart", err)
+	}
+}
+
+// parentPid is pid's parent, from /proc.
+func parentPid(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command's closing parenthesis: state, ppid.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %v", pid, err)
+	}
+	return ppid
 }
 
 // realRuntime starts a private containerd for the test and a Runtime on

@@ -484,6 +484,54 @@ func (r *Runtime) finish(ctx context.Context, ctr containerd.Container, task con
 	return labels, nil
 }
 
+// Exit code and reason of a started container whose task is gone with no
+// exit recorded, as containerd's CRI reports such a container.
+const (
+	lostExitCode = 255
+	lostReason   = "Unknown"
+)
+
+// recordLost records the end of container ctr, which started (labels
+// say so) and whose task is gone with no exit recorded: its shim was
+// killed, or the host restarted, and took the process and its exit status
+// with it. Left without an exit, it read Created, which it can never be
+// again: StartContainer refuses a started container, and the agent, which
+// starts a Created one, asked again at once, forever, instead of starting
+// the pod's next attempt (issue 16 review).
+func (r *Runtime) recordLost(ctx context.Context, ctr containerd.Container, labels map[string]string) (map[string]string, error) {
+	// StartContainer makes a task lost before the start again and sets
+	// started-at after starting it: one made since the task was looked
+	// for is there now. It is reported as it was seen until the next look.
+	_, err := ctr.Task(ctx, nil)
+	switch {
+	case err == nil:
+		return labels, nil
+	case !errdefs.IsNotFound(err):
+		return nil, wrap(err, "container %s task", ctr.ID())
+	}
+	// Another caller's finish records the exit before it deletes the
+	// task, and no task can be made for a started container: with the
+	// task gone, labels read now either have the exit or never will.
+	now, err := ctr.Labels(ctx)
+	if err != nil {
+		return nil, wrap(err, "container %s", ctr.ID())
+	}
+	if now[labelExitCode] != "" {
+		return now, nil
+	}
+	r.log.Warn("container's task is gone without an exit (its shim was killed or the host restarted): recorded as exited", "id", ctr.ID())
+	labels, err = ctr.SetLabels(ctx, map[string]string{
+		labelExitCode:   strconv.Itoa(lostExitCode),
+		labelReason:     lostReason,
+		labelMessage:    "the container's process was lost with its task (its shim was killed or the host restarted); its exit status is unknown",
+		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
+	})
+	if err != nil {
+		return nil, wrap(err, "container %s: record a lost task", ctr.ID())
+	}
+	return labels, nil
+}
+
 // RemoveContainer kills what is left of the container's process, deletes
 // the task, the container, its snapshot and its log file. Removing a
 // container that is already gone is not an error.
@@ -621,10 +669,16 @@ func (r *Runtime) status(ctx context.Context, ctr containerd.Container, proc *ta
 		switch {
 		case proc == nil:
 			// Either created with its task lost (see StartContainer),
-			// or another caller just recorded the exit and deleted
-			// the task: read the labels again to tell.
+			// another caller just recorded the exit and deleted the
+			// task, or the task was lost after the start: read the
+			// labels again to tell.
 			if labels, err = ctr.Labels(ctx); err != nil {
 				return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
+			}
+			if labels[labelExitCode] == "" && labels[labelStartedAt] != "" {
+				if labels, err = r.recordLost(ctx, ctr, labels); err != nil {
+					return runtime.ContainerStatus{}, err
+				}
 			}
 		case proc.Status == tasktypes.Status_RUNNING, proc.Status == tasktypes.Status_PAUSED, proc.Status == tasktypes.Status_PAUSING:
 			st.State = runtime.StateRunning
