@@ -84,3 +84,45 @@ func TestBurstStartsAFewAtATime(t *testing.T) {
 		t.Errorf("at most %d creates at once, want exactly %d (the bound, used)", m, limit)
 	}
 }
+
+// failingStarts refuses every start and records when each was asked.
+type failingStarts struct {
+	*fake.Runtime
+	mu    sync.Mutex
+	asked []time.Time
+}
+
+func (f *failingStarts) StartContainer(ctx context.Context, id string) error {
+	f.mu.Lock()
+	f.asked = append(f.asked, time.Now())
+	f.mu.Unlock()
+	return fmt.Errorf("%w: container %s: refused by the test", runtime.ErrStart, id)
+}
+
+func (f *failingStarts) times() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.asked...)
+}
+
+// A created container whose start keeps failing is retried after a pause,
+// not at once: the worker spun on the runtime and the log (issue 16
+// review).
+func TestFailingStartIsRetriedAfterAPause(t *testing.T) {
+	e := newEnv(t)
+	rt := &failingStarts{Runtime: e.rt}
+	cfg := e.config(rt)
+	cfg.JoinToken = e.joinString()
+	e.start(cfg)
+	e.createPod("refused", nil)
+	waitFor(t, "two starts asked", 20*time.Second, func() (bool, string) {
+		n := len(rt.times())
+		return n >= 2, fmt.Sprintf("%d asked", n)
+	})
+	ts := rt.times()
+	for i := 1; i < len(ts); i++ {
+		if gap := ts[i].Sub(ts[i-1]); gap < 500*time.Millisecond {
+			t.Fatalf("start %d asked %v after the one before; want a pause (times %v)", i+1, gap, ts)
+		}
+	}
+}

@@ -59,6 +59,9 @@ type record struct {
 	delay     time.Duration
 	// backoff is the wait before the coming restart, for the message.
 	backoff time.Duration
+	// startAgain holds back asking the runtime again to start a created
+	// container whose start failed.
+	startAgain time.Time
 }
 
 // worker runs one pod: it creates, restarts and stops the pod's
@@ -231,8 +234,17 @@ func (w *worker) ensure(ctx context.Context, c *api.Container, r *record, now ti
 		case runtime.StateCreated:
 			// Created but not started: a previous run of the agent died
 			// between the two steps.
+			// Not again at once after a failure: every start that
+			// fails changes the pod's status, which wakes this worker,
+			// so a start that keeps failing spun on the runtime and
+			// the log.
+			if wait := r.startAgain.Sub(now); wait > 0 {
+				return wait
+			}
 			if err := w.a.rt.StartContainer(ctx, r.id); err != nil {
 				w.a.log.Warn("start container", "pod", w.key(), "container", c.Name, "err", err)
+				r.startAgain = now.Add(pollRunning)
+				return pollRunning
 			}
 			return 0
 		case runtime.StateExited:
@@ -372,6 +384,7 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	r.notBefore = time.Time{}
 	w.a.podEvent(w.pod, c.Name, eventNormal, "Created", "Created container "+c.Name)
 	if err := w.a.rt.StartContainer(ctx, spec.ID); err != nil {
+		r.startAgain = now.Add(pollRunning)
 		w.a.log.Info("container did not start", "pod", w.key(), "container", c.Name, "err", err)
 		w.a.podEvent(w.pod, c.Name, eventWarning, "Failed", "Error: "+err.Error())
 	} else {

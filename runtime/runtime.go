@@ -189,7 +189,8 @@ type ExecOptions struct {
 // declares the same method set as its own interface; runtime/runtimetest
 // runs one contract suite against every implementation.
 type Runtime interface {
-	// Version names the runtime and its version ("containerd 1.6.20").
+	// Version names the runtime and its version ("containerd 1.6.20
+	// (crun)": containerd and the OCI runtime it runs containers with).
 	Version(ctx context.Context) (string, error)
 	// EnsureImage makes ref available per policy (pulling with auth when
 	// it names the registry's host) and returns it.

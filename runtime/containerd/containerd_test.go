@@ -480,9 +480,11 @@ func TestOCIRuntimePath(t *testing.T) {
 func TestPickOCIRuntime(t *testing.T) {
 	found := func(string) (string, error) { return "/usr/bin/crun", nil }
 	missing := func(string) (string, error) { return "", exec.ErrNotFound }
-	layout := func(ctrls string) cgroups.FS {
+	// layout is a v1 tree, hybrid when it has a cgroup2 mount at unified/
+	// whose cgroup.controllers holds ctrls.
+	layout := func(hybrid bool, ctrls string) cgroups.FS {
 		root := t.TempDir()
-		if ctrls != "" {
+		if hybrid {
 			if err := os.MkdirAll(filepath.Join(root, "unified"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -499,10 +501,10 @@ func TestPickOCIRuntime(t *testing.T) {
 		want     string
 		why      string
 	}{
-		{"v1 with crun", found, layout(""), "crun", "installed"},
-		{"hybrid, every controller in v1", found, layout("\n"), "crun", "installed"},
-		{"no crun", missing, layout(""), "runc", "not installed"},
-		{"hybrid with hugetlb in cgroup2", found, layout("hugetlb\n"), "runc", "controllers hugetlb"},
+		{"v1 with crun", found, layout(false, ""), "crun", "installed"},
+		{"hybrid, every controller in v1", found, layout(true, ""), "crun", "installed"},
+		{"no crun", missing, layout(false, ""), "runc", "not installed"},
+		{"hybrid with hugetlb in cgroup2", found, layout(true, "hugetlb\n"), "runc", "controllers hugetlb"},
 		{"unreadable layout", found, cgroups.FS{Root: "/dev/null"}, "runc", "unknown"},
 	} {
 		name, why := pickOCIRuntime(tc.lookPath, tc.fs)

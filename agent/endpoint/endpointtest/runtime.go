@@ -185,6 +185,9 @@ func (r *Runtime) ContainerUsage(context.Context, string) (runtime.Usage, error)
 
 // PodContainers implements runtime.Runtime.
 func (r *Runtime) PodContainers(ctx context.Context, podUID string) ([]runtime.ContainerStatus, error) {
+	if podUID == "" {
+		return nil, errors.New("pod containers: no pod UID")
+	}
 	all, err := r.ListContainers(ctx)
 	return slices.DeleteFunc(all, func(st runtime.ContainerStatus) bool { return st.Labels[runtime.LabelPodUID] != podUID }), err
 }
