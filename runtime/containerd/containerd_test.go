@@ -543,6 +543,7 @@ func TestOCIRuntimeAutoRunsCrun(t *testing.T) {
 // Reading containers' states costs a fixed number of round trips to
 // containerd, however many containers there are: the agent lists them
 // per pod it stops, so a per-container cost made stopping n pods n².
+// A start reads the container once.
 func TestStatusRoundTrips(t *testing.T) {
 	var calls atomic.Int64
 	rt, _ := realRuntime(t, Config{
@@ -600,6 +601,14 @@ func TestStatusRoundTrips(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Errorf("ContainerStatus: %d round trips, want 2 (container, task)", n)
+	}
+
+	calls.Store(0)
+	if err := rt.StartContainer(ctx, "created"); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("StartContainer: %d round trips, want 4 (container, task, start, start time)", n)
 	}
 }
 

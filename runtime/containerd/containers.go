@@ -310,10 +310,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return err
 	}
 	nctx := r.ns(ctx)
-	labels, err := ctr.Labels(nctx)
+	info, err := ctr.Info(nctx, containerd.WithoutRefreshedMetadata) // as load read it
 	if err != nil {
 		return wrap(err, "container %s", id)
 	}
+	labels := info.Labels
 	if labels[labelStartError] != "" {
 		return fmt.Errorf("container %s: %w: %s", id, runtime.ErrStart, labels[labelMessage])
 	}
