@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,4 +156,48 @@ func startCluster(ctx context.Context, t *testing.T, n int, args ...string) (*pr
 		t.Fatal(err)
 	}
 	return c, cfg, cl
+}
+
+// A server whose port another process took meanwhile exits; the start
+// says so at once, with that server's log, and a fresh cluster's start
+// tries again on new ports (CI runs other packages' tests beside these,
+// and ports are picked free before the servers bind them).
+func TestClusterStartSurvivesATakenPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	newCluster := func() *proc.Cluster {
+		c := &proc.Cluster{Bin: outpostBin, Secret: "a-secret-for-the-taken-port-test"}
+		root := t.TempDir()
+		for _, id := range []string{"s1", "s2", "s3"} {
+			s, err := proc.NewServer(id, filepath.Join(root, id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Servers = append(c.Servers, s)
+		}
+		c.Servers[1].APIAddr = taken.Addr().String()
+		return c
+	}
+
+	c := newCluster()
+	start := time.Now()
+	err = c.StartAll(ctx)
+	c.Stop()
+	if !errors.Is(err, proc.ErrPortTaken) || !strings.Contains(err.Error(), "server s2 exited") || time.Since(start) > 30*time.Second {
+		t.Fatalf("StartAll with s2's port taken: after %v: %v; want at once, naming s2 and ErrPortTaken", time.Since(start), err)
+	}
+
+	c = newCluster()
+	defer c.Stop()
+	if err := c.StartFresh(ctx); err != nil {
+		t.Fatalf("StartFresh with s2's port taken: %v", err)
+	}
+	if c.Servers[1].APIAddr == taken.Addr().String() {
+		t.Error("s2 kept the taken port")
+	}
 }

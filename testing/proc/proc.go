@@ -76,12 +76,44 @@ func StartCluster(ctx context.Context, bin, root string, n int, args ...string) 
 		}
 		c.Servers = append(c.Servers, s)
 	}
-	if err := c.StartAll(ctx); err != nil {
-		c.Stop()
+	if err := c.StartFresh(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// StartFresh starts a new cluster's servers, as StartAll does. Ports are
+// picked free and bound later by the servers, so a test of another
+// package running beside this one can take one meanwhile: the servers
+// are then started afresh (new ports, empty data dirs), up to three
+// times. On failure every server is stopped.
+func (c *Cluster) StartFresh(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := c.StartAll(ctx)
+		if err == nil {
+			return nil
+		}
+		c.Stop()
+		if attempt == 3 || !errors.Is(err, ErrPortTaken) {
+			return err
+		}
+		for _, s := range c.Servers {
+			if err := os.RemoveAll(s.Dir); err != nil {
+				return err
+			}
+			if s.APIAddr, err = FreePort(); err != nil {
+				return err
+			}
+			if s.RaftAddr, err = FreePort(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ErrPortTaken is a server that exited because one of its ports was in
+// use.
+var ErrPortTaken = errors.New("a port was taken")
 
 // StartAll starts (or restarts) every server with its data dir and waits
 // until every one is ready.
@@ -92,7 +124,7 @@ func (c *Cluster) StartAll(ctx context.Context) error {
 		}
 	}
 	for _, s := range c.Servers {
-		if err := s.WaitReady(ctx); err != nil {
+		if err := s.waitReady(ctx, c.Servers); err != nil {
 			return err
 		}
 	}
@@ -250,6 +282,14 @@ func (s *Server) PID() int {
 
 // WaitReady waits until the server answers /readyz, up to a minute.
 func (s *Server) WaitReady(ctx context.Context) error {
+	return s.waitReady(ctx, []*Server{s})
+}
+
+// waitReady waits until s answers /readyz, up to a minute, and fails at
+// once when s or one of its peers exits (a server waiting for peers
+// that are gone would wait out the minute). Errors end with the log of
+// the server at fault.
+func (s *Server) waitReady(ctx context.Context, peers []*Server) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var last error
@@ -264,13 +304,45 @@ func (s *Server) WaitReady(ctx context.Context) error {
 		last = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("server %s not ready: %w (last error: %v)", s.ID, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
+			return fmt.Errorf("server %s not ready: %w (last error: %v); its log ends:\n%s", s.ID, ctx.Err(), last, s.logTail(20))
+		case <-time.After(100 * time.Millisecond): // polling /readyz, with a deadline
 		}
-		if s.cmd != nil && s.cmd.ProcessState != nil {
-			return errors.New("server " + s.ID + " exited")
+		for _, p := range peers {
+			if p.exited() {
+				tail := p.logTail(20)
+				err := fmt.Errorf("server %s exited; its log ends:\n%s", p.ID, tail)
+				if strings.Contains(tail, "address already in use") {
+					err = fmt.Errorf("%w: %w", ErrPortTaken, err)
+				}
+				return err
+			}
 		}
 	}
+}
+
+// exited reports whether s's process has ended: it stays a zombie until
+// Kill or Stop reaps it, so /proc still has it.
+func (s *Server) exited() bool {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return false // not started
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the ")" that ends the command's name.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// logTail is the last n lines of s's log.
+func (s *Server) logTail(n int) string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "server.log"))
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // writeOnce writes data to path unless the file already holds it, through
