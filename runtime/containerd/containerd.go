@@ -13,10 +13,13 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd"
+	contentapi "github.com/containerd/containerd/api/services/content/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	contentproxy "github.com/containerd/containerd/content/proxy"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
 	"github.com/containerd/containerd/namespaces"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/outpost-edge/outpost/runtime"
 	"github.com/outpost-edge/outpost/runtime/cgroups"
@@ -275,11 +278,17 @@ func (r *Runtime) conn(ctx context.Context) (*containerd.Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	opts := append([]containerd.ClientOpt{containerd.WithTimeout(r.cfg.DialTimeout), containerd.WithDefaultNamespace(r.cfg.Namespace)}, r.cfg.clientOpts...)
+	// The content store is a cache of small blobs (blobCache) in front
+	// of the content service on the client's connection, which exists
+	// once New returns; New itself reads no content.
+	blobs := &blobCache{blobs: map[digest.Digest][]byte{}}
+	opts := append([]containerd.ClientOpt{containerd.WithTimeout(r.cfg.DialTimeout), containerd.WithDefaultNamespace(r.cfg.Namespace),
+		containerd.WithServices(containerd.WithContentStore(blobs))}, r.cfg.clientOpts...)
 	c, err := containerd.New(r.cfg.Socket, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runtime.ErrUnavailable, err)
 	}
+	blobs.Store = contentproxy.NewContentStore(contentapi.NewContentClient(c.Conn()))
 	r.client = c
 	return c, nil
 }

@@ -27,7 +27,9 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
+	"github.com/containerd/containerd/pkg/dialer"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/outpost-edge/outpost/runtime"
 	"github.com/outpost-edge/outpost/runtime/cgroups"
@@ -708,6 +710,46 @@ func parentPid(t *testing.T, pid int) int {
 		t.Fatalf("/proc/%d/stat: %v", pid, err)
 	}
 	return ppid
+}
+
+// A create reads the image's small blobs (manifest, config) from
+// containerd once: later creates from the same image take them from
+// memory, and the blobs stay what their digests say.
+func TestCreateReadsImageBlobsOnce(t *testing.T) {
+	var mu sync.Mutex
+	reads := 0
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasPrefix(method, "/containerd.services.content.v1.Content/") {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	rt, _ := realRuntime(t, Config{clientOpts: []containerd.ClientOpt{containerd.WithDialOpts([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer.ContextDialer),
+		grpc.WithChainUnaryInterceptor(count)})}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"first", "second", "third"} {
+		defer rt.RemoveContainer(context.Background(), id)
+		mu.Lock()
+		reads = 0
+		mu.Unlock()
+		spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: []string{"echo", id}, Labels: map[string]string{runtime.LabelPodUID: "u-" + id}}
+		if out := runToEnd(ctx, t, rt, spec); out != id+"\n" {
+			t.Errorf("%s: log %q", id, out)
+		}
+		mu.Lock()
+		n := reads
+		mu.Unlock()
+		if i > 0 && n != 0 {
+			t.Errorf("create %d from the same image: %d content round trips, want 0", i+1, n)
+		}
+	}
 }
 
 // realRuntime starts a private containerd for the test and a Runtime on
