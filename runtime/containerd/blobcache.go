@@ -58,6 +58,9 @@ func (b *blobCache) put(d digest.Digest, data []byte) {
 	if _, ok := b.blobs[d]; ok {
 		return
 	}
+	if b.blobs == nil {
+		b.blobs = map[digest.Digest][]byte{}
+	}
 	if len(b.order) == cachedBlobs {
 		delete(b.blobs, b.order[0])
 		b.order = b.order[1:]

@@ -49,7 +49,7 @@ func readAll(t *testing.T, b *blobCache, desc ocispec.Descriptor) []byte {
 // from the store each time.
 func TestBlobCache(t *testing.T) {
 	store := &storeOfBlobs{blobs: map[digest.Digest][]byte{}, reads: map[digest.Digest]int{}}
-	b := &blobCache{Store: store, blobs: map[digest.Digest][]byte{}}
+	b := &blobCache{Store: store}
 
 	config := store.add([]byte(`{"config":{}}`))
 	for range 3 {

@@ -19,7 +19,6 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
 	"github.com/containerd/containerd/namespaces"
-	"github.com/opencontainers/go-digest"
 
 	"github.com/outpost-edge/outpost/runtime"
 	"github.com/outpost-edge/outpost/runtime/cgroups"
@@ -109,9 +108,6 @@ type Runtime struct {
 
 	// ociBinary is OCIRuntime resolved to a path; "" is the shim's runc.
 	ociBinary string
-	// ociName names the runtime in the node's runtime version: runc,
-	// crun or the binary's file name.
-	ociName string
 
 	mu          sync.Mutex
 	client      *containerd.Client
@@ -157,12 +153,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case ociName == "":
-		ociName = "runc"
-	case filepath.IsAbs(ociName):
-		ociName = filepath.Base(ociName)
-	}
 	if cfg.LogWriter == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -182,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.LogDir, 0o750); err != nil {
 		return nil, fmt.Errorf("%w: logDir: %w", ErrConfig, err)
 	}
-	r := &Runtime{cfg: cfg, ociBinary: oci, ociName: ociName, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
+	r := &Runtime{cfg: cfg, ociBinary: oci, log: cfg.Logger.With("component", "containerd", "socket", cfg.Socket)}
 	if why != "" {
 		r.log.Info("OCI runtime chosen", "runtime", ociName, "why", why)
 	}
@@ -281,7 +271,7 @@ func (r *Runtime) conn(ctx context.Context) (*containerd.Client, error) {
 	// The content store is a cache of small blobs (blobCache) in front
 	// of the content service on the client's connection, which exists
 	// once New returns; New itself reads no content.
-	blobs := &blobCache{blobs: map[digest.Digest][]byte{}}
+	blobs := &blobCache{}
 	opts := append([]containerd.ClientOpt{containerd.WithTimeout(r.cfg.DialTimeout), containerd.WithDefaultNamespace(r.cfg.Namespace),
 		containerd.WithServices(containerd.WithContentStore(blobs))}, r.cfg.clientOpts...)
 	c, err := containerd.New(r.cfg.Socket, opts...)
@@ -334,7 +324,11 @@ func (r *Runtime) Version(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", wrap(err, "containerd version")
 	}
-	return "containerd " + v.Version + " (" + r.ociName + ")", nil
+	oci := "runc"
+	if r.ociBinary != "" {
+		oci = filepath.Base(r.ociBinary)
+	}
+	return "containerd " + v.Version + " (" + oci + ")", nil
 }
 
 // snapshotterName picks the snapshotter once per connection: overlayfs
