@@ -485,6 +485,22 @@ func (r *Runtime) finish(ctx context.Context, ctr containerd.Container, task con
 	return labels, nil
 }
 
+// afterTaskGone reads ctr's labels once its task is gone, which means one
+// of three things: another caller recorded the exit and deleted the
+// task; the container was created and its task lost (StartContainer
+// makes it again); or it started and its task was lost, which
+// recordLost records.
+func (r *Runtime) afterTaskGone(ctx context.Context, ctr containerd.Container) (map[string]string, error) {
+	labels, err := ctr.Labels(ctx)
+	if err != nil {
+		return nil, wrap(err, "container %s", ctr.ID())
+	}
+	if labels[labelExitCode] == "" && labels[labelStartedAt] != "" {
+		return r.recordLost(ctx, ctr, labels)
+	}
+	return labels, nil
+}
+
 // Exit code and reason of a started container whose task is gone with no
 // exit recorded, as containerd's CRI reports such a container.
 const (
@@ -669,17 +685,8 @@ func (r *Runtime) status(ctx context.Context, ctr containerd.Container, proc *ta
 	if labels[labelExitCode] == "" {
 		switch {
 		case proc == nil:
-			// Either created with its task lost (see StartContainer),
-			// another caller just recorded the exit and deleted the
-			// task, or the task was lost after the start: read the
-			// labels again to tell.
-			if labels, err = ctr.Labels(ctx); err != nil {
-				return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
-			}
-			if labels[labelExitCode] == "" && labels[labelStartedAt] != "" {
-				if labels, err = r.recordLost(ctx, ctr, labels); err != nil {
-					return runtime.ContainerStatus{}, err
-				}
+			if labels, err = r.afterTaskGone(ctx, ctr); err != nil {
+				return runtime.ContainerStatus{}, err
 			}
 		case proc.Status == tasktypes.Status_RUNNING, proc.Status == tasktypes.Status_PAUSED, proc.Status == tasktypes.Status_PAUSING:
 			st.State = runtime.StateRunning
@@ -689,9 +696,8 @@ func (r *Runtime) status(ctx context.Context, ctr containerd.Container, proc *ta
 			task, err := ctr.Task(ctx, nil)
 			switch {
 			case errdefs.IsNotFound(err):
-				// Finished and deleted by another caller meanwhile.
-				if labels, err = ctr.Labels(ctx); err != nil {
-					return runtime.ContainerStatus{}, wrap(err, "container %s", ctr.ID())
+				if labels, err = r.afterTaskGone(ctx, ctr); err != nil {
+					return runtime.ContainerStatus{}, err
 				}
 			case err != nil:
 				return runtime.ContainerStatus{}, wrap(err, "container %s task", ctr.ID())
