@@ -326,13 +326,8 @@ func (s *Server) exited() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false // not started
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return true
-	}
-	// The state follows the ")" that ends the command's name.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	f, err := statFields(s.cmd.Process.Pid)
+	return err != nil || len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
 // logTail is the last n lines of s's log.

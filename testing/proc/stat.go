@@ -15,17 +15,10 @@ const clockTicks = 100
 
 // CPU returns the user+system CPU time a process has used.
 func CPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name may contain spaces; fields start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
 		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
 	}
@@ -77,4 +70,19 @@ func MachineBusy() time.Duration {
 		busy += n
 	}
 	return time.Duration(busy) * time.Second / clockTicks
+}
+
+// statFields are the fields of /proc/PID/stat after the command name,
+// which may hold spaces and parentheses: the state first.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return strings.Fields(s[i+1:]), nil
 }
