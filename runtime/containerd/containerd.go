@@ -216,7 +216,7 @@ func resolveOCIRuntime(name string) (string, error) {
 		return filepath.Abs(p)
 	}
 	if !filepath.IsAbs(name) {
-		return "", fmt.Errorf("%w: OCI runtime %q: want runc, crun or an absolute path", ErrConfig, name)
+		return "", fmt.Errorf("%w: OCI runtime %q: want auto, runc, crun or an absolute path", ErrConfig, name)
 	}
 	fi, err := os.Stat(name)
 	if err != nil {
