@@ -40,6 +40,13 @@ import (
 // segment is corruption, refused with ErrCorrupt. New segments and removals
 // are followed by an fsync of the directory.
 //
+// A new segment is, when one is ready, a spare: a file of zeros made
+// ahead in the background (spare.go), so that appends overwrite blocks the
+// filesystem has already allocated and an fdatasync flushes data alone.
+// Appending past a file's end makes every fdatasync commit the size, and
+// on ext4 that is a journal commit, which the three servers of a machine
+// also wait on each other for.
+//
 // The store is raft.MonotonicLogStore: entries are contiguous, so raft
 // deletes the whole log after installing a snapshot instead of leaving a gap.
 type walStore struct {
@@ -56,6 +63,11 @@ type walStore struct {
 	segs  []*walSegment
 	first uint64 // 0: empty; may be above segs[0].base after a prefix deletion
 	last  uint64
+
+	// spares is off for a store that makes no spare segments (a bbolt
+	// log's move); spare holds the one being made or ready (spare.go).
+	spares bool
+	spare  spareSegment
 }
 
 type walSegment struct {
@@ -92,8 +104,9 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	s := &walStore{dir: dir, noSync: noSync}
+	s := &walStore{dir: dir, noSync: noSync, spares: true}
 	removeGoneSegments(dir)
+	_ = os.Remove(filepath.Join(dir, spareName)) // one a crash left half made
 	names, err := segmentNames(dir)
 	if err != nil {
 		return nil, err
@@ -126,6 +139,7 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 	if len(s.segs) > 0 {
 		s.first, s.last = s.segs[0].base, s.segs[len(s.segs)-1].lastIndex()
 	}
+	s.makeSpare()
 	return s, nil
 }
 
@@ -175,11 +189,19 @@ func (s *walStore) openSegment(name string, last bool) (*walSegment, error) {
 			err = fmt.Errorf("%w: entry %d where %d belongs", ErrCorrupt, l.Index, base+uint64(len(seg.offs)))
 		}
 		if err != nil {
+			if allZero(data[off:]) {
+				// The unused rest of a spare (spare.go): in the last
+				// segment appends go on overwriting it. Before the last,
+				// a lost entry shows as a gap to the next segment.
+				break
+			}
 			if !last {
 				_ = f.Close()
 				return nil, fmt.Errorf("log segment %s at %d: %w", name, off, err)
 			}
-			// A torn tail: nothing after it was acknowledged.
+			// A torn tail: nothing after it was acknowledged. It is cut
+			// off, not overwritten, so that no byte of it can follow a
+			// later record.
 			if err := f.Truncate(off); err != nil {
 				_ = f.Close()
 				return nil, fmt.Errorf("cut torn tail of %s: %w", name, err)
@@ -240,8 +262,9 @@ func (s *walStore) closeFiles() {
 	s.segs = nil
 }
 
-// Close closes the segment files.
+// Close closes the segment files and drops the spare.
 func (s *walStore) Close() error {
+	s.dropSpare()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
@@ -332,7 +355,10 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 		size += walHeader + encodedLogSize(l)
 	}
 	if tail == nil || tail.size >= walSegmentBytes {
-		seg, err := s.newSegment(lo)
+		seg, err := s.takeSpare(lo)
+		if seg == nil && err == nil {
+			seg, err = s.newSegment(lo)
+		}
 		if err != nil {
 			return fmt.Errorf("store logs %d-%d: %w", lo, hi, err)
 		}
