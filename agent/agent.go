@@ -36,10 +36,11 @@ var (
 type Agent struct {
 	cfg Config
 	log *slog.Logger
-	// starts bounds the containers being created and started at once
-	// (worker.start): on a small host a burst of pods all starting
-	// together share the CPU so that all finish late; a few at a time
-	// finish one after another at the same throughput (issue 16 item 4).
+	// starts bounds the containers being created and started at once,
+	// with their pods' network setups (worker.start): on a small host a
+	// burst of pods all starting together share the CPU so that all
+	// finish late; a few at a time finish one after another at the same
+	// throughput (issue 16 item 4).
 	starts chan struct{}
 	// netMu guards netWritten: whether this run wrote (or found) the
 	// pod network's configuration (podnetwork.go).

@@ -341,6 +341,16 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	if err != nil {
 		return fail(reasonCreateError, err.Error())
 	}
+	// The start slot is taken before the pod's network is set up: the
+	// plugins' processes are CPU of the start like the runtime's, and a
+	// burst of pods all in their network setup at once would share the
+	// CPU until all are late (issue 16 item 4).
+	select {
+	case w.a.starts <- struct{}{}:
+	case <-ctx.Done():
+		return fail(reasonCreating, ctx.Err().Error())
+	}
+	defer func() { <-w.a.starts }()
 	if w.a.ownNetwork(w.pod) {
 		if w.net == nil {
 			n, err := w.a.setupPodNetwork(ctx, w.pod)
@@ -369,12 +379,6 @@ func (w *worker) start(ctx context.Context, c *api.Container, r *record, now tim
 	// A container of this attempt may exist from an agent that died
 	// before it could record it.
 	_ = w.a.rt.RemoveContainer(ctx, spec.ID)
-	select {
-	case w.a.starts <- struct{}{}:
-	case <-ctx.Done():
-		return fail(reasonCreating, ctx.Err().Error())
-	}
-	defer func() { <-w.a.starts }()
 	if err := w.a.rt.CreateContainer(ctx, spec); err != nil {
 		return fail(reasonCreateFailed, err.Error())
 	}
