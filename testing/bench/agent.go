@@ -137,8 +137,14 @@ type agentResult struct {
 	schedRun *startRun
 	// crunRuns are the same bursts with the agent restarted with
 	// --oci-runtime crun; crunErr says why there are none.
-	crunRuns    []startRun
-	crunErr     string
+	crunRuns []startRun
+	crunErr  string
+	// cniRuns are the same bursts with the agent restarted at its
+	// defaults where the recommended packages are installed: pods in
+	// networks of their own (CNI bridge) and auto's runtime; cniErr
+	// says why there are none.
+	cniRuns     []startRun
+	cniErr      string
 	detect      []detection
 	binBytes    int64
 	binStripped bool
@@ -164,6 +170,10 @@ type agentEnv struct {
 	join    string
 	// ociRuntime is the agent's --oci-runtime ("" leaves its default).
 	ociRuntime string
+	// podNetwork is the agent's --pod-network: "" is host (pods in the
+	// test host's network), cni gives each pod its own through the CNI
+	// plugins, with the configuration and namespaces under root.
+	podNetwork string
 	// cpu holds the agent and everything it starts but the containers;
 	// nil when no cgroup could be made (the node's total is then unknown).
 	cpu *cpuGroup
@@ -232,6 +242,13 @@ func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 		r.crunErr = err.Error()
 	} else {
 		r.crunRuns = e.bursts(ctx, "crun") // label values: no spaces
+	}
+	// What a host with the recommended packages runs by default: each
+	// pod in a network of its own, and auto's runtime.
+	if err := e.restartAgentWith(ctx, "", "cni"); err != nil {
+		r.cniErr = err.Error()
+	} else {
+		r.cniRuns = e.bursts(ctx, "cni")
 	}
 
 	for i := range detectRuns {
@@ -351,8 +368,20 @@ mount --rbind /sys/fs/cgroup "$0" || exit 1
 ns=$1; shift
 exec ip netns exec "$ns" sh -c 'mount --rbind "$0" /sys/fs/cgroup || exit 1; exec "$@"' "$0" "$@"`
 	args := []string{"--mount", "sh", "-c", script, cg, e.host.Name,
-		e.bin, "agent", "--pod-network", "host", "--server", "https://" + e.host.Gateway + ":" + e.apiPort, "--token", join,
+		e.bin, "agent", "--server", "https://" + e.host.Gateway + ":" + e.apiPort, "--token", join,
 		"--data-dir", e.dataDir, "--node-name", agentNode}
+	switch e.podNetwork {
+	case "":
+		args = append(args, "--pod-network", "host")
+	case "cni":
+		// The bridge, the masquerade rules and the service proxy's table
+		// are made in the test host's network namespace, where the agent
+		// runs; the configuration and the pods' namespaces stay in root.
+		args = append(args, "--pod-network", "cni", "--cni-conf-dir", filepath.Join(e.root, "cni-conf"),
+			"--cni-netns-dir", filepath.Join(e.root, "netns"))
+	default:
+		return fmt.Errorf("%w: pod network %q", errAgentBench, e.podNetwork)
+	}
 	if e.ociRuntime != "" {
 		args = append(args, "--oci-runtime", e.ociRuntime)
 	}
@@ -406,8 +435,21 @@ func (e *agentEnv) stopAgent() string {
 // restartAgent stops the agent (no pods run) and starts it again on the
 // same data dir with --oci-runtime oci, waiting until it is Ready.
 func (e *agentEnv) restartAgent(ctx context.Context, oci string) error {
+	return e.restartAgentWith(ctx, oci, e.podNetwork)
+}
+
+// restartAgentWith is restartAgent with --pod-network network too (see
+// agentEnv.podNetwork); an oci of "" is the agent's default.
+func (e *agentEnv) restartAgentWith(ctx context.Context, oci, network string) error {
+	flags := "--oci-runtime " + oci
+	if oci == "" {
+		flags = "its default OCI runtime"
+	}
+	if network != "" {
+		flags += " and --pod-network " + network
+	}
 	if msg := e.stopAgent(); msg != "" {
-		return fmt.Errorf("%w: restart with %s: %s", errAgentBench, oci, msg)
+		return fmt.Errorf("%w: restart with %s: %s", errAgentBench, flags, msg)
 	}
 	e.logf.Close()
 	logPath := e.logf.Name()
@@ -416,7 +458,7 @@ func (e *agentEnv) restartAgent(ctx context.Context, oci string) error {
 		return bytes.Count(b, []byte(`msg="agent running"`))
 	}
 	before := running()
-	e.ociRuntime = oci
+	e.ociRuntime, e.podNetwork = oci, network
 	if err := e.startAgent(e.join); err != nil {
 		return err
 	}
@@ -425,14 +467,14 @@ func (e *agentEnv) restartAgent(ctx context.Context, oci string) error {
 	deadline := time.Now().Add(90 * time.Second)
 	for running() == before {
 		if !e.agentAlive() || time.Now().After(deadline) {
-			return fmt.Errorf("%w: the agent with --oci-runtime %s did not start (log %s: %s)", errAgentBench, oci, logPath, tail(logPath, 10))
+			return fmt.Errorf("%w: the agent with %s did not start (log %s: %s)", errAgentBench, flags, logPath, tail(logPath, 10))
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil { // polling, with a deadline
 			return err
 		}
 	}
 	if err := e.waitReady(ctx, "True", 90*time.Second); err != nil {
-		return fmt.Errorf("agent with --oci-runtime %s never Ready: %w (log %s: %s)", oci, err, e.logf.Name(), tail(e.logf.Name(), 10))
+		return fmt.Errorf("agent with %s never Ready: %w (log %s: %s)", flags, err, e.logf.Name(), tail(e.logf.Name(), 10))
 	}
 	return nil
 }
@@ -888,6 +930,16 @@ func firstErr(first, err error) error {
 
 // deleteAll deletes the namespace's pods and waits until the agent has
 // removed their containers: no shim of the node is left.
+// podNetworks counts the pods' network namespaces the agent holds (their
+// files in --cni-netns-dir); 0 with the host's network.
+func (e *agentEnv) podNetworks() int {
+	if e.podNetwork != "cni" {
+		return 0
+	}
+	ents, _ := os.ReadDir(filepath.Join(e.root, "netns"))
+	return len(ents)
+}
+
 func (e *agentEnv) deleteAll(ctx context.Context) error {
 	podsR := api.ResourceForKind("Pod")
 	objs, _, err := e.cl.List(ctx, podsR, agentNS, client.ListOptions{})
@@ -906,15 +958,18 @@ func (e *agentEnv) deleteAll(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		np := e.procs()
-		if len(np.shims) == 0 && len(np.ctrs) == 0 {
+		// With pod networks, also until the agent has torn down every
+		// pod's: that comes after the containers stop, and a burst
+		// started before it would share the CPU with the teardown.
+		np, nets := e.procs(), e.podNetworks()
+		if len(np.shims) == 0 && len(np.ctrs) == 0 && nets == 0 {
 			return nil
 		}
 		if !e.agentAlive() {
 			return fmt.Errorf("%w: the agent exited with %d shims left", errAgentBench, len(np.shims))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %d shims and %d container processes left 90 s after deleting %d pods", errAgentBench, len(np.shims), len(np.ctrs), len(objs))
+			return fmt.Errorf("%w: %d shims, %d container processes and %d pod networks left 90 s after deleting %d pods", errAgentBench, len(np.shims), len(np.ctrs), nets, len(objs))
 		}
 		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil { // polling /proc, with a deadline
 			return err
@@ -1191,7 +1246,7 @@ func agentMarkdown(r agentResult, cmdline string) string {
 		name string
 		runs []startRun
 		why  string
-	}{{"runc", r.runs, ""}, {"crun", r.crunRuns, r.crunErr}} {
+	}{{"runc", r.runs, ""}, {"crun", r.crunRuns, r.crunErr}, {"the agent's defaults (auto's runtime, a CNI network per pod)", r.cniRuns, r.cniErr}} {
 		what := fmt.Sprintf("pod start p50 / p99, 50 at once, %s (issue 16)", rt.name)
 		m, err := medianRun(rt.runs)
 		switch {
@@ -1289,10 +1344,12 @@ func agentMarkdown(r agentResult, cmdline string) string {
 		runs = append(runs, *r.schedRun)
 	}
 	crunMed, crunMedErr := medianRun(r.crunRuns)
+	cniMed, cniMedErr := medianRun(r.cniRuns)
 	runs = append(runs, r.crunRuns...)
+	runs = append(runs, r.cniRuns...)
 	for _, s := range runs {
 		name := s.name
-		if (s.name == med.name && medErr == "") || (s.name == crunMed.name && crunMedErr == "") {
+		if (s.name == med.name && medErr == "") || (s.name == crunMed.name && crunMedErr == "") || (s.name == cniMed.name && cniMedErr == "") {
 			name += " (median)"
 		}
 		if s.name == "sched" {
@@ -1324,6 +1381,9 @@ func agentMarkdown(r agentResult, cmdline string) string {
 	if r.crunErr != "" {
 		fmt.Fprintf(&b, "\nNo crun runs: %s.\n", r.crunErr)
 	}
+	if r.cniErr != "" {
+		fmt.Fprintf(&b, "\nNo runs at the agent's defaults: %s.\n", r.cniErr)
+	}
 	if d := r.deletion; d.pods > 0 && d.err == "" {
 		node := "unknown"
 		if d.cpu.node >= 0 {
@@ -1332,7 +1392,7 @@ func agentMarkdown(r agentResult, cmdline string) string {
 		fmt.Fprintf(&b, "\n*Deleting* the %d pods of the memory table at once (their grace period 2 s; `/demo tick` ends on SIGTERM): the deletes sent → no shim and no container process left (polled every 200 ms) in %.1f s; CPU s agent %.2f, containerd %.2f, node total %s, server %.2f.\n",
 			d.pods, d.wall.Seconds(), d.cpu.agent.Seconds(), d.cpu.containerd.Seconds(), node, d.cpu.server.Seconds())
 	}
-	fmt.Fprintf(&b, "\n*runN*, *through the scheduler*: the agent with `--oci-runtime runc`; *crunN*: the agent restarted on the same data dir with `--oci-runtime crun` (containerd's runc shim running crun), which is what the agent's default, `auto`, picks where crun is installed and the cgroup layout suits it (as here after `make host-deps`).\n")
+	fmt.Fprintf(&b, "\n*runN*, *through the scheduler*: the agent with `--oci-runtime runc`; *crunN*: the agent restarted on the same data dir with `--oci-runtime crun` (containerd's runc shim running crun), which is what the agent's default, `auto`, picks where crun is installed and the cgroup layout suits it (as here after `make host-deps`). The agent runs these with `--pod-network host`: pods share the test host's network. *cniN*: the agent restarted at its defaults, as on a host with the recommended packages: `auto`'s runtime and `--pod-network cni`, so each pod first gets a network namespace of its own on the default bridge network (the bridge and host-local plugins through libcni; the node's masquerade rules and service proxy in place).\n")
 	fmt.Fprintf(&b, "\n*one at a time*: %d pods, each created when the one before was Running (no contention: the floor). CPU is from the first create to the last Running. The agent is started in a CPU-accounting cgroup of its own, which containerd, the shims, `runc` and the log writers inherit (runc moves the containers out): *node total* is that group's usage, and *runc & short-lived* what it has beyond the long-lived processes counted by /proc (runc create/start, the shims' start-up). *rest of machine*: busy time of everything else: kernel work the starts cause (mounts, cgroups, kernel threads) and whatever else runs on this shared machine; while the idle agent settled it was %.2f cores busy.\n", singleRuns, r.idle.background)
 	b.WriteString("\nNo CPU profile of the agent: it has no pprof endpoint, and a Go benchmark in agent/ would measure the fake runtime, not this path; the CPU columns above say where the time goes by process.\n")
 
