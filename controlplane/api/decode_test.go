@@ -465,7 +465,7 @@ func BenchmarkDecodePodAnyKind(b *testing.B) {
 // BenchmarkDecodePodKubernetesFields measures the slow path: the same pod
 // with two fields that only Kubernetes has.
 func BenchmarkDecodePodKubernetesFields(b *testing.B) {
-	data := []byte(strings.Replace(benchPod, `"restartPolicy":"Always"`, `"restartPolicy":"Always","dnsPolicy":"ClusterFirst","enableServiceLinks":true`, 1))
+	data := []byte(strings.Replace(benchPod, `"restartPolicy":"Always"`, `"restartPolicy":"Always","preemptionPolicy":"Never","enableServiceLinks":true`, 1))
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
