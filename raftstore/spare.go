@@ -51,7 +51,7 @@ func (s *walStore) makeSpare() {
 	sp.done.Add(1)
 	go func() {
 		defer sp.done.Done()
-		f, err := s.fillSpare(size)
+		f, err := s.fillSpare(size, sp.isClosed)
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
 		sp.making, sp.err = false, err
@@ -67,8 +67,18 @@ func (s *walStore) makeSpare() {
 	}()
 }
 
-// fillSpare writes size bytes of zeros to a new spare file and syncs it.
-func (s *walStore) fillSpare(size int64) (*os.File, error) {
+func (sp *spareSegment) isClosed() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.closed
+}
+
+// errSpareDropped ends a spare being made when the log is closed.
+var errSpareDropped = errors.New("the log was closed")
+
+// fillSpare writes size bytes of zeros to a new spare file and syncs it,
+// giving up with errSpareDropped once closed says so.
+func (s *walStore) fillSpare(size int64, closed func() bool) (*os.File, error) {
 	path := filepath.Join(s.dir, spareName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -82,6 +92,9 @@ func (s *walStore) fillSpare(size int64) (*os.File, error) {
 	zeros := make([]byte, spareChunk)
 	paced := !s.noSync
 	for off := int64(0); off < size; off += spareChunk {
+		if closed() {
+			return fail(errSpareDropped)
+		}
 		n := min(spareChunk, size-off)
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
 			return fail(err)
@@ -99,43 +112,56 @@ func (s *walStore) fillSpare(size int64) (*os.File, error) {
 	return f, nil
 }
 
-// takeSpare makes the ready spare the segment that starts at base and
-// starts making the next; with none ready it returns nil and no error (the
-// caller makes a plain segment, and the next spare is on its way).
-func (s *walStore) takeSpare(base uint64) (*walSegment, error) {
+// takeSpare makes the ready spare the segment that starts at base. With
+// none ready, or one that cannot be put in place, it returns nil and the
+// caller makes a plain segment, as before spares.
+func (s *walStore) takeSpare(base uint64) *walSegment {
 	if !s.spares {
-		return nil, nil
+		return nil
 	}
 	sp := &s.spare
 	sp.mu.Lock()
 	f := sp.ready
 	sp.ready = nil
 	sp.mu.Unlock()
+	// The next one is made while this one fills: at this machine's disk
+	// speed it is ready long before the log rolls again.
 	defer s.makeSpare()
 	if f == nil {
-		return nil, nil
+		return nil
 	}
 	spare := f.Name()
 	_ = f.Close()
 	path := filepath.Join(s.dir, segmentName(base))
-	if err := os.Rename(spare, path); err != nil {
+	// Never over a file of that name, as newSegment's O_EXCL.
+	if err := unix.Renameat2(unix.AT_FDCWD, spare, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE); err != nil {
+		sp.failed(fmt.Errorf("rename the spare to %s: %w", path, err))
 		_ = os.Remove(spare)
-		return nil, fmt.Errorf("new log segment from the spare: %w", err)
+		return nil
 	}
 	// Opened again under its name: detachPrefix renames by the file's
 	// name.
 	seg, err := os.OpenFile(path, os.O_RDWR, 0o600)
 	if err == nil {
-		err = s.syncDir()
-	}
-	if err != nil {
-		if seg != nil {
+		if err = s.syncDir(); err != nil {
 			_ = seg.Close()
 		}
-		// An empty segment is no part of the log (open drops it).
-		return nil, errors.Join(fmt.Errorf("new log segment from the spare: %w", err), os.Remove(path))
 	}
-	return &walSegment{f: seg, base: base}, nil
+	if err != nil {
+		sp.failed(fmt.Errorf("open the spare as %s: %w", path, err))
+		// All zeros, so no part of the log even if the removal fails
+		// (open drops an empty last segment); newSegment then refuses
+		// the name and the write fails, as without spares.
+		_ = os.Remove(path)
+		return nil
+	}
+	return &walSegment{f: seg, base: base}
+}
+
+func (sp *spareSegment) failed(err error) {
+	sp.mu.Lock()
+	sp.err = err
+	sp.mu.Unlock()
 }
 
 // dropSpare stops making spares, waits for one being made and removes it.

@@ -34,11 +34,13 @@ import (
 // Crash safety: StoreLogs returns only after the fdatasync, and raft
 // acknowledges nothing before that, so every acknowledged entry is on disk.
 // A crash part-way through a batch leaves a torn tail in the last segment
-// (a short record, a bad checksum, or zeros where the file grew): open
+// (a short record, a bad checksum, or garbage where the file grew): open
 // truncates the last segment at its first invalid record, which drops only
-// entries that were never acknowledged. An invalid record in an earlier
-// segment is corruption, refused with ErrCorrupt. New segments and removals
-// are followed by an fsync of the directory.
+// entries that were never acknowledged. Zeros and nothing else after the
+// last record are a spare's unused rest (below), kept. Any other invalid
+// record in an earlier segment, or an earlier segment with no record, is
+// corruption, refused with ErrCorrupt. New segments and removals are
+// followed by an fsync of the directory.
 //
 // A new segment is, when one is ready, a spare: a file of zeros made
 // ahead in the background (spare.go), so that appends overwrite blocks the
@@ -118,8 +120,15 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 			return nil, err
 		}
 		if len(seg.offs) == 0 {
-			// Only the last segment can be empty (created, crash before
-			// its first sync); drop it rather than keep a hole-less nothing.
+			if i != len(names)-1 {
+				// Only the last segment can be empty (created, crash
+				// before its first sync). One before it lost what it
+				// held: kept for whoever looks, and refused.
+				_ = seg.f.Close()
+				s.closeFiles()
+				return nil, fmt.Errorf("log segment %s: %w: holds no entry but is not the last", name, ErrCorrupt)
+			}
+			// Dropped rather than kept as a hole-less nothing.
 			_ = seg.f.Close()
 			if err := os.Remove(filepath.Join(dir, name)); err != nil {
 				s.closeFiles()
@@ -139,6 +148,8 @@ func openWALStore(dir string, noSync bool, legacy *boltStore) (*walStore, error)
 	if len(s.segs) > 0 {
 		s.first, s.last = s.segs[0].base, s.segs[len(s.segs)-1].lastIndex()
 	}
+	// Made at once, so that a new log's first segment is a spare too
+	// when it is ready before raft's first write.
 	s.makeSpare()
 	return s, nil
 }
@@ -160,7 +171,8 @@ func segmentNames(dir string) ([]string, error) {
 	return names, nil
 }
 
-// openSegment reads a segment's records; in the last segment an invalid
+// openSegment reads a segment's records; zeros alone after the last are
+// a spare's unused rest, kept; in the last segment any other invalid
 // record is a torn write and the file is cut there.
 func (s *walStore) openSegment(name string, last bool) (*walSegment, error) {
 	base, err := strconv.ParseUint(strings.TrimSuffix(name, ".wal"), 10, 64)
@@ -355,8 +367,9 @@ func (s *walStore) StoreLogs(logs []*raft.Log) error {
 		size += walHeader + encodedLogSize(l)
 	}
 	if tail == nil || tail.size >= walSegmentBytes {
-		seg, err := s.takeSpare(lo)
-		if seg == nil && err == nil {
+		seg := s.takeSpare(lo)
+		var err error
+		if seg == nil {
 			seg, err = s.newSegment(lo)
 		}
 		if err != nil {
