@@ -30,10 +30,12 @@ type spareSegment struct {
 	ready  *os.File // made and synced, not yet taken
 	closed bool
 	done   sync.WaitGroup
-	// err is the last failure to make one, for tests; the log goes on
-	// with plain new segments.
-	err error
 }
+
+// spareZeros is what a spare is written from. Never written to, its
+// pages are the kernel's shared zero page when write(2) reads them, so
+// it costs no memory, and no garbage per spare.
+var spareZeros [spareChunk]byte
 
 // makeSpare starts making a spare unless one is ready or being made.
 func (s *walStore) makeSpare() {
@@ -54,7 +56,9 @@ func (s *walStore) makeSpare() {
 		f, err := s.fillSpare(size, sp.isClosed)
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
-		sp.making, sp.err = false, err
+		// A spare that failed leaves the log to plain segments, as
+		// before spares; the next roll tries again.
+		sp.making = false
 		if err != nil {
 			return
 		}
@@ -89,14 +93,13 @@ func (s *walStore) fillSpare(size int64, closed func() bool) (*os.File, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("spare log segment: %w", err)
 	}
-	zeros := make([]byte, spareChunk)
 	paced := !s.noSync
 	for off := int64(0); off < size; off += spareChunk {
 		if closed() {
 			return fail(errSpareDropped)
 		}
 		n := min(spareChunk, size-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+		if _, err := f.WriteAt(spareZeros[:n], off); err != nil {
 			return fail(err)
 		}
 		// Write this chunk out and wait for it before the next. Where the
@@ -135,7 +138,6 @@ func (s *walStore) takeSpare(base uint64) *walSegment {
 	path := filepath.Join(s.dir, segmentName(base))
 	// Never over a file of that name, as newSegment's O_EXCL.
 	if err := unix.Renameat2(unix.AT_FDCWD, spare, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE); err != nil {
-		sp.failed(fmt.Errorf("rename the spare to %s: %w", path, err))
 		_ = os.Remove(spare)
 		return nil
 	}
@@ -148,7 +150,6 @@ func (s *walStore) takeSpare(base uint64) *walSegment {
 		}
 	}
 	if err != nil {
-		sp.failed(fmt.Errorf("open the spare as %s: %w", path, err))
 		// All zeros, so no part of the log even if the removal fails
 		// (open drops an empty last segment); newSegment then refuses
 		// the name and the write fails, as without spares.
@@ -156,12 +157,6 @@ func (s *walStore) takeSpare(base uint64) *walSegment {
 		return nil
 	}
 	return &walSegment{f: seg, base: base}
-}
-
-func (sp *spareSegment) failed(err error) {
-	sp.mu.Lock()
-	sp.err = err
-	sp.mu.Unlock()
 }
 
 // dropSpare stops making spares, waits for one being made and removes it.
