@@ -83,8 +83,21 @@ func TestSnapshotInstallSetsThresholdAtOnce(t *testing.T) {
 	for i := range 400 {
 		idx = set(t, leader.node, fmt.Sprintf("k%03d", i), "v")
 	}
-	if err := leader.node.Snapshot(); err != nil {
-		t.Fatal(err)
+	// Every running member snapshots and compacts its log: should the
+	// leader change before the member is back (it did once, a loaded
+	// CI run), the new one must have no log to send it either.
+	for _, o := range nodes {
+		if o == f {
+			continue
+		}
+		if o != leader {
+			if err := o.node.WaitApplied(ctxT(t, 10*time.Second), idx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.node.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	fsm := lenKV{newKV()}
 	n, err := Open(ctxT(t, 10*time.Second), f.cfg, fsm)
