@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,6 +60,22 @@ func MissingPlugins(binDirs []string, plugins ...string) []string {
 			return err == nil
 		}) {
 			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
+// HostMissing says what a host lacks for pods' own networks (the bridge
+// and host-local plugins in binDirs, iptables and nft on the PATH), one
+// item each, or nothing when it has it all.
+func HostMissing(binDirs []string) []string {
+	var missing []string
+	for _, plugin := range MissingPlugins(binDirs, "bridge", "host-local") {
+		missing = append(missing, "the CNI plugin "+plugin+" is not in "+strings.Join(binDirs, ",")+" (Debian's containernetworking-plugins)")
+	}
+	for _, tool := range []string{"iptables", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool+" is not installed")
 		}
 	}
 	return missing

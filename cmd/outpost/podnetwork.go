@@ -87,14 +87,5 @@ func (p *podNetworkFlags) apply(cfg *agent.Config, log *slog.Logger) error {
 // cniMissing says what a node lacks for pods' own networks (the bridge
 // and host-local plugins, iptables, nft), or "" when it has it all.
 func (p *podNetworkFlags) cniMissing() string {
-	var missing []string
-	for _, plugin := range podnet.MissingPlugins(strings.Split(p.binDirs, ","), "bridge", "host-local") {
-		missing = append(missing, "the CNI plugin "+plugin+" is not in "+p.binDirs+" (Debian's containernetworking-plugins)")
-	}
-	for _, tool := range []string{"iptables", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool+" is not installed")
-		}
-	}
-	return strings.Join(missing, "; ")
+	return strings.Join(podnet.HostMissing(strings.Split(p.binDirs, ",")), "; ")
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outpost-edge/outpost/agent/podnet"
 	"github.com/outpost-edge/outpost/controlplane/api"
 	"github.com/outpost-edge/outpost/controlplane/client"
 	"github.com/outpost-edge/outpost/runtime/ociarchive"
@@ -245,8 +246,14 @@ func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 	}
 	// What a host with the recommended packages runs by default: each
 	// pod in a network of its own, and auto's runtime.
-	if err := e.restartAgentWith(ctx, "", "cni"); err != nil {
+	if missing := cniMissing(); missing != "" {
+		r.cniErr = missing
+	} else if err := e.restartAgentWith(ctx, "", "cni"); err != nil {
 		r.cniErr = err.Error()
+		// The failure detection below needs an agent.
+		if err := e.restartAgentWith(ctx, "crun", ""); err != nil {
+			log.Printf("agent bench: restart after the failed one: %v", err)
+		}
 	} else {
 		r.cniRuns = e.bursts(ctx, "cni")
 	}
@@ -930,6 +937,15 @@ func firstErr(first, err error) error {
 
 // deleteAll deletes the namespace's pods and waits until the agent has
 // removed their containers: no shim of the node is left.
+// cniMissing says what this host lacks for --pod-network cni, as the
+// agent's auto would find it, or "".
+func cniMissing() string {
+	if missing := podnet.HostMissing(podnet.DefaultBinDirs); len(missing) > 0 {
+		return strings.Join(missing, "; ")
+	}
+	return ""
+}
+
 // podNetworks counts the pods' network namespaces the agent holds (their
 // files in --cni-netns-dir); 0 with the host's network.
 func (e *agentEnv) podNetworks() int {
