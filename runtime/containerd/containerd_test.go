@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +33,7 @@ import (
 	"github.com/outpost-edge/outpost/runtime"
 	"github.com/outpost-edge/outpost/runtime/cgroups"
 	"github.com/outpost-edge/outpost/runtime/runtimetest"
+	"github.com/outpost-edge/outpost/testing/proc"
 )
 
 func TestMain(m *testing.M) {
@@ -242,24 +242,6 @@ func contract(t *testing.T, ociRuntime string) {
 	})
 }
 
-// processAlive reports whether pid exists (and is not a zombie).
-func processAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// Field 3 is the state; Z is a zombie.
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == ')' {
-			return b[i+2] != 'Z'
-		}
-	}
-	return true
-}
-
 // TestSupervisor: the socket answers, a killed containerd is restarted,
 // and stopping containerd (the agent going away) leaves containers
 // running, with their status readable from a new containerd on the same
@@ -323,10 +305,10 @@ func TestSupervisor(t *testing.T) {
 	if err := sup.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if processAlive(oldPid) || processAlive(sup.Pid()) {
+	if proc.Alive(oldPid) || proc.Alive(sup.Pid()) {
 		t.Error("containerd still runs after Stop")
 	}
-	if !processAlive(int(st.Pid)) {
+	if !proc.Alive(int(st.Pid)) {
 		t.Fatal("the container died with containerd")
 	}
 	logFile := cfg.LogDir + "/" + spec.ID + ".log"
@@ -443,9 +425,7 @@ func TestOCIRuntimePath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-			t.Fatal(err)
-		}
+		importTestImage(ctx, t, rt)
 		_ = os.Remove(calls)
 		spec := runtime.ContainerSpec{ID: "oci", Image: runtimetest.TestImageRef, Args: []string{"echo", "through", "the", "wrapper"},
 			Labels: map[string]string{runtime.LabelPodUID: "u1"}}
@@ -552,9 +532,7 @@ func TestStatusRoundTrips(t *testing.T) {
 		clientOpts: []containerd.ClientOpt{containerd.WithCallOpts([]grpc.CallOption{grpc.OnFinish(func(error) { calls.Add(1) })})}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-		t.Fatal(err)
-	}
+	importTestImage(ctx, t, rt)
 	specs := map[string][]string{"s1": {"sleep"}, "s2": {"sleep"}, "s3": {"sleep"}, "s4": {"sleep"}, "exited": {"exit", "3"}, "created": {"sleep"}}
 	for id, args := range specs {
 		spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: args, Labels: map[string]string{runtime.LabelPodUID: "u-" + id}}
@@ -625,9 +603,7 @@ func TestLostTaskAfterStartIsExited(t *testing.T) {
 	rt, _ := realRuntime(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-		t.Fatal(err)
-	}
+	importTestImage(ctx, t, rt)
 	for _, id := range []string{"started", "unstarted"} {
 		spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: []string{"sleep"}, Labels: map[string]string{runtime.LabelPodUID: "u1"}}
 		defer rt.RemoveContainer(context.Background(), id)
@@ -651,7 +627,11 @@ func TestLostTaskAfterStartIsExited(t *testing.T) {
 			t.Fatal(err)
 		}
 		pids[id] = int(task.Process.Pid)
-		shim := parentPid(t, pids[id])
+		p, err := proc.ReadProcess(pids[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		shim := p.PPID
 		if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
 			t.Fatalf("kill %s's shim %d: %v", id, shim, err)
 		}
@@ -666,7 +646,7 @@ func TestLostTaskAfterStartIsExited(t *testing.T) {
 		return errors.Is(err1, os.ErrNotExist) && errors.Is(err2, os.ErrNotExist)
 	})
 	for id, pid := range pids {
-		if processAlive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("%s's process %d outlived its shim", id, pid)
 		}
 	}
@@ -696,22 +676,6 @@ func TestLostTaskAfterStartIsExited(t *testing.T) {
 	}
 }
 
-// parentPid is pid's parent, from /proc.
-func parentPid(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fields after the command's closing parenthesis: state, ppid.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		t.Fatalf("/proc/%d/stat: %v", pid, err)
-	}
-	return ppid
-}
-
 // A create reads the image's small blobs (manifest, config) from
 // containerd once: later creates from the same image take them from
 // memory, and the blobs stay what their digests say.
@@ -731,9 +695,7 @@ func TestCreateReadsImageBlobsOnce(t *testing.T) {
 		grpc.WithChainUnaryInterceptor(count)})}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-		t.Fatal(err)
-	}
+	importTestImage(ctx, t, rt)
 	for i, id := range []string{"first", "second", "third"} {
 		defer rt.RemoveContainer(context.Background(), id)
 		mu.Lock()
@@ -773,14 +735,20 @@ func realRuntime(t *testing.T, cfg Config) (*Runtime, string) {
 	return rt, sup.Socket()
 }
 
+// importTestImage imports runtimetest's image into rt.
+func importTestImage(ctx context.Context, t *testing.T, rt *Runtime) {
+	t.Helper()
+	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // echoed imports the test image, runs echo with args in container id to
 // its end, checks its log, and returns containerd's own record of the
 // container. The caller removes the container (before containerd stops).
 func echoed(ctx context.Context, t *testing.T, rt *Runtime, socket, id string, args ...string) containers.Container {
 	t.Helper()
-	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-		t.Fatal(err)
-	}
+	importTestImage(ctx, t, rt)
 	spec := runtime.ContainerSpec{ID: id, Image: runtimetest.TestImageRef, Args: append([]string{"echo"}, args...),
 		Labels: map[string]string{runtime.LabelPodUID: "u1"}}
 	if out, want := runToEnd(ctx, t, rt, spec), strings.Join(args, " ")+"\n"; out != want {
@@ -863,7 +831,7 @@ func TestSupervisorOutlivesEndedThreads(t *testing.T) {
 	// a second of life says it was not signalled.
 	until := time.Now().Add(time.Second)
 	for time.Now().Before(until) {
-		if !processAlive(pid) || sup.Pid() != pid {
+		if !proc.Alive(pid) || sup.Pid() != pid {
 			t.Fatalf("containerd %d died when the thread that started the supervisor ended", pid)
 		}
 		time.Sleep(20 * time.Millisecond) // watching that it stays alive, bounded

@@ -16,9 +16,7 @@ func TestWatchExits(t *testing.T) {
 	rt, _ := realRuntime(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := rt.ImportImages(ctx, bytesReader(runtimetest.TestImage(t))); err != nil {
-		t.Fatal(err)
-	}
+	importTestImage(ctx, t, rt)
 	exits, err := rt.WatchExits(ctx)
 	if err != nil {
 		t.Fatal(err)

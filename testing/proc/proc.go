@@ -326,8 +326,7 @@ func (s *Server) exited() bool {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false // not started
 	}
-	f, err := statFields(s.cmd.Process.Pid)
-	return err != nil || len(f) == 0 || f[0] == "Z" || f[0] == "X"
+	return !Alive(s.cmd.Process.Pid)
 }
 
 // logTail is the last n lines of s's log.

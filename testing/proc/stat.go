@@ -75,14 +75,29 @@ func MachineBusy() time.Duration {
 // statFields are the fields of /proc/PID/stat after the command name,
 // which may hold spaces and parentheses: the state first.
 func statFields(pid int) ([]string, error) {
+	_, f, err := readStat(pid)
+	return f, err
+}
+
+// readStat reads /proc/PID/stat: "pid (comm) state ppid ...", the
+// command name (it may hold spaces and parentheses) and the fields after
+// it, the state first.
+func readStat(pid int) (comm string, fields []string, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("parse /proc/%d/stat", pid)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", nil, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
-	return strings.Fields(s[i+1:]), nil
+	return s[open+1 : end], strings.Fields(s[end+1:]), nil
+}
+
+// Alive reports whether process pid runs: it exists and is not a zombie
+// (ended, not yet reaped by its parent).
+func Alive(pid int) bool {
+	f, err := statFields(pid)
+	return err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

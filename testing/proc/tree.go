@@ -25,6 +25,8 @@ type Process struct {
 	// Root is where the process's root directory is (a container's
 	// rootfs, or "/").
 	Root string
+	// State is the kernel's one-letter state (R, S, Z...).
+	State string
 }
 
 // Processes lists every process of the machine that can be read. A
@@ -37,7 +39,7 @@ func Processes() []Process {
 		if err != nil {
 			continue
 		}
-		p, err := readProcess(pid)
+		p, err := ReadProcess(pid)
 		if err != nil {
 			continue
 		}
@@ -46,19 +48,13 @@ func Processes() []Process {
 	return out
 }
 
-func readProcess(pid int) (Process, error) {
+// ReadProcess reads process pid from /proc.
+func ReadProcess(pid int) (Process, error) {
 	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	comm, f, err := readStat(pid)
 	if err != nil {
 		return Process{}, err
 	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-	s := string(stat)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return Process{}, fmt.Errorf("parse %s/stat", dir)
-	}
-	f := strings.Fields(s[end+1:])
 	if len(f) < 2 {
 		return Process{}, fmt.Errorf("parse %s/stat: %d fields", dir, len(f))
 	}
@@ -66,7 +62,7 @@ func readProcess(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, fmt.Errorf("parse %s/stat: ppid: %w", dir, err)
 	}
-	p := Process{PID: pid, PPID: ppid, Comm: s[open+1 : end]}
+	p := Process{PID: pid, PPID: ppid, Comm: comm, State: f[0]}
 	if cmd, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
 		for a := range bytes.SplitSeq(bytes.TrimRight(cmd, "\x00"), []byte{0}) {
 			p.Args = append(p.Args, string(a))
