@@ -239,19 +239,20 @@ func runAgentBench(ctx context.Context, bin string) (r agentResult) {
 
 	if _, err := exec.LookPath("crun"); err != nil {
 		r.crunErr = "crun is not installed (apt-get install crun)"
-	} else if err := e.restartAgent(ctx, "crun"); err != nil {
+	} else if err := e.restartAgent(ctx, "crun", e.podNetwork); err != nil {
 		r.crunErr = err.Error()
 	} else {
 		r.crunRuns = e.bursts(ctx, "crun") // label values: no spaces
 	}
 	// What a host with the recommended packages runs by default: each
 	// pod in a network of its own, and auto's runtime.
+	oci, network := e.ociRuntime, e.podNetwork
 	if missing := cniMissing(); missing != "" {
 		r.cniErr = missing
-	} else if err := e.restartAgentWith(ctx, "", "cni"); err != nil {
+	} else if err := e.restartAgent(ctx, "", "cni"); err != nil {
 		r.cniErr = err.Error()
-		// The failure detection below needs an agent.
-		if err := e.restartAgentWith(ctx, "crun", ""); err != nil {
+		// The failure detection below needs an agent: as it ran before.
+		if err := e.restartAgent(ctx, oci, network); err != nil {
 			log.Printf("agent bench: restart after the failed one: %v", err)
 		}
 	} else {
@@ -440,14 +441,10 @@ func (e *agentEnv) stopAgent() string {
 }
 
 // restartAgent stops the agent (no pods run) and starts it again on the
-// same data dir with --oci-runtime oci, waiting until it is Ready.
-func (e *agentEnv) restartAgent(ctx context.Context, oci string) error {
-	return e.restartAgentWith(ctx, oci, e.podNetwork)
-}
-
-// restartAgentWith is restartAgent with --pod-network network too (see
-// agentEnv.podNetwork); an oci of "" is the agent's default.
-func (e *agentEnv) restartAgentWith(ctx context.Context, oci, network string) error {
+// same data dir with --oci-runtime oci ("": the agent's default) and
+// --pod-network network (see agentEnv.podNetwork), waiting until it is
+// Ready.
+func (e *agentEnv) restartAgent(ctx context.Context, oci, network string) error {
 	flags := "--oci-runtime " + oci
 	if oci == "" {
 		flags = "its default OCI runtime"
@@ -582,12 +579,7 @@ func (e *agentEnv) agentAlive() bool {
 	if e.agent == nil || e.agent.Process == nil || e.agent.ProcessState != nil {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", e.agent.Process.Pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+	return proc.Alive(e.agent.Process.Pid)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -935,8 +927,6 @@ func firstErr(first, err error) error {
 	return err
 }
 
-// deleteAll deletes the namespace's pods and waits until the agent has
-// removed their containers: no shim of the node is left.
 // cniMissing says what this host lacks for --pod-network cni, as the
 // agent's auto would find it, or "".
 func cniMissing() string {
@@ -956,6 +946,8 @@ func (e *agentEnv) podNetworks() int {
 	return len(ents)
 }
 
+// deleteAll deletes the namespace's pods and waits until the agent has
+// removed their containers and networks: no shim of the node is left.
 func (e *agentEnv) deleteAll(ctx context.Context) error {
 	podsR := api.ResourceForKind("Pod")
 	objs, _, err := e.cl.List(ctx, podsR, agentNS, client.ListOptions{})
@@ -1359,13 +1351,17 @@ func agentMarkdown(r agentResult, cmdline string) string {
 	if r.schedRun != nil {
 		runs = append(runs, *r.schedRun)
 	}
-	crunMed, crunMedErr := medianRun(r.crunRuns)
-	cniMed, cniMedErr := medianRun(r.cniRuns)
+	medians := map[string]bool{}
+	for _, set := range [][]startRun{r.runs, r.crunRuns, r.cniRuns} {
+		if m, err := medianRun(set); err == "" {
+			medians[m.name] = true
+		}
+	}
 	runs = append(runs, r.crunRuns...)
 	runs = append(runs, r.cniRuns...)
 	for _, s := range runs {
 		name := s.name
-		if (s.name == med.name && medErr == "") || (s.name == crunMed.name && crunMedErr == "") || (s.name == cniMed.name && cniMedErr == "") {
+		if medians[s.name] {
 			name += " (median)"
 		}
 		if s.name == "sched" {

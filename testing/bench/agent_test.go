@@ -80,6 +80,13 @@ func TestAgentMarkdownTargets(t *testing.T) {
 	r.crunRuns, r.crunErr = nil, "crun is not installed (apt-get install crun)"
 	sectionHas(t, agentMarkdown(r, "cmd"), "crun (issue 16) | not run: crun is not installed")
 	r.crunErr = ""
+	// And at the agent's defaults (a CNI network per pod).
+	r.cniRuns = []startRun{{name: "cni1", n: 3, fromCreate: durs(300, 950, 1400)}}
+	sectionHas(t, agentMarkdown(r, "cmd"), "50 at once, the agent's defaults (auto's runtime, a CNI network per pod) (issue 16); median of 1 runs: cni1 (p50s 950 ms) | 950 ms / 1400 ms | p50 < 1 s | yes",
+		"| cni1 (median) | 3 of 3 |", "*cniN*: the agent restarted at its defaults")
+	r.cniRuns, r.cniErr = nil, "nft is not installed"
+	sectionHas(t, agentMarkdown(r, "cmd"), "a CNI network per pod) (issue 16) | not run: nft is not installed", "No runs at the agent's defaults: nft is not installed.")
+	r.cniErr = ""
 	r.deletion = deletion{pods: 100, wall: 2500 * time.Millisecond, cpu: cpuUse{agent: 300 * time.Millisecond, containerd: 700 * time.Millisecond, node: 2 * time.Second}}
 	sectionHas(t, agentMarkdown(r, "cmd"), "*Deleting* the 100 pods of the memory table at once", "in 2.5 s; CPU s agent 0.30, containerd 0.70, node total 2.00")
 	r.detect = r.detect[:1]
