@@ -14,11 +14,6 @@ import (
 // .wal, so open never reads it as a segment (it removes it).
 const spareName = "spare.wal.tmp"
 
-// spareChunk is how much of a spare is written before its writer waits
-// for the disk: the log's fdatasync must not queue behind megabytes of
-// zeros (the same reason as writeBehindChunk).
-const spareChunk = 1 << 20
-
 // spareSegment is the segment file made ahead of need: walSegmentBytes of
 // zeros, synced, so that the appends that fill it change no metadata.
 // On this project's test machine (ext4) an fdatasync after a 1.4 KiB
@@ -32,10 +27,11 @@ type spareSegment struct {
 	done   sync.WaitGroup
 }
 
-// spareZeros is what a spare is written from. Never written to, its
-// pages are the kernel's shared zero page when write(2) reads them, so
-// it costs no memory, and no garbage per spare.
-var spareZeros [spareChunk]byte
+// spareZeros is what a spare is written from, a write-behind chunk at a
+// time. Never written to, its pages are the kernel's shared zero page
+// when write(2) reads them, so it costs no memory, and no garbage per
+// spare.
+var spareZeros [writeBehindChunk]byte
 
 // makeSpare starts making a spare unless one is ready or being made.
 func (s *walStore) makeSpare() {
@@ -81,7 +77,9 @@ func (sp *spareSegment) isClosed() bool {
 var errSpareDropped = errors.New("the log was closed")
 
 // fillSpare writes size bytes of zeros to a new spare file and syncs it,
-// giving up with errSpareDropped once closed says so.
+// giving up with errSpareDropped once closed says so. It is written
+// behind as a snapshot is (writeBehind), so that the log's fdatasync
+// never queues behind megabytes of zeros.
 func (s *walStore) fillSpare(size int64, closed func() bool) (*os.File, error) {
 	path := filepath.Join(s.dir, spareName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -93,23 +91,20 @@ func (s *walStore) fillSpare(size int64, closed func() bool) (*os.File, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("spare log segment: %w", err)
 	}
-	paced := !s.noSync
-	for off := int64(0); off < size; off += spareChunk {
+	wb := &writeBehind{path: path, off: s.noSync}
+	for off := int64(0); off < size; off += writeBehindChunk {
 		if closed() {
+			wb.close()
 			return fail(errSpareDropped)
 		}
-		n := min(spareChunk, size-off)
+		n := min(writeBehindChunk, size-off)
 		if _, err := f.WriteAt(spareZeros[:n], off); err != nil {
+			wb.close()
 			return fail(err)
 		}
-		// Write this chunk out and wait for it before the next. Where the
-		// filesystem cannot (some FUSE ones), the final sync does all.
-		// Not the writeBehind's syncFileRange: tests swap that one.
-		if paced && unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER) != nil {
-			paced = false
-		}
+		wb.wrote(int(n))
 	}
-	if err := s.sync(f); err != nil {
+	if err := errors.Join(wb.close(), s.sync(f)); err != nil {
 		return fail(err)
 	}
 	return f, nil
@@ -177,12 +172,6 @@ func (s *walStore) dropSpare() {
 
 // allZero reports whether b holds only zero bytes.
 func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
-			return false
-		}
-		b = b[8:]
-	}
 	for _, c := range b {
 		if c != 0 {
 			return false

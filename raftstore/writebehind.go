@@ -15,8 +15,8 @@ import (
 // 1 MiB ones (p99 1.9 against 1.0–1.5 ms), the file written as fast.
 const writeBehindChunk = 1 << 20
 
-// writeBehind sends a snapshot file being written to the disk as it
-// grows (issue 16 item 2). Left to the final fsync, hundreds of MiB of
+// writeBehind sends a file being written to the disk as it grows: a
+// snapshot, and a spare log segment's zeros (spare.go) (issue 16 item 2). Left to the final fsync, hundreds of MiB of
 // dirty pages reach the disk at once, and the raft log's fdatasync, on
 // the same disk (and on ext4 the same journal), waits behind them: writes
 // stalled for tens of ms whenever a snapshot was taken. Every chunk it
